@@ -1,0 +1,1 @@
+"""The ``storm-kafka-compat`` command line."""

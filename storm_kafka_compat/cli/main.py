@@ -1,0 +1,71 @@
+"""Entry point of ``storm-kafka-compat``.
+
+Each command group lives in its own module and is added here. Commands return
+data; ``render`` prints it. Exit codes: 0 success, 1 operational failure,
+2 usage or configuration error. Diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from typing import Optional, Sequence
+
+import click
+
+from ..errors import StormKafkaCompatError
+
+#: (module, attribute) of each command or group, added when importable
+_COMMANDS = (
+    ("storm_kafka_compat.cli.config_cmd", "config"),
+    ("storm_kafka_compat.cli.offsets_cmd", "offsets"),
+    ("storm_kafka_compat.cli.run_cmd", "run"),
+    ("storm_kafka_compat.cli.run_cmd", "demo"),
+    ("storm_kafka_compat.cli.bench_cmd", "bench"),
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Storm's KafkaSpout (storm-kafka, storm-kafka-client) on PySpark."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("storm_kafka_compat")
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+for _module, _attr in _COMMANDS:
+    try:
+        _mod = importlib.import_module(_module)
+    except ModuleNotFoundError as exc:  # a command group not built yet
+        if exc.name != _module:
+            raise
+        continue
+    cli.add_command(getattr(_mod, _attr))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; map project errors to ``Error: ...`` and their exit code."""
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if isinstance(exc, click.UsageError) else exc.exit_code
+    except StormKafkaCompatError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return exc.exit_code
+    except SystemExit as exc:  # commands may sys.exit(code)
+        return int(exc.code or 0)
+    # a command may return its exit code; click returns ctx.exit(code) codes too
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
