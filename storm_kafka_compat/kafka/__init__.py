@@ -1,0 +1,17 @@
+"""Kafka access behind a small interface (:class:`KafkaAccess`).
+
+``KafkaPythonAccess`` (kafka-python) is imported lazily so that pure code can use
+the interface without kafka-python installed.
+"""
+
+from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+from storm_kafka_compat.kafka.scripted import ScriptedKafka
+
+__all__ = ["KafkaAccess", "KafkaMessage", "ScriptedKafka", "KafkaPythonAccess"]
+
+
+def __getattr__(name: str):  # PEP 562: keep kafka-python out of pure imports
+    if name == "KafkaPythonAccess":
+        from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+        return KafkaPythonAccess
+    raise AttributeError(name)

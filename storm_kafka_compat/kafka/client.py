@@ -1,0 +1,134 @@
+"""The Kafka access interface the partition logic and coordinators use.
+
+Two implementations ship: :class:`storm_kafka_compat.kafka.kafka_python.KafkaPythonAccess`
+(a real broker through kafka-python) and
+:class:`storm_kafka_compat.kafka.scripted.ScriptedKafka` (an in-memory Kafka that
+answers exactly as Apache Kafka does, for tests).
+
+This module is pure: it imports neither kazoo, kafka-python nor pyspark.
+
+Error mapping (storm-kafka ``KafkaUtils.fetchMessages``):
+
+* ``OFFSET_OUT_OF_RANGE`` -> :class:`~storm_kafka_compat.errors.OffsetOutOfRangeError`,
+  always. When ``useStartOffsetTimeIfOffsetOutOfRange`` is false the *caller*
+  turns it into a fetch failure, as storm-kafka does.
+* socket errors, timeouts, ``NOT_LEADER_FOR_PARTITION``,
+  ``UNKNOWN_TOPIC_OR_PARTITION`` and every other retriable condition ->
+  :class:`~storm_kafka_compat.errors.FailedFetchError`; the coordinator refreshes
+  and the fetch is retried.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Protocol, Tuple, runtime_checkable
+
+from storm_kafka_compat.config import Broker
+
+#: ``timestamp_type`` values of Kafka record batches
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+
+class KafkaMessage(NamedTuple):
+    """One Kafka record as returned by :meth:`KafkaAccess.fetch`.
+
+    ``offset`` is the record's own offset (the next offset to read after it is
+    ``offset + 1``). ``timestamp`` is in epoch milliseconds.
+    """
+
+    offset: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    timestamp: int
+    timestamp_type: int
+    headers: Tuple[Tuple[str, bytes], ...]
+    topic: str
+    partition: int
+
+
+@runtime_checkable
+class KafkaAccess(Protocol):
+    """What the spout needs from Kafka, one partition at a time."""
+
+    def offset_for(self, topic: str, partition: int, time: int) -> int:
+        """Resolve a Storm ``startOffsetTime`` to an offset.
+
+        Parameters
+        ----------
+        topic, partition : str, int
+            The partition.
+        time : int
+            ``-2`` (``EARLIEST_TIME``): the log start offset; ``-1``
+            (``LATEST_TIME``): the log end offset (the high watermark); any
+            other value: epoch milliseconds, resolved by *message timestamps*
+            (ListOffsets v1+; CONTRACT deviation 5): the offset of the first
+            message whose timestamp is at or after ``time``.
+
+        Returns
+        -------
+        int
+            The next offset to read, or ``config.NO_OFFSET`` (-5) when the
+            broker has no answer (a timestamp later than every message), as
+            storm-kafka's ``getOffset`` returns.
+
+        Raises
+        ------
+        FailedFetchError
+            The broker could not be asked (socket error, timeout, unknown topic).
+        """
+        ...
+
+    def fetch(self, topic: str, partition: int, offset: int, *,
+              max_messages: Optional[int] = None,
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+        """Fetch messages starting at ``offset`` (the next offset to read).
+
+        Messages below ``offset`` (a compressed set may hold some) are skipped.
+        Reading stops after ``max_messages`` messages or before ``max_offset``
+        (exclusive), and after one broker fetch's worth (``fetchSizeBytes``).
+        A fetch at the log end returns ``[]``.
+
+        Raises
+        ------
+        OffsetOutOfRangeError
+            The broker answered ``OFFSET_OUT_OF_RANGE``.
+        FailedFetchError
+            A retriable failure (socket error, timeout, not leader, unknown
+            topic or partition).
+        """
+        ...
+
+    def leaders(self, topic: str) -> Dict[int, Broker]:
+        """The current leader of every partition of ``topic`` (partition -> broker).
+
+        Partitions without a leader are left out. An unknown topic gives ``{}``.
+        """
+        ...
+
+    def topics(self) -> List[str]:
+        """Every topic name the cluster knows, sorted."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. The object must not be used afterwards."""
+        ...
+
+
+def slice_messages(messages: List[KafkaMessage], offset: int, *,
+                   max_messages: Optional[int] = None,
+                   max_offset: Optional[int] = None) -> List[KafkaMessage]:
+    """Apply :meth:`KafkaAccess.fetch`'s bounds to fetched ``messages``.
+
+    Keeps messages with ``offset <= m.offset < max_offset``, at most
+    ``max_messages`` of them, in order.
+    """
+    out: List[KafkaMessage] = []
+    for m in messages:
+        if m.offset < offset:
+            continue
+        if max_offset is not None and m.offset >= max_offset:
+            break
+        out.append(m)
+        if max_messages is not None and len(out) >= max_messages:
+            break
+    return out
