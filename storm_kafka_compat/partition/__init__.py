@@ -1,0 +1,1 @@
+"""storm-kafka's PartitionManager semantics as pure logic (no I/O, time injected)."""

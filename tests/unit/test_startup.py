@@ -1,0 +1,91 @@
+"""The start-up decision, case by case (reference section 2.3 and section 11 cases 1-8, 30)."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pytest
+
+from storm_kafka_compat.config import LONG_MAX, NO_OFFSET, SpoutConfig, StaticHosts
+from storm_kafka_compat.errors import CorruptStateError
+from storm_kafka_compat.partition.startup import decide_start
+
+
+@dataclass
+class Stored:
+    topology_id: Optional[str]
+    offset: Optional[int]
+    problem: Optional[str] = None
+    data: bytes = b"{}"
+
+
+def cfg(**kw):
+    return SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", **kw)
+
+
+LOG = {-2: 100, -1: 5_000, 1_700_000_000_000: 2_500}   # earliest, latest, a timestamp
+
+
+def kafka(time):
+    return LOG.get(time, NO_OFFSET)
+
+
+CASES = [
+    # (name, stored, config overrides, expected decision, expected start)
+    ("no node: earliest by default", None, {}, "no_state", 100),
+    ("no node: latest", None, {"start_offset_time": -1}, "no_state", 5_000),
+    ("no node: timestamp", None, {"start_offset_time": 1_700_000_000_000}, "no_state", 2_500),
+    ("same id, ignoreZkOffsets: resume", Stored("me", 4_000), {"ignore_zk_offsets": True},
+     "resume", 4_000),
+    ("different id, ignoreZkOffsets: startOffsetTime", Stored("storm-1-2", 4_000),
+     {"ignore_zk_offsets": True, "start_offset_time": -1}, "ignore_zk_offsets", 5_000),
+    ("different id, no flag: resume (migration path)", Stored("storm-1-2", 4_000), {},
+     "resume", 4_000),
+    ("offset 0 is no state, LATEST skips the partition", Stored("me", 0),
+     {"start_offset_time": -1}, "invalid_state", 5_000),
+    ("negative offset is no state", Stored("me", -7), {}, "invalid_state", 100),
+    ("malformed document under the storm policy", Stored(None, None, "invalid JSON", b"{x"),
+     {}, "invalid_state", 100),
+    ("EARLIEST: max behind fires only below earliest", Stored("me", 40),
+     {"max_offset_behind": 50}, "max_offset_behind", 100),
+    ("EARLIEST: within max behind below earliest is kept", Stored("me", 60),
+     {"max_offset_behind": 50}, "resume", 60),
+    ("EARLIEST: far behind latest does not fire", Stored("me", 200),
+     {"max_offset_behind": 50}, "resume", 200),
+    ("LATEST: jumps to the end, not end - maxOffsetBehind", Stored("me", 4_000),
+     {"max_offset_behind": 500, "start_offset_time": -1}, "max_offset_behind", 5_000),
+    ("LATEST: opt-in window reset", Stored("me", 4_000),
+     {"max_offset_behind": 500, "start_offset_time": -1,
+      "max_offset_behind_reset_to_window": True}, "max_offset_behind", 4_500),
+    ("timestamp reference", Stored("me", 1_000),
+     {"max_offset_behind": 1_000, "start_offset_time": 1_700_000_000_000},
+     "max_offset_behind", 2_500),
+    ("Long.MAX_VALUE default does not overflow", Stored("me", 1), {"max_offset_behind": LONG_MAX},
+     "resume", 1),
+    ("NO_OFFSET with no state flows through", None, {"start_offset_time": 42}, "no_state",
+     NO_OFFSET),
+    ("NO_OFFSET with stored state keeps the stored offset", Stored("me", 300),
+     {"start_offset_time": 42}, "resume", 300),
+]
+
+
+@pytest.mark.parametrize("name,stored,overrides,decision,start", CASES, ids=[c[0] for c in CASES])
+def test_decision(name, stored, overrides, decision, start):
+    d = decide_start(stored, topology_id="me", config=cfg(**overrides), offset_for=kafka,
+                     where="/r/s/partition_0")
+    assert (d.decision, d.start_offset) == (decision, start), d.reason
+    assert str(start) in d.reason
+
+
+def test_corrupt_document_fails_under_the_fail_policy():
+    with pytest.raises(CorruptStateError) as err:
+        decide_start(Stored(None, None, "offset is not an integer (12.0)", b'{"offset":12.0}'),
+                     topology_id="me", config=cfg(corrupt_state_policy="fail"),
+                     offset_for=kafka, where="/r/s/partition_3")
+    assert err.value.zk_path == "/r/s/partition_3" and b"12.0" in err.value.data
+    assert "/r/s/partition_3" in str(err.value) and "corruptStatePolicy" in str(err.value)
+
+
+def test_corrupt_document_is_logged_with_path_and_bytes(caplog):
+    decide_start(Stored(None, None, "root is not an object", b"[1]"), topology_id="me",
+                 config=cfg(), offset_for=kafka, where="/r/s/partition_9")
+    assert "/r/s/partition_9" in caplog.text and "b'[1]'" in caplog.text
