@@ -118,14 +118,17 @@ def test_too_many_failures_guard():                                       # case
 
 
 def test_pruned_retry_is_not_reemitted_and_commit_never_goes_back():     # case 12, deviation 2
-    pm = make(max_offset_behind=10)
-    take(pm, range(100), pm.plan_fetch(max_messages=30))
-    pm.fail(5)
-    pm.ack_ranges([(0, 5), (6, 30)])   # ack of 29 prunes below 19, including failed 5
+    clock = Clock(0)
+    pm = make(max_offset_behind=10, retry_initial_delay_ms=1_000, clock=clock)
+    take(pm, range(100), pm.plan_fetch(max_messages=15))
+    assert pm.fail(5)                  # 5 >= 15 - 10: scheduled for retry at t=1000
+    take(pm, range(100), pm.plan_fetch(max_messages=15))
+    pm.ack_ranges([(0, 5), (6, 30)])   # the ack of 29 prunes below 19, including failed 5
     assert pm.commit_offset() == 30
     pm.mark_committed(30)
+    clock.t = 2_000
     plan = pm.plan_fetch()
-    assert not plan.retry              # Storm 1.x would re-emit 5 here and commit 5 next
+    assert not plan.retry              # Storm 1.x re-emits 5 here and commits 5 next
     take(pm, range(100), plan)
     assert pm.last_completed_offset() >= 30
 
