@@ -1,0 +1,1 @@
+"""Test doubles and embedded servers for users' and this project's tests."""
