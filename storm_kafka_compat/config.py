@@ -224,6 +224,7 @@ CORRUPT_STATE_POLICIES: Tuple[str, ...] = ("storm", "fail")
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALLABLE_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*:{_IDENT}(\.{_IDENT})*$")
+_DOTTED_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})+$")
 
 #: placeholder shown instead of secrets by :func:`effective_config`
 MASK = "***"
@@ -546,10 +547,10 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
         text = _check_str(value, key)
         if text in RETRY_MANAGER_NAMES:
             return DEFAULT_RETRY_MANAGER
-        if not is_callable_ref(text):
-            raise ConfigError(f"{key} {text!r} cannot be loaded here (Java classes are not "
-                              f"available); use {DEFAULT_RETRY_MANAGER!r} or a Python "
-                              f"'package.module:callable'.", key=key, value=text,
+        if not is_callable_ref(text) and not _DOTTED_RE.match(text):
+            raise ConfigError(f"{key} {text!r} is not a class name; use "
+                              f"{DEFAULT_RETRY_MANAGER!r} or a Python class as "
+                              f"'package.module:Class'.", key=key, value=text,
                               allowed=(DEFAULT_RETRY_MANAGER, "module:callable"))
         return text
     if name == "corruptStatePolicy":
