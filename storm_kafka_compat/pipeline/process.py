@@ -26,7 +26,7 @@ import logging
 import random
 import weakref
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional,
+from typing import (AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Set, Tuple, Union)
 
 from storm_kafka_compat.pipeline.acker import Acker, new_id, xor_by_root
@@ -70,12 +70,16 @@ class PlanFilter:
 
 
 def as_plan_filter(plan: Any) -> PlanFilter:
-    """Read any plan object with ``offset`` and optional ``reemit``/``max_messages``."""
+    """Read any plan object with ``offset`` and optional ``reemit``/``max_messages``
+    (and ``retry``, as :class:`storm_kafka_compat.partition.manager.FetchPlan` has;
+    its ``reemit`` only counts when ``retry`` is true); an int is a new fetch from it."""
     if isinstance(plan, PlanFilter):
         return plan
     if isinstance(plan, int):
         return PlanFilter(plan)
     reemit = getattr(plan, "reemit", None)
+    if getattr(plan, "retry", reemit is not None) is False:
+        reemit = None  # partition.manager.FetchPlan: reemit is () in new mode
     return PlanFilter(int(plan.offset),
                       frozenset(reemit) if reemit is not None else None,
                       getattr(plan, "max_messages", None))
@@ -101,6 +105,9 @@ class BatchOutcome:
     next_offset : int, optional
         The offset after the last taken message (next to read), None when nothing
         was taken; the manager keeps ``max(emitted_to, next_offset)``.
+    scanned_to : int, optional
+        One past the last offset the fetch returned, taken or not (for
+        ``PartitionManager.fetched(scanned_to=...)``); None for an empty fetch.
     stage_counts : dict
         Component -> counters (``executed``, ``emitted``, ``acked``, ``failed``;
         the spout: ``messages``, ``emitted``).
@@ -113,6 +120,7 @@ class BatchOutcome:
     failed: List[int] = field(default_factory=list)
     skipped_null: int = 0
     next_offset: Optional[int] = None
+    scanned_to: Optional[int] = None
     stage_counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -187,21 +195,38 @@ class _RangeBuilder:
         return ranges
 
 
-def _filtered(messages: Iterable[Any], plan: PlanFilter) -> Iterable[Any]:
-    start = plan.offset
-    reemit = plan.reemit
-    limit = plan.max_messages
-    n = 0
-    for msg in messages:
-        off = msg.offset
-        if off < start:
-            continue
-        if reemit is not None and off not in reemit:
-            continue
-        yield msg
-        n += 1
-        if limit is not None and n >= limit:
-            return
+class _Filter:
+    """Iterates the taken messages of a fetch; remembers how far the fetch reached."""
+
+    __slots__ = ("messages", "plan", "scanned_to")
+
+    def __init__(self, messages: Iterable[Any], plan: PlanFilter) -> None:
+        self.messages = messages
+        self.plan = plan
+        self.scanned_to: Optional[int] = None
+
+    def __iter__(self) -> Iterator[Any]:
+        plan = self.plan
+        start = plan.offset
+        reemit = plan.reemit
+        limit = plan.max_messages
+        n = 0
+        top = -1
+        try:
+            for msg in self.messages:
+                off = msg.offset
+                if off > top:
+                    top = off
+                if off < start:
+                    continue
+                if reemit is not None and off not in reemit:
+                    continue
+                yield msg
+                n += 1
+                if limit is not None and n >= limit:
+                    return
+        finally:
+            self.scanned_to = top + 1 if top >= 0 else None
 
 
 # --- the in-process runtime -----------------------------------------------------------
@@ -383,9 +408,9 @@ def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[Lis
 def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
                 messages: Iterable[Any], scheme: Scheme, plan: PlanFilter,
                 taken: _RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
-                ) -> Tuple[int, int, Optional[str], Optional[int], int]:
+                ) -> Tuple[int, int, Optional[str], Optional[int], int, Optional[int]]:
     """Scheme + spout emit for every taken message. Returns (skipped, emitted
-    tuples, topic, partition, last offset)."""
+    tuples, topic, partition, last taken offset, scanned_to)."""
     fields = runtime.spout_fields
     stream = runtime.spout_stream
     nfields = len(fields)
@@ -397,7 +422,8 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
     last = -1
     targets = dispatcher.targets
     deliver = dispatcher.deliver
-    for msg in _filtered(messages, plan):
+    filt = _Filter(messages, plan)
+    for msg in filt:
         off = msg.offset
         taken.add(off)
         last = off
@@ -424,7 +450,7 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
                 xor ^= edge
                 deliver(component, task, copy_)
         init(root, xor, off)
-    return skipped, emitted, topic, partition, last
+    return skipped, emitted, topic, partition, last, filt.scanned_to
 
 
 # --- single stage ---------------------------------------------------------------------------
@@ -476,7 +502,7 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     taken = _RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
-    skipped, emitted, topic, partition, last = _emit_spout(
+    skipped, emitted, topic, partition, last, scanned = _emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed,
         lambda root, xor, off: acker.init(root, xor, off, now_ms))
     for name in runtime.topology.order:
@@ -494,18 +520,19 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     acker.completed()
     counts = _diff_counts(runtime.counts(), before)
     counts[spout] = {"messages": taken.count, "emitted": emitted}
-    return _outcome(topic, partition, taken, failed, skipped, last, counts)
+    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
 
 
 def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilder,
-             failed: List[int], skipped: int, last: int, counts: Dict[str, Dict[str, int]]
-             ) -> BatchOutcome:
+             failed: List[int], skipped: int, last: int, scanned: Optional[int],
+             counts: Dict[str, Dict[str, int]]) -> BatchOutcome:
     taken_ranges = taken.result()
     failed_sorted = sorted(set(failed))
     return BatchOutcome(topic=topic, partition=partition, taken=taken_ranges,
                         acked=subtract_offsets(taken_ranges, failed_sorted),
                         failed=failed_sorted, skipped_null=skipped,
-                        next_offset=(last + 1) if last >= 0 else None, stage_counts=counts)
+                        next_offset=(last + 1) if last >= 0 else None, scanned_to=scanned,
+                        stage_counts=counts)
 
 
 def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[StormTuple], Any],
@@ -523,7 +550,8 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     partition: Optional[int] = None
     last = -1
     name = getattr(bolt, "__qualname__", repr(bolt))
-    for msg in _filtered(messages, plan):
+    filt = _Filter(messages, plan)
+    for msg in filt:
         off = msg.offset
         taken.add(off)
         last = off
@@ -548,11 +576,12 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
                                topic, partition, off, exc, exc_info=True)
                 failed.append(off)
                 break
+    scanned = filt.scanned_to
     nfailed = len(set(failed))
     counts = {SPOUT_COMPONENT: {"messages": taken.count, "emitted": executed},
               "bolt": {"executed": executed, "emitted": 0,
                        "acked": taken.count - skipped - nfailed, "failed": nfailed}}
-    return _outcome(topic, partition, taken, failed, skipped, last, counts)
+    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
 
 
 # --- multi-stage (one Spark stage per bolt level) -------------------------------------------
@@ -611,9 +640,9 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     taken = _RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
-    skipped, emitted, topic, partition, last = _emit_spout(
+    skipped, emitted, topic, partition, last, scanned = _emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init)
-    outcome = _outcome(topic, partition, taken, failed, skipped, last,
+    outcome = _outcome(topic, partition, taken, failed, skipped, last, scanned,
                        {spout: {"messages": taken.count, "emitted": emitted}})
     return SpoutStageResult(outcome, roots, init, dispatcher.outbox)
 
@@ -662,7 +691,7 @@ def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> Bat
     return BatchOutcome(topic=o.topic, partition=o.partition, taken=o.taken,
                         acked=subtract_offsets(o.taken, failed_sorted), failed=failed_sorted,
                         skipped_null=o.skipped_null, next_offset=o.next_offset,
-                        stage_counts=counts)
+                        scanned_to=o.scanned_to, stage_counts=counts)
 
 
 __all__ += ["runtime_for", "xor_by_root"]
