@@ -1,0 +1,135 @@
+"""Shared pytest fixtures.
+
+Sections:
+
+* environment: variables Spark needs, set at import so every test sees them;
+* helpers: ``unique`` names;
+* ZooKeeper: a real server from pyspark's jars (session-scoped ``zk_server``,
+  ``zk_server_factory`` for tests that stop, kill or restart a server of their
+  own), a bounded kazoo client, a unique root path per test; the log tail of
+  every server a failing test used is appended to its report.
+
+Add fixtures for other servers in their own section below.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import sys
+import uuid
+from typing import Callable, Iterator, List
+
+import pytest
+
+# --- environment ---------------------------------------------------------------------
+
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+# --- helpers --------------------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+@pytest.fixture
+def unique(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Return ``make(prefix="t") -> str``: names unique across tests and runs.
+
+    Names use only ``[a-z0-9-]``, valid as Kafka topics, group ids and znode names.
+    """
+    test = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{test}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
+
+    return make
+
+
+# --- ZooKeeper ----------------------------------------------------------------------
+
+# every EmbeddedZooKeeper a test used, for the log tail on failure
+_ZK_SERVERS_KEY = pytest.StashKey[List["EmbeddedZooKeeper"]]()  # noqa: F821
+
+
+def _remember_server(request: pytest.FixtureRequest, server: object) -> None:
+    request.node.stash.setdefault(_ZK_SERVERS_KEY, []).append(server)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Append the ZooKeeper log tail to the report of a failed test."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    servers = list(item.stash.get(_ZK_SERVERS_KEY, []))
+    session_server = getattr(item.session, "_skc_zk_server", None)
+    if session_server is not None and "zk_server" in getattr(item, "fixturenames", ()):
+        servers.insert(0, session_server)
+    for server in dict.fromkeys(servers):
+        report.sections.append((f"ZooKeeper {server.connect_string} log tail ({server.log_path})",
+                                server.log_tail(60)))
+
+
+@pytest.fixture(scope="session")
+def zk_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A real ZooKeeper shared by the session. Do not stop it: use ``zk_server_factory``."""
+    from storm_kafka_compat.testing.zookeeper import EmbeddedZooKeeper
+
+    server = EmbeddedZooKeeper(base_dir=tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    request.session._skc_zk_server = server
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zk_server_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(**kwargs) -> EmbeddedZooKeeper`` (started) for servers a test
+    may stop, kill, pause or restart; all are stopped at teardown."""
+    from storm_kafka_compat.testing.zookeeper import EmbeddedZooKeeper
+
+    servers: List[EmbeddedZooKeeper] = []
+
+    def make(**kwargs: object) -> EmbeddedZooKeeper:
+        server = EmbeddedZooKeeper(base_dir=tmp_path_factory.mktemp("zookeeper-own"), **kwargs)
+        servers.append(server)
+        _remember_server(request, server)
+        return server.start()
+
+    yield make
+    for server in servers:
+        server.resume()
+        server.stop()
+
+
+def make_kazoo_client(hosts: str, **kwargs: object):
+    """A kazoo client that reconnects at most 1 s apart (the default backoff grows to an
+    hour); callers must still put timeouts on calls made while disconnected."""
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    kwargs.setdefault("timeout", 10.0)
+    return KazooClient(hosts=hosts,
+                       connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
+                       command_retry=KazooRetry(max_tries=3, delay=0.2, max_delay=1.0),
+                       **kwargs)
+
+
+@pytest.fixture
+def zk_client(zk_server):
+    """A connected kazoo client on ``zk_server``, stopped and closed after the test."""
+    client = make_kazoo_client(zk_server.connect_string)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def zk_root(unique: Callable[..., str]) -> str:
+    """A ZooKeeper path no other test uses, e.g. ``/skc-tests/zkroot-<test>-<n>-<hex>``
+    (not created)."""
+    return f"/skc-tests/{unique('zkroot')}"
