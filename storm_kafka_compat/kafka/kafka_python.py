@@ -1,0 +1,329 @@
+"""KafkaAccess over kafka-python 3.x (``KafkaConsumer`` without a group).
+
+One consumer per access object, reused across partitions: ``assign`` +
+``seek`` + ``poll``; no group, no Kafka-side commits. When the next call asks
+for the offset the consumer is already at, the seek is skipped and records
+already buffered are served.
+
+Storm fields and the kafka-python settings they become:
+
+====================  ===============================  ===================================
+Storm field           kafka-python                     note
+====================  ===============================  ===================================
+fetchSizeBytes        max_partition_fetch_bytes,       one fetch's byte budget; a larger
+                      fetch_max_bytes                  message is still returned (KIP-74,
+                                                       CONTRACT deviation 4)
+fetchMaxWait          fetch_max_wait_ms = max(1, v)    Storm's default 0 becomes 1 ms:
+                                                       tansu answers a zero-wait fetch
+                                                       with no partition data at all
+minFetchByte          fetch_min_bytes = max(1, value)  Storm's 0 becomes 1: with no
+                                                       data both answer after fetchMaxWait
+bufferSizeBytes       receive_buffer_bytes
+socketTimeoutMs       request_timeout_ms               also the deadline of one fetch();
+                                                       must exceed fetchMaxWait
+clientId              client_id                        empty -> ``storm-kafka-compat``
+====================  ===============================  ===================================
+
+``auto_offset_reset`` is ``"none"``: kafka-python 3.0.x then has no reset
+policy (``OffsetResetStrategy.NONE``) and ``poll`` raises
+``OffsetOutOfRangeError`` instead of jumping; "earliest"/"latest" would reset
+silently. Other settings of the job's ``kafka`` mapping (security:
+``security_protocol``, ``ssl_*``, ``sasl_*``, ...) are passed through.
+
+Against tansu (the embedded broker) be aware that:
+
+* a fetch beyond the log end returns nothing there: tansu never answers
+  ``OFFSET_OUT_OF_RANGE``, so this adapter returns ``[]``;
+* the log end offset (high watermark) is exact only when every record batch
+  holds one record (see :func:`storm_kafka_compat.testing.broker.produce_exact`);
+* ListOffsets by timestamp (tansu 0.6.0) answered the log start for every
+  timestamp we tried, so timestamp starts are tested against ScriptedKafka and
+  real Kafka only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
+from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
+from storm_kafka_compat.kafka.client import KafkaMessage, slice_messages
+
+log = logging.getLogger(__name__)
+
+#: client id used when SpoutConfig.clientId is empty
+DEFAULT_CLIENT_ID = "storm-kafka-compat"
+#: records one poll may return when the caller sets no bound; the byte budget
+#: (fetchSizeBytes) is what really bounds a fetch
+DEFAULT_MAX_POLL_RECORDS = 100_000
+#: extra time given to one poll round beyond fetchMaxWait (ms)
+POLL_SLICE_MARGIN_MS = 250
+#: settings this adapter owns; the client mapping may not change them
+_RESERVED = ("group_id", "enable_auto_commit", "auto_offset_reset", "bootstrap_servers",
+             "key_deserializer", "value_deserializer")
+
+
+def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
+                    client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
+    """The ``KafkaConsumer`` settings for ``spout`` (see the module table).
+
+    Raises
+    ------
+    ConfigError
+        ``socketTimeoutMs`` is not above ``fetchMaxWait``, a key of
+        ``client_config`` is unknown to kafka-python, or it tries to set one
+        this adapter owns (``group_id``, ``auto_offset_reset``, ...).
+    """
+    from kafka import KafkaConsumer
+    if spout.socket_timeout_ms <= max(1, spout.fetch_max_wait):
+        raise ConfigError(
+            f"socketTimeoutMs {spout.socket_timeout_ms} must be larger than fetchMaxWait "
+            f"{spout.fetch_max_wait} (kafka-python's request_timeout_ms must exceed "
+            "fetch_max_wait_ms); raise socketTimeoutMs", key="spout.socketTimeoutMs",
+            value=spout.socket_timeout_ms)
+    cfg: Dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers,
+        "client_id": spout.client_id or DEFAULT_CLIENT_ID,
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "none",
+        "allow_auto_create_topics": False,
+        "max_partition_fetch_bytes": spout.fetch_size_bytes,
+        "fetch_max_bytes": spout.fetch_size_bytes,
+        "fetch_max_wait_ms": max(1, spout.fetch_max_wait),
+        "fetch_min_bytes": max(1, spout.min_fetch_byte),
+        "receive_buffer_bytes": spout.buffer_size_bytes,
+        "request_timeout_ms": spout.socket_timeout_ms,
+        "max_poll_records": DEFAULT_MAX_POLL_RECORDS,
+    }
+    default_idle = KafkaConsumer.DEFAULT_CONFIG["connections_max_idle_ms"]
+    if spout.socket_timeout_ms >= default_idle:
+        cfg["connections_max_idle_ms"] = spout.socket_timeout_ms + 60_000
+    for key, value in client_config.items():
+        if key in _RESERVED:
+            raise ConfigError(f"kafka setting {key!r} is managed by storm-kafka-compat "
+                              "(no consumer group, out-of-range must raise); remove it",
+                              key=f"kafka.{key}", value=value)
+        if key not in KafkaConsumer.DEFAULT_CONFIG:
+            raise ConfigError(f"kafka setting {key!r} is not a kafka-python KafkaConsumer "
+                              "setting; see kafka-python's KafkaConsumer documentation",
+                              key=f"kafka.{key}", value=value)
+        cfg[key] = value
+    return cfg
+
+
+class KafkaPythonAccess:
+    """:class:`~storm_kafka_compat.kafka.client.KafkaAccess` over kafka-python.
+
+    Parameters
+    ----------
+    bootstrap_servers : str or list of str
+        ``host:port`` of one or more brokers.
+    spout : SpoutConfig
+        Fetch settings (see the module table).
+    client_config : mapping
+        Extra ``KafkaConsumer`` settings (security etc.).
+    clock : callable
+        Monotonic seconds, for fetch deadlines.
+
+    Notes
+    -----
+    The consumer is created on first use. Not thread-safe across threads
+    beyond a lock serialising calls: give each thread its own object.
+    """
+
+    def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
+                 client_config: Mapping[str, Any] = {}, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = consumer_config(bootstrap_servers, spout, client_config)
+        self.spout = spout
+        self._clock = clock
+        self._consumer: Any = None
+        self._position: Optional[tuple] = None  # ((topic, partition), next offset)
+        self._lock = threading.RLock()
+        self._slice_ms = spout.fetch_max_wait + POLL_SLICE_MARGIN_MS
+
+    # --- KafkaAccess --------------------------------------------------------
+
+    def offset_for(self, topic: str, partition: int, time: int) -> int:
+        """See :meth:`KafkaAccess.offset_for`. A timestamp resolves through
+        ListOffsets v1 (``offsets_for_times``): the first message at or after
+        it, or ``NO_OFFSET`` when there is none."""
+        from kafka import TopicPartition
+        tp = TopicPartition(topic, partition)
+        timeout_ms = self.spout.socket_timeout_ms
+        with self._lock, self._errors(topic, partition, None, "offset lookup"):
+            c = self._get_consumer()
+            if time == EARLIEST_TIME:
+                return int(c.beginning_offsets([tp], timeout_ms=timeout_ms)[tp])
+            if time == LATEST_TIME:
+                return int(c.end_offsets([tp], timeout_ms=timeout_ms)[tp])
+            found = c.offsets_for_times({tp: time}, timeout_ms=timeout_ms).get(tp)
+            return NO_OFFSET if found is None else int(found.offset)
+
+    def fetch(self, topic: str, partition: int, offset: int, *,
+              max_messages: Optional[int] = None,
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+        """See :meth:`KafkaAccess.fetch`.
+
+        Polls until records arrive. With none, the log end is asked once:
+        at the end ``[]`` is returned; beyond it Kafka answers
+        ``OFFSET_OUT_OF_RANGE`` (raised as OffsetOutOfRangeError) while tansu
+        answers nothing (``[]`` after one more poll round, logged at WARN);
+        below it polling goes on until ``socketTimeoutMs``, then
+        FailedFetchError.
+        """
+        from kafka import TopicPartition
+        if (max_messages is not None and max_messages <= 0) or (
+                max_offset is not None and max_offset <= offset):
+            return []
+        tp = TopicPartition(topic, partition)
+        limit = DEFAULT_MAX_POLL_RECORDS
+        if max_messages is not None:
+            limit = min(limit, max_messages)
+        if max_offset is not None:
+            limit = min(limit, max_offset - offset)
+        deadline = self._clock() + self.spout.socket_timeout_ms / 1000.0
+        with self._lock, self._errors(topic, partition, offset, "fetch"):
+            c = self._get_consumer()
+            self._prepare(c, tp, offset)
+            end: Optional[int] = None
+            extra_rounds = 1
+            while True:
+                remaining_ms = int((deadline - self._clock()) * 1000)
+                records = c.poll(timeout_ms=max(0, min(remaining_ms, self._slice_ms)),
+                                 max_records=limit).get(tp, [])
+                if records:
+                    self._position = (tp, records[-1].offset + 1)
+                    return slice_messages([_message(r) for r in records], offset,
+                                          max_messages=max_messages, max_offset=max_offset)
+                if end is None:
+                    remaining_ms = int((deadline - self._clock()) * 1000)
+                    if remaining_ms <= 0:
+                        raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+                    end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
+                    if offset == end:
+                        return []
+                elif offset > end:
+                    if extra_rounds == 0:
+                        log.warning("offset %d of %s/%d is beyond the log end %d and the "
+                                    "broker answered no OFFSET_OUT_OF_RANGE (tansu does "
+                                    "this); returning nothing", offset, topic, partition, end)
+                        return []
+                    extra_rounds -= 1
+                if self._clock() >= deadline:
+                    raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+
+    def leaders(self, topic: str) -> Dict[int, Broker]:
+        """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
+        from kafka import TopicPartition
+        with self._lock, self._errors(topic, None, None, "metadata lookup"):
+            c = self._get_consumer()
+            c.topics()  # forces a metadata refresh of every topic
+            cluster = c._cluster  # kafka-python keeps leaders only there
+            out: Dict[int, Broker] = {}
+            for p in sorted(cluster.partitions_for_topic(topic) or ()):
+                leader = cluster.leader_for_partition(TopicPartition(topic, p))
+                if leader is None or leader < 0:
+                    continue
+                meta = cluster.broker_metadata(leader)
+                if meta is not None:
+                    out[p] = Broker(meta.host, int(meta.port))
+            return out
+
+    def topics(self) -> List[str]:
+        """See :meth:`KafkaAccess.topics`."""
+        with self._lock, self._errors(None, None, None, "metadata lookup"):
+            return sorted(self._get_consumer().topics())
+
+    def close(self) -> None:
+        """Close the consumer."""
+        with self._lock:
+            if self._consumer is not None:
+                try:
+                    self._consumer.close()
+                finally:
+                    self._consumer = None
+                    self._position = None
+
+    def __enter__(self) -> "KafkaPythonAccess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------
+
+    def _get_consumer(self) -> Any:
+        if self._consumer is None:
+            from kafka import KafkaConsumer
+            self._consumer = KafkaConsumer(**self.config)
+        return self._consumer
+
+    def _prepare(self, c: Any, tp: Any, offset: int) -> None:
+        if c.assignment() != {tp}:
+            c.assign([tp])
+            self._position = None
+        if self._position != (tp, offset):
+            self._position = None
+            c.seek(tp, offset)
+            self._position = (tp, offset)
+
+    def _errors(self, topic: Optional[str], partition: Optional[int], offset: Optional[int],
+                what: str) -> "_ErrorMap":
+        return _ErrorMap(self, topic, partition, offset, what)
+
+
+class _ErrorMap:
+    """Maps kafka-python and socket errors onto this project's errors."""
+
+    def __init__(self, owner: KafkaPythonAccess, topic: Optional[str],
+                 partition: Optional[int], offset: Optional[int], what: str) -> None:
+        self.owner, self.topic, self.partition, self.offset, self.what = (
+            owner, topic, partition, offset, what)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        if exc is None or isinstance(exc, KafkaAccessError):
+            if exc is not None:
+                self.owner._position = None
+            return False
+        import kafka.errors as Errors
+        where = f"{self.topic}/{self.partition}" if self.partition is not None else f"{self.topic}"
+        kw = dict(topic=self.topic, partition=self.partition, offset=self.offset)
+        self.owner._position = None
+        if isinstance(exc, Errors.OffsetOutOfRangeError):
+            raise OffsetOutOfRangeError(
+                f"offset {self.offset} for {where} is out of range (OFFSET_OUT_OF_RANGE); "
+                "restart from startOffsetTime or a valid offset", **kw) from exc
+        if isinstance(exc, (OSError, TimeoutError)) or (
+                isinstance(exc, Errors.KafkaError) and exc.retriable):
+            log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
+            raise FailedFetchError(
+                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); the "
+                "coordinator refreshes and the fetch is retried", **kw) from exc
+        if isinstance(exc, Errors.KafkaError):
+            raise KafkaAccessError(
+                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "
+                "topic, the ACLs and the kafka client settings", **kw) from exc
+        return False
+
+
+def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> FailedFetchError:
+    return FailedFetchError(
+        f"fetch of {topic}/{partition} at offset {offset} returned nothing within "
+        f"socketTimeoutMs {timeout_ms} although the log end is beyond it; the leader may "
+        "have moved or be unreachable (the coordinator refreshes)",
+        topic=topic, partition=partition, offset=offset)
+
+
+def _message(r: Any) -> KafkaMessage:
+    headers = tuple((k, v) for k, v in (r.headers or ()))
+    return KafkaMessage(r.offset, r.key, r.value, int(r.timestamp), int(r.timestamp_type),
+                        headers, r.topic, r.partition)
