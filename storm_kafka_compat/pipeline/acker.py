@@ -79,7 +79,7 @@ class AckEntry:
     initialized : bool
         The spout's init has been seen.
     touched : int
-        Timeout reference: the emit/reset time (exact mode) or the tick (bucket mode).
+        Timeout reference: the time of the emit or of the last reset (ms).
     """
 
     __slots__ = ("ack_val", "msg_id", "start_ms", "failed", "initialized", "touched")
@@ -112,8 +112,7 @@ class Acker:
         self._completed: List[Tuple[Any, int]] = []
         self._failed: List[Tuple[Any, str]] = []
         self._origin_ms: Optional[int] = None
-        self._tick = 0
-        self._last_timeout_ms: Optional[int] = None
+        self._last_now: Optional[int] = None
 
     # --- ids -------------------------------------------------------------------
     def new_root_id(self) -> int:
@@ -191,43 +190,39 @@ class Acker:
 
     # --- timeouts ---------------------------------------------------------------------
     def _touch_key(self, now_ms: Optional[int]) -> int:
-        if self.exact_timeout:
-            if now_ms is None:
-                return self._last_now or 0
-            self._last_now = now_ms
-            return now_ms
-        if now_ms is not None and self._origin_ms is None:
+        """The entry's timeout reference: the time of its emit or last reset (ms)."""
+        if now_ms is None:
+            return self._last_now if self._last_now is not None else 0
+        if self._origin_ms is None:
             self._origin_ms = now_ms
-        return self._tick
-
-    _last_now: Optional[int] = None
+        if self._last_now is None or now_ms > self._last_now:
+            self._last_now = now_ms
+        return now_ms
 
     def expire(self, now_ms: int, timeout_ms: int) -> List[Any]:
         """Fail every root that timed out by ``now_ms``; returns their msg ids.
 
-        Bucket mode (default): ticks happen every ``timeout_ms`` from the first
-        call that carried a time, and a root expires at the second tick after
-        its emit or reset, i.e. between T and 2T. Exact mode: at T.
-        Roots whose init never arrived (stray or late acks) are dropped silently.
+        Bucket mode (default): the pending map rotates every ``timeout_ms``,
+        counted from the first time the acker saw; a root expires at the second
+        rotation after its emit or reset, i.e. between T and 2T later. Exact
+        mode: T after. Roots whose init never arrived (stray or late acks) are
+        dropped silently.
         """
-        self._last_now = now_ms
+        self._touch_key(now_ms)
         if timeout_ms <= 0:
             return []
+        expired_keys = []
         if self.exact_timeout:
             deadline = now_ms - timeout_ms
-            expired_keys = []
             for root_id, entry in self._entries.items():
                 if entry.touched > deadline:
                     break
                 expired_keys.append(root_id)
         else:
-            if self._origin_ms is None:
-                self._origin_ms = now_ms
-            self._tick = max(self._tick, (now_ms - self._origin_ms) // timeout_ms)
-            limit = self._tick - 2
-            expired_keys = []
+            origin = self._origin_ms if self._origin_ms is not None else now_ms
+            limit = (now_ms - origin) // timeout_ms - 2
             for root_id, entry in self._entries.items():
-                if entry.touched > limit:
+                if (entry.touched - origin) // timeout_ms > limit:
                     break
                 expired_keys.append(root_id)
         timed_out: List[Any] = []
