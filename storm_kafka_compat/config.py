@@ -410,8 +410,9 @@ TOPOLOGY_FIELDS: Tuple[FieldSpec, ...] = (
 AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.auth.payload",
                               "storm.zookeeper.topology.auth.scheme",
                               "storm.zookeeper.topology.auth.payload", "acl")
-#: Keys of the topology section that hold a topology of bolts (kept raw).
-BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts", "streams")
+#: Keys of the topology section that hold a topology of bolts (kept raw and
+#: interpreted by ``pipeline.topology.from_spec``).
+BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf")
 HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshFreqSecs",
@@ -801,8 +802,8 @@ def topology_config_from_dict(mapping: Mapping[str, Any], *,
     ``kafka.topic.wildcard.match``, ``storm.zookeeper.*``,
     ``topology.message.timeout.secs``, ``topology.max.spout.pending``, the digest
     auth keys ``storm.zookeeper.auth.scheme``/``storm.zookeeper.auth.payload``
-    (``user:password``) and our ``acl`` flag. ``bolts``/``streams`` (a topology
-    of bolts) are skipped here: :func:`job_config_from_dict` keeps them.
+    (``user:password``) and our ``acl`` flag. ``bolts`` (a topology of bolts)
+    is skipped here: :func:`job_config_from_dict` keeps it.
 
     Raises
     ------
@@ -856,7 +857,7 @@ def _zk_auth_from_dict(mapping: Mapping[str, Any], section: str) -> Optional[ZkA
     cred = _check_str(payload, f"{section}.{pk}")
     user, sep, _ = cred.partition(":")
     if not sep or not user:
-        shown = cred.split(":", 1)[0] + (":" + MASK if sep else "")
+        shown = f"{user}:{MASK}" if sep else MASK  # never echo what may be a password
         raise ConfigError(f"{section}.{pk} must be 'user:password' (digest), got {shown!r}.",
                           key=f"{section}.{pk}", value=MASK)
     return ZkAuth("digest", cred, acl)
@@ -916,9 +917,13 @@ def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[st
         raise ConfigError(f"{section}.bolts must be a non-empty list of bolts, got {bolts!r}; "
                           f"or use a top-level 'bolt: module:callable' for a single bolt.",
                           key=f"{section}.bolts", value=bolts)
-    if "streams" in present and not isinstance(present["streams"], list):
-        raise ConfigError(f"{section}.streams must be a list, got {present['streams']!r}.",
-                          key=f"{section}.streams", value=present["streams"])
+    for i, bolt in enumerate(bolts):
+        if not isinstance(bolt, Mapping):
+            raise ConfigError(f"{section}.bolts[{i}] must be a mapping with name, bolt "
+                              f"(module:callable) and optional inputs, got {bolt!r}.",
+                              key=f"{section}.bolts[{i}]", value=bolt)
+        if "bolt" in bolt:
+            check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
     return dict(present)
 
 
@@ -934,8 +939,9 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
 
     Top-level keys: ``spout`` (required), ``hosts`` (required), ``topology``
     (required: at least ``name``), ``spark``, ``bolt`` and ``kafka``. A topology
-    of bolts is given as ``topology.bolts`` (plus optional ``topology.streams``)
-    and kept raw in :attr:`JobConfig.topology_spec`.
+    of bolts is given as ``topology.bolts`` and kept raw in
+    :attr:`JobConfig.topology_spec` as ``{"bolts": [...]}`` (the form
+    ``pipeline.topology.from_spec`` reads).
 
     Raises
     ------

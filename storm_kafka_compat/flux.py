@@ -39,11 +39,15 @@ TRIDENT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.kafka.trident.", "storm.k
 #: storm-core packages of the generic schemes (RawMultiScheme, SchemeAsMultiScheme, RawScheme)
 CORE_SPOUT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.spout.", "backtype.storm.spout.")
 
-#: Flux grouping types (``grouping.type``) and their names in our topology spec
+#: Flux grouping types (``grouping.type``) and the pipeline's grouping names; the
+#: ones without an equal are reported. LOCAL_OR_SHUFFLE and NONE behave as shuffle
+#: in Storm when there is no local task to prefer.
 GROUPINGS: Dict[str, str] = {
-    "SHUFFLE": "shuffle", "LOCAL_OR_SHUFFLE": "local_or_shuffle", "FIELDS": "fields",
-    "ALL": "all", "GLOBAL": "global", "NONE": "none", "DIRECT": "direct", "CUSTOM": "custom",
+    "SHUFFLE": "shuffle", "LOCAL_OR_SHUFFLE": "shuffle", "NONE": "shuffle",
+    "FIELDS": "fields", "ALL": "all", "GLOBAL": "global",
 }
+#: the name inputs use for the Kafka spout in ``topology.bolts`` (pipeline default)
+SPOUT_NAME = "spout"
 
 _PLACEHOLDER_RE = re.compile(r"\$\{([^}]+)\}")
 
@@ -452,9 +456,9 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
     config["topology"] = topology
 
     # bolts and streams
-    bolts = _flux_bolts(doc, resolver, spout_id, unmapped)
-    if len(bolts) == 1 and len(bolts[0]["inputs"]) == 1 and "from" not in bolts[0]["inputs"][0]:
-        config["bolt"] = bolts[0]["bolt"]
+    bolts = _flux_bolts(doc, spout_id, unmapped)
+    if len(bolts) == 1 and set(bolts[0]) <= {"name", "bolt", "parallelism"}:
+        config["bolt"] = bolts[0]["bolt"]  # one bolt reading the spout: the simple form
     elif bolts:
         topology["bolts"] = bolts
 
@@ -484,8 +488,9 @@ def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str])
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
-def _flux_bolts(doc: Mapping[str, Any], resolver: _FluxResolver, spout_id: str,
+def _flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str]) -> List[Dict[str, Any]]:
+    """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
     bolts: List[Dict[str, Any]] = []
     by_id: Dict[str, Dict[str, Any]] = {}
     for b in doc.get("bolts") or []:
@@ -494,7 +499,7 @@ def _flux_bolts(doc: Mapping[str, Any], resolver: _FluxResolver, spout_id: str,
         placeholder = python_placeholder(cls)
         unmapped.append(f"bolts[{bid}] {cls} not mapped: port the bolt to Python "
                         f"(placeholder {placeholder!r}).")
-        entry: Dict[str, Any] = {"id": bid, "bolt": placeholder}
+        entry: Dict[str, Any] = {"name": bid, "bolt": placeholder}
         if b.get("parallelism") is not None:
             entry["parallelism"] = b["parallelism"]
         entry["inputs"] = []
@@ -513,25 +518,25 @@ def _flux_bolts(doc: Mapping[str, Any], resolver: _FluxResolver, spout_id: str,
             continue
         grouping = st.get("grouping") or {}
         gtype = str(grouping.get("type", "SHUFFLE")).upper()
-        inp: Dict[str, Any] = {}
-        if src != spout_id:
-            inp["from"] = src
-        inp["grouping"] = GROUPINGS.get(gtype, gtype.lower())
+        inp: Dict[str, Any] = {"from": SPOUT_NAME if src == spout_id else src,
+                               "grouping": GROUPINGS.get(gtype, "shuffle")}
         if gtype not in GROUPINGS:
-            unmapped.append(f"streams[{name}]: grouping type {gtype!r} is not a Flux grouping.")
+            detail = (grouping.get("customClass") or {}).get("className", "") \
+                if gtype == "CUSTOM" else ""
+            unmapped.append(f"streams[{name}]: grouping {gtype}{' ' + detail if detail else ''} "
+                            f"not mapped: written as shuffle; port it if order matters.")
         if grouping.get("args"):
             inp["fields"] = list(grouping["args"])
         if grouping.get("streamId"):
             inp["stream"] = grouping["streamId"]
-        if gtype == "CUSTOM":
-            cls = (grouping.get("customClass") or {}).get("className", "?")
-            inp["grouping"] = python_placeholder(cls)
-            unmapped.append(f"streams[{name}]: custom grouping {cls} not mapped: port it to "
-                            f"Python (placeholder {inp['grouping']!r}).")
         by_id[dst]["inputs"].append(inp)
     for entry in bolts:
         if not entry["inputs"]:
-            unmapped.append(f"bolts[{entry['id']}]: no stream feeds it; kept without inputs.")
+            unmapped.append(f"bolts[{entry['name']}]: no stream feeds it; it will read the "
+                            f"spout with a shuffle grouping.")
+            del entry["inputs"]
+        elif entry["inputs"] == [{"from": SPOUT_NAME, "grouping": "shuffle"}]:
+            del entry["inputs"]  # the pipeline's default input
     return bolts
 
 
@@ -787,7 +792,8 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
 
 __all__ = [
     "Conversion", "substitute", "load_properties", "convert_flux", "convert_properties",
-    "convert_file", "detect_format", "python_placeholder", "GROUPINGS", "SCHEME_CLASSES",
+    "convert_file", "detect_format", "python_placeholder", "GROUPINGS", "SPOUT_NAME",
+    "SCHEME_CLASSES",
     "PROPERTIES_HOSTS", "PROPERTIES_STATIC_PREFIX", "PROPERTIES_SPOUT_PREFIXES",
     "PROPERTIES_KAFKA_PREFIX", "PROPERTIES_SPARK",
 ]
