@@ -1,0 +1,434 @@
+"""The PySpark driver loop.
+
+Each batch the driver plans one fetch per partition (due retries first, else new
+data from the emitted position, capped by backpressure), runs the fetches as
+Spark tasks that read Kafka, apply the scheme and run the bolts on the
+executors, and applies what comes back (offsets taken, acks, fails, tuple trees
+still open, out-of-range and fetch errors) to the PartitionManagers. It commits
+to ZooKeeper every ``stateUpdateIntervalMs`` and on shutdown.
+
+SIGTERM or SIGINT stops planning; the batch in flight is settled, a final commit
+is made and :meth:`Pipeline.run` returns normally: nothing acknowledged is lost
+and nothing unacknowledged is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from ..errors import StormKafkaCompatError
+from ..partition.manager import CommitTimer, PartitionManager
+from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
+from .executor import TaskResult, TaskSpec, run_task, run_tasks
+from .spout import LazyKafka, Spout, topology_instance_id
+
+log = logging.getLogger(__name__)
+
+Key = Tuple[str, int]
+
+
+class PipelineError(StormKafkaCompatError):
+    """The pipeline cannot go on (e.g. the bolt fails to load on every try)."""
+
+
+@dataclass
+class RunOptions:
+    """How long and how fast :meth:`Pipeline.run` goes."""
+
+    until_caught_up: bool = False
+    max_batches: Optional[int] = None
+    #: new messages fetched per partition per batch
+    max_messages_per_partition: int = 10_000
+    idle_sleep_ms: int = 200
+    progress_every_s: float = 5.0
+    #: give up on a partition whose task keeps failing this many batches in a row
+    max_consecutive_task_errors: int = 3
+    #: attempts of the commit made on shutdown
+    final_commit_attempts: int = 5
+
+
+@dataclass
+class PartitionSummary:
+    topic: str
+    partition: int
+    zk_path: str
+    decision: str
+    resumed_from: int
+    processed: int = 0
+    acked: int = 0
+    failed: int = 0
+    given_up: int = 0
+    lost: int = 0
+    committed: int = 0
+
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    messages: int = 0
+    elapsed_s: float = 0.0
+    stopped_by: str = ""
+    commits: int = 0
+    commit_round_trips: int = 0
+    commit_failures: int = 0
+    fetch_failures: int = 0
+    timeouts: int = 0
+    final_commit_failed: bool = False
+    partitions: List[PartitionSummary] = field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["partitions"] = [p.__dict__ for p in self.partitions]
+        return d
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.processed: Dict[Key, int] = {}
+        self.acked: Dict[Key, int] = {}
+        self.failed: Dict[Key, int] = {}
+
+    def add(self, d: Dict[Key, int], key: Key, n: int) -> None:
+        d[key] = d.get(key, 0) + n
+
+
+class Pipeline:
+    """Storm's KafkaSpout and bolts on Spark.
+
+    Parameters
+    ----------
+    job : JobConfig
+    spark : SparkSession, optional
+        Created from ``job.spark`` when omitted. Pass ``"local"`` to run tasks in
+        this process without Spark (tests of the loop logic).
+    store : ZkStateStore-like, optional
+        Created from the config when omitted.
+    kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
+    clock : callable returning int ms (monotonic)
+    sleep : callable(seconds)
+    progress : callable(str), optional
+        Receives the progress line (the CLI prints it on stderr).
+    metrics : callable(dict), optional
+        Receives each metrics record (Storm names) every ``metricsTimeBucketSizeInSecs``.
+    """
+
+    def __init__(self, job: JobConfig, *, spark: Any = None, store: Any = None,
+                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
+                 clock: Optional[Callable[[], int]] = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 progress: Optional[Callable[[str], None]] = None,
+                 metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 registry_reader: Any = None, topology_id: Optional[str] = None) -> None:
+        self.job = job
+        self._spark = spark
+        self.clock = clock or (lambda: int(time.monotonic() * 1000))
+        self.sleep = sleep
+        self.progress = progress
+        self.metrics = metrics
+        self._owns_store = store is None
+        if store is None:
+            from ..state.zkstore import ZkStateStore
+            store = ZkStateStore.from_config(job.spout, job.topology)
+        self.store = store
+        self.kafka = LazyKafka(job, kafka_factory)
+        self.topology_id = topology_id or topology_instance_id(job)
+        self.spout = Spout(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
+                           clock=self.clock, registry_reader=registry_reader)
+        self.timer = CommitTimer(job.spout.state_update_interval_ms)
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
+        self._caught_up: Dict[Key, bool] = {}
+        self._task_errors: Dict[Key, int] = {}
+        self._stats = _Stats()
+        self.summary = RunSummary()
+
+    # --- control ---------------------------------------------------------------------
+    def stop(self, reason: str = "stop requested") -> None:
+        """Ask the loop to stop after the batch in flight."""
+        self._stop_reason = reason
+        self._stop.set()
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from .spark import get_spark
+            self._spark = get_spark(self.job.spark)
+        return self._spark
+
+    # --- one batch -------------------------------------------------------------------------
+    def plan(self, options: RunOptions) -> List[TaskSpec]:
+        managers = self.spout.managers()
+        if not managers:
+            return []
+        cap = options.max_messages_per_partition
+        spout_pending = self.job.topology.max_spout_pending
+        if spout_pending is not None:
+            room = spout_pending - sum(pm.pending_count for pm in managers.values())
+            if room <= 0:
+                return []
+            cap = min(cap, max(1, math.ceil(room / len(managers))))
+        bootstrap = self.kafka.bootstrap
+        kafka_conf = tuple(sorted((k, v) for k, v in self.job.kafka.items()
+                                  if k not in ("bootstrap_servers", "bootstrap.servers")))
+        storm_conf = tuple(sorted(self.spout.storm_conf().items()))
+        specs = []
+        for pm in managers.values():
+            plan = pm.plan_fetch(max_messages=cap)
+            if plan is not None:
+                specs.append(TaskSpec(plan, bootstrap, self.job.spout, self.job.bolt,
+                                      self.job.topology_spec, kafka_conf, storm_conf))
+        return specs
+
+    def execute(self, specs: List[TaskSpec]) -> List[TaskResult]:
+        if not specs:
+            return []
+        if self._spark == "local":
+            kafka = self.kafka.get()
+            return [run_task(s, kafka=kafka) for s in specs]
+        sc = self.spark.sparkContext
+        slices = min(len(specs), self.job.spark.tasks or sc.defaultParallelism)
+        return sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+
+    def apply(self, results: List[TaskResult], now_ms: int) -> int:
+        """Apply task results to the managers; returns messages taken."""
+        managers = self.spout.managers()
+        taken_total = 0
+        refresh = False
+        for r in results:
+            pm = managers.get(r.key)
+            if pm is None:
+                log.info("%s/%d is no longer assigned; dropping its batch result", *r.key)
+                continue
+            if r.error == "bolt_error":
+                n = self._task_errors[r.key] = self._task_errors.get(r.key, 0) + 1
+                log.error("task for %s/%d failed (%d in a row): %s", r.topic, r.partition, n,
+                          r.error_message)
+                if n >= self._max_task_errors:
+                    raise PipelineError(
+                        f"the task for {r.topic}/{r.partition} failed {n} batches in a row: "
+                        f"{r.error_message}; fix the bolt or scheme (is its module importable "
+                        "on the executors?)")
+                continue
+            self._task_errors.pop(r.key, None)
+            if r.error == "out_of_range":
+                if self.job.spout.use_start_offset_time_if_offset_out_of_range:
+                    earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
+                    latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    pm.out_of_range(r.plan, earliest, latest)
+                else:
+                    log.warning("%s/%d: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so "
+                                "this is a fetch failure", r.topic, r.partition, r.error_message)
+                    self.summary.fetch_failures += 1
+                    refresh = True
+                continue
+            if r.error == "failed_fetch":
+                log.warning("fetch failed for %s/%d: %s; refreshing partitions", r.topic,
+                            r.partition, r.error_message)
+                self.summary.fetch_failures += 1
+                refresh = True
+                continue
+            pm.fetched(r.plan, r.taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
+            pm.ack_ranges(r.acked)
+            for offset in r.failed:
+                pm.fail(offset)
+            for offset in r.unacked:
+                self._open_trees[(r.key, offset)] = now_ms
+            n = sum(e - s for s, e in r.taken)
+            taken_total += n
+            self._stats.add(self._stats.processed, r.key, n)
+            self._stats.add(self._stats.acked, r.key, sum(e - s for s, e in r.acked))
+            self._stats.add(self._stats.failed, r.key, len(r.failed))
+            if not r.plan.retry:
+                self._caught_up[r.key] = n == 0
+        if refresh:
+            self.spout.coordinator.on_fetch_failure()
+        return taken_total
+
+    def expire_open_trees(self, now_ms: int) -> int:
+        """Fail tuple trees open longer than ``topology.message.timeout.secs``."""
+        timeout_ms = self.job.topology.message_timeout_secs * 1000
+        expired = [k for k, t in self._open_trees.items() if now_ms - t >= timeout_ms]
+        managers = self.spout.managers()
+        for key, offset in expired:
+            del self._open_trees[(key, offset)]
+            pm = managers.get(key)
+            if pm is not None:
+                log.info("%s/%d offset %d timed out after %d s; failing it", key[0], key[1],
+                         offset, self.job.topology.message_timeout_secs)
+                pm.fail(offset)
+        self.summary.timeouts += len(expired)
+        return len(expired)
+
+    def maybe_commit(self, now_ms: int, force: bool = False) -> None:
+        if not (force or self.timer.due(now_ms)):
+            return
+        report = self.spout.commit()
+        self.timer.committed(now_ms)
+        if report.error:
+            self.summary.commit_failures += 1
+        elif report.written:
+            self.summary.commits += report.written
+            self.summary.commit_round_trips += report.round_trips
+
+    def caught_up(self) -> bool:
+        managers = self.spout.managers()
+        return bool(managers) and not self._open_trees and all(
+            self._caught_up.get(k, False) and not pm.has_work() for k, pm in managers.items())
+
+    # --- metrics and progress ----------------------------------------------------------
+    def offset_samples(self) -> List[OffsetSample]:
+        out = []
+        for (topic, partition), pm in self.spout.managers().items():
+            try:
+                earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
+                latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
+            except StormKafkaCompatError:
+                earliest = latest = None
+            out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
+                                    pm.last_completed_offset(), self.job.topology.wildcard_match))
+        return out
+
+    def emit_metrics(self) -> None:
+        if self.metrics is None:
+            return
+        now = int(time.time())
+        managers = self.spout.managers()
+        wildcard = self.job.topology.wildcard_match
+        self.metrics({"time": now, "name": "kafkaOffset",
+                      "value": kafka_offset_metric(self.offset_samples())})
+        self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
+            [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
+        self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
+            "commitFailures": self.summary.commit_failures,
+            "fetchFailures": self.summary.fetch_failures,
+            "timeouts": self.summary.timeouts}})
+
+    def _progress_line(self, rate: float) -> str:
+        managers = self.spout.managers()
+        pending = sum(pm.pending_count for pm in managers.values())
+        retries = sum(len(pm.retry) for pm in managers.values())
+        lag = 0
+        for s in self.offset_samples():
+            if s.latest is not None:
+                lag += max(0, s.latest - s.latest_completed)
+        return (f"batch {self.summary.batches}: {rate:,.0f} msg/s, lag {lag:,}, "
+                f"pending {pending:,}, retries {retries:,}")
+
+    # --- the loop -----------------------------------------------------------------------------
+    def run(self, options: Optional[RunOptions] = None) -> RunSummary:
+        """Run until stopped, caught up (``until_caught_up``) or ``max_batches``."""
+        options = options or RunOptions()
+        self._max_task_errors = options.max_consecutive_task_errors
+        restore = self._install_signal_handlers()
+        started = time.monotonic()
+        last_progress = started
+        progress_msgs = 0
+        metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
+        next_metrics_ms = self.clock() + metrics_period_ms
+        try:
+            if self._spark != "local":
+                self.spark   # start Spark before planning, so signal handlers stay ours
+                restore = self._install_signal_handlers() or restore
+            while not self._stop.is_set():
+                now = self.clock()
+                self.spout.maybe_refresh(now)
+                self.expire_open_trees(now)
+                specs = self.plan(options)
+                results = self.execute(specs)
+                taken = self.apply(results, self.clock())
+                self.summary.messages += taken
+                progress_msgs += taken
+                if specs:
+                    self.summary.batches += 1
+                now = self.clock()
+                self.maybe_commit(now)
+                if now >= next_metrics_ms:
+                    self.emit_metrics()
+                    next_metrics_ms = now + metrics_period_ms
+                if self.progress and time.monotonic() - last_progress >= options.progress_every_s:
+                    elapsed = time.monotonic() - last_progress
+                    self.progress(self._progress_line(progress_msgs / elapsed if elapsed else 0.0))
+                    last_progress, progress_msgs = time.monotonic(), 0
+                if options.until_caught_up and self.caught_up():
+                    self._stop_reason = "caught up"
+                    break
+                if options.max_batches is not None and self.summary.batches >= options.max_batches:
+                    self._stop_reason = f"{options.max_batches} batches"
+                    break
+                if taken == 0:
+                    self.sleep(options.idle_sleep_ms / 1000.0)
+        finally:
+            self._last_managers = self.spout.managers()
+            try:
+                self._final_commit(options)
+            finally:
+                restore()
+                if self._owns_store:
+                    self.store.close()
+                self.kafka.close()
+        self.summary.elapsed_s = time.monotonic() - started
+        self.summary.stopped_by = self._stop_reason or "stopped"
+        self.summary.partitions = self._partition_summaries()
+        return self.summary
+
+    def _final_commit(self, options: RunOptions) -> None:
+        """Commit on shutdown, retrying a failed write ``final_commit_attempts``
+        times; what still fails is reported (and replayed on the next start)."""
+        interval_s = self.job.topology.zookeeper_retry_interval_ms / 1000.0
+        for attempt in range(1, options.final_commit_attempts + 1):
+            report = self.spout.commit()
+            if report.written:
+                self.summary.commits += report.written
+                self.summary.commit_round_trips += report.round_trips
+            if not report.error:
+                break
+            self.summary.commit_failures += 1
+            if attempt < options.final_commit_attempts:
+                self.sleep(interval_s)
+        else:
+            self.summary.final_commit_failed = True
+            log.error("final commit failed %d times; the uncommitted progress will be "
+                      "processed again on the next start (at-least-once is kept)",
+                      options.final_commit_attempts)
+        self.spout.close_coordinator()
+
+    def _partition_summaries(self) -> List[PartitionSummary]:
+        out = []
+        for key, decision in sorted(self.spout.decisions.items()):
+            pm = getattr(self, "_last_managers", {}).get(key)
+            out.append(PartitionSummary(
+                topic=key[0], partition=key[1], zk_path=pm.zk_path if pm else "",
+                decision=decision.decision, resumed_from=decision.start_offset,
+                processed=self._stats.processed.get(key, 0), acked=self._stats.acked.get(key, 0),
+                failed=self._stats.failed.get(key, 0),
+                given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
+                committed=pm.committed_to if pm else decision.start_offset))
+        return out
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {}
+
+        def handler(signum: int, frame: Any) -> None:
+            name = signal.Signals(signum).name
+            log.warning("%s received: finishing the batch in flight, committing, stopping", name)
+            self.stop(name)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, handler)
+
+        def restore() -> None:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+        return restore

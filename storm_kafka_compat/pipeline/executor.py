@@ -1,0 +1,160 @@
+"""What runs inside a Spark task: fetch planned ranges straight from Kafka, apply
+the scheme, run the bolts, and return only what the driver needs.
+
+No message passes through the driver. A task gets a list of :class:`TaskSpec`
+(one per planned partition) and yields one :class:`TaskResult` each: the offset
+ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
+open when the task ended (they time out on the driver), and fetch errors.
+
+Kafka clients, schemes and bolts are cached per Python worker, keyed by their
+settings, so a reused worker does not reconnect or re-import each batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from ..config import SpoutConfig
+from ..errors import FailedFetchError, OffsetOutOfRangeError
+from ..partition.manager import FetchPlan
+from ..partition.pending import Range
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One partition's work for one batch (pickled to the executor)."""
+
+    plan: FetchPlan
+    bootstrap: Tuple[str, ...]
+    spout: SpoutConfig
+    bolt: Optional[str] = None
+    topology_spec: Optional[Mapping[str, Any]] = None
+    kafka_conf: Tuple[Tuple[str, Any], ...] = ()
+    storm_conf: Tuple[Tuple[str, Any], ...] = ()
+
+
+@dataclass
+class TaskResult:
+    """What comes back to the driver for one partition."""
+
+    topic: str
+    partition: int
+    plan: FetchPlan
+    taken: List[Range] = field(default_factory=list)
+    acked: List[Range] = field(default_factory=list)
+    failed: List[int] = field(default_factory=list)
+    unacked: List[int] = field(default_factory=list)
+    scanned_to: Optional[int] = None
+    latency_ms: Optional[int] = None
+    tuples: int = 0
+    skipped: int = 0
+    error: Optional[str] = None          # "out_of_range" | "failed_fetch" | "bolt_error"
+    error_message: str = ""
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+# --- per-worker caches -----------------------------------------------------------
+_KAFKA: Dict[Any, Any] = {}
+_PROCESSORS: Dict[Any, Any] = {}
+
+
+def _kafka_for(spec: TaskSpec) -> Any:
+    s = spec.spout
+    key = (spec.bootstrap, s.fetch_size_bytes, s.fetch_max_wait, s.min_fetch_byte,
+           s.buffer_size_bytes, s.socket_timeout_ms, s.client_id, spec.kafka_conf)
+    client = _KAFKA.get(key)
+    if client is None:
+        from ..kafka.kafka_python import KafkaPythonAccess
+        client = KafkaPythonAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
+        _KAFKA[key] = client
+    return client
+
+
+def _load_callable(spec: str) -> Any:
+    import importlib
+    module, _, attr = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
+    key = (spec.spout.scheme, spec.bolt, repr(spec.topology_spec), spec.storm_conf)
+    proc = _PROCESSORS.get(key)
+    if proc is None:
+        from .process import process_batch
+        from .schemes import load_scheme
+
+        scheme = load_scheme(spec.spout.scheme)
+        conf = dict(spec.storm_conf)
+        if spec.topology_spec is not None:
+            from .topology import from_spec
+            topology = from_spec(spec.topology_spec)
+
+            def proc(messages: List[Any], plan: FetchPlan) -> Any:
+                return process_batch(messages, scheme=scheme, topology=topology,
+                                     plan_filter=plan, now_ms=int(time.time() * 1000),
+                                     conf=conf)
+        else:
+            if not spec.bolt:
+                raise ValueError("no bolt configured: set `bolt: module:callable`")
+            bolt = _load_callable(spec.bolt)
+
+            def proc(messages: List[Any], plan: FetchPlan) -> Any:
+                return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
+        _PROCESSORS[key] = proc
+    return proc
+
+
+def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
+             clock: Callable[[], float] = time.monotonic) -> TaskResult:
+    """Fetch and process one plan. ``kafka``/``processor`` are injectable for tests."""
+    plan = spec.plan
+    result = TaskResult(plan.topic, plan.partition, plan)
+    kafka = kafka if kafka is not None else _kafka_for(spec)
+    started = clock()
+    try:
+        messages = kafka.fetch(plan.topic, plan.partition, plan.offset,
+                               max_messages=None if plan.retry else plan.max_messages,
+                               max_offset=plan.max_offset)
+    except OffsetOutOfRangeError as exc:
+        result.error, result.error_message = "out_of_range", str(exc)
+        return result
+    except FailedFetchError as exc:
+        result.error, result.error_message = "failed_fetch", str(exc)
+        return result
+    result.latency_ms = int((clock() - started) * 1000)
+    if not messages:
+        return result
+    proc = processor if processor is not None else _processor_for(spec)
+    outcome = proc(messages, plan)
+    result.taken = outcome.taken
+    result.acked = outcome.acked
+    result.failed = list(outcome.failed)
+    result.unacked = list(getattr(outcome, "incomplete", ()) or ())
+    result.scanned_to = outcome.scanned_to
+    result.skipped = outcome.skipped_null
+    result.tuples = sum(c.get("emitted", 0) for name, c in outcome.stage_counts.items()
+                        if name == "spout")
+    return result
+
+
+def run_tasks(specs: Iterable[TaskSpec]) -> Iterator[TaskResult]:
+    """The ``mapPartitions`` function: every spec of this Spark partition in turn."""
+    for spec in specs:
+        try:
+            yield run_task(spec)
+        except Exception as exc:  # never lose the other partitions' results
+            log.exception("task for %s/%d failed", spec.plan.topic, spec.plan.partition)
+            r = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
+            r.error, r.error_message = "bolt_error", f"{type(exc).__name__}: {exc}"
+            yield r

@@ -1,0 +1,40 @@
+"""The Spark session the pipeline runs on (thin adapter)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+from ..config import SparkConfig
+
+
+def prepare_environment(extra_python_paths: tuple = ()) -> None:
+    """Environment the Python workers need: this interpreter, loopback binding,
+    and the driver's import path (so bolts in the user's project import there)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    paths = [p for p in (*extra_python_paths, os.getcwd()) if p]
+    current = os.environ.get("PYTHONPATH", "")
+    merged = [p for p in paths if p not in current.split(os.pathsep)]
+    if merged:
+        os.environ["PYTHONPATH"] = os.pathsep.join(merged + ([current] if current else []))
+
+
+def get_spark(config: Optional[SparkConfig] = None) -> Any:
+    """Get or create the SparkSession described by ``config`` (UI off)."""
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    config = config or SparkConfig()
+    builder = (SparkSession.builder.master(config.master).appName(config.app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.python.worker.reuse", "true"))
+    for key, value in dict(config.conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

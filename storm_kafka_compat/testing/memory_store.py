@@ -1,0 +1,46 @@
+"""An in-memory stand-in for :class:`storm_kafka_compat.state.zkstore.ZkStateStore`.
+
+It stores raw document bytes by path and parses them with Storm's rules, so code
+under test sees exactly what it would read back from ZooKeeper. ``fail_writes``
+and ``fail_reads`` make the next calls raise ZooKeeperUnavailableError.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional
+
+from ..errors import ZooKeeperUnavailableError
+from ..state.document import StoredDocument, parse_document
+
+
+class MemoryStateStore:
+    """Documents by path; every ``write_many`` counts as one round trip."""
+
+    def __init__(self, docs: Optional[Mapping[str, bytes]] = None) -> None:
+        self.docs: Dict[str, bytes] = dict(docs or {})
+        self.round_trips = 0
+        self.writes = 0
+        self.fail_writes = 0
+        self.fail_reads = 0
+
+    def read(self, path: str) -> Optional[StoredDocument]:
+        if self.fail_reads:
+            self.fail_reads -= 1
+            raise ZooKeeperUnavailableError(f"scripted outage reading {path}", zk_path=path)
+        data = self.docs.get(path)
+        return None if data is None else parse_document(data)
+
+    def write_many(self, docs: Mapping[str, bytes]) -> int:
+        if self.fail_writes:
+            self.fail_writes -= 1
+            raise ZooKeeperUnavailableError(f"scripted outage writing {len(docs)} documents")
+        self.docs.update(docs)
+        self.round_trips += 1
+        self.writes += len(docs)
+        return 1
+
+    def write(self, path: str, data: bytes) -> None:
+        self.write_many({path: data})
+
+    def close(self) -> None:
+        pass
