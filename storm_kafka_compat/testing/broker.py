@@ -19,6 +19,7 @@ Known tansu defects (worked around here, never hidden):
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import logging
 import os
@@ -31,12 +32,14 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterable, List, Optional, Tuple
 
+from storm_kafka_compat.errors import StormKafkaCompatError
+
 log = logging.getLogger(__name__)
 
 Message = Tuple[int, Optional[bytes], Optional[bytes]]
 
 
-class BrokerUnavailableError(RuntimeError):
+class BrokerUnavailableError(StormKafkaCompatError):
     """The tansu binary is missing or the broker did not start."""
 
 
@@ -137,6 +140,7 @@ class EmbeddedTansu:
         self._proc = subprocess.Popen(self.command(), stdout=self._log_file,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.paused = False
+        atexit.register(self.kill)  # never leave an orphan broker behind
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -212,6 +216,7 @@ class EmbeddedTansu:
         return "\n".join(text.splitlines()[-lines:])
 
     def _finish(self) -> None:
+        atexit.unregister(self.kill)
         self._proc = None
         self.paused = False
         if self._log_file is not None:
