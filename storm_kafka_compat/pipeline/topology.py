@@ -159,7 +159,8 @@ class TopologyBuilder:
                   ) -> "TopologyBuilder":
         """Declare the spout: its name and output fields (the scheme's fields).
 
-        ``fields`` may also be a mapping stream -> fields (``outputStreamId``).
+        ``fields`` may also be a mapping stream -> fields; the spout emits on
+        the first stream of the mapping (storm-kafka's ``outputStreamId``).
         """
         if self._spout is not None:
             raise TopologyError(f"the spout is already set to {self._spout!r}; a topology "
