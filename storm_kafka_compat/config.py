@@ -212,6 +212,20 @@ SCHEME_NAMES: Tuple[str, ...] = (
     "string_with_topic",  # StringMultiSchemeWithTopic
 )
 
+#: Storm scheme class names accepted in ``spout.scheme`` and the name they stand
+#: for (a KeyValue/MessageMetadata scheme named alone means its usual wrapper)
+STORM_SCHEME_CLASSES: Dict[str, str] = {}
+for _pkg in ("org.apache.storm", "backtype.storm", "storm"):
+    STORM_SCHEME_CLASSES.update({
+        f"{_pkg}.spout.RawMultiScheme": "raw",
+        f"{_pkg}.spout.RawScheme": "raw",
+        f"{_pkg}.kafka.StringScheme": "string",
+        f"{_pkg}.kafka.StringKeyValueScheme": "string_key_value",
+        f"{_pkg}.kafka.StringMessageAndMetadataScheme": "message_metadata",
+        f"{_pkg}.kafka.StringMultiSchemeWithTopic": "string_with_topic",
+    })
+del _pkg
+
 #: retry-manager class names that mean the built-in exponential backoff
 RETRY_MANAGER_NAMES: Tuple[str, ...] = (
     DEFAULT_RETRY_MANAGER,
@@ -332,7 +346,8 @@ SPOUT_FIELDS: Tuple[FieldSpec, ...] = (
            "0 answers at once (an idle spout polls busily).", "1.0.1+"),
     _spout("bufferSizeBytes", "int", "Socket receive buffer of the Kafka connection, in bytes."),
     _spout("scheme", "MultiScheme", "Turns a message into tuples: " + ", ".join(SCHEME_NAMES)
-           + " or module:callable.", "MessageMetadata and WithTopic schemes 1.0.0+"),
+           + ", a Storm scheme class name, or module:callable.",
+           "MessageMetadata and WithTopic schemes 1.0.0+"),
     _spout("ignoreZkOffsets", "boolean", "Start at startOffsetTime instead of the stored offset "
            "when the stored topology id differs from this one (not 'always ignore').",
            "0.9.x name: forceFromStart", aliases=("forceFromStart", "force_from_start")),
@@ -354,7 +369,7 @@ SPOUT_FIELDS: Tuple[FieldSpec, ...] = (
     _spout("stateUpdateIntervalMs", "long", "Least time, in ms, between two commits of the "
            "offsets to ZooKeeper."),
     _spout("failedMsgRetryManagerClass", "String", "Retry manager: Storm's "
-           "ExponentialBackoffMsgRetryManager or a module:callable of ours.", "1.0.2+"),
+           "ExponentialBackoffMsgRetryManager or a Python class as module:Class.", "1.0.2+"),
     _spout("retryInitialDelayMs", "long", "Delay, in ms, before the first retry of a failed "
            "offset.", "0.10.0+"),
     _spout("retryDelayMultiplier", "double", "Growth factor of the retry delay per failure "
@@ -539,9 +554,13 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
         return _check_str(value, key)
     if name == "scheme":
         text = _check_str(value, key)
+        if text in STORM_SCHEME_CLASSES:
+            return STORM_SCHEME_CLASSES[text]
         if text not in SCHEME_NAMES and not is_callable_ref(text):
             raise ConfigError(f"{key} {text!r} is not a scheme; use one of "
-                              f"{', '.join(SCHEME_NAMES)} or 'package.module:callable'.",
+                              f"{', '.join(SCHEME_NAMES)}, a Storm scheme class such as "
+                              f"org.apache.storm.kafka.StringScheme, or "
+                              f"'package.module:callable'.",
                               key=key, value=text, allowed=SCHEME_NAMES)
         return text
     if name == "failedMsgRetryManagerClass":

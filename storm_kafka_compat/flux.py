@@ -23,6 +23,7 @@ import yaml
 
 from .config import (
     AUTH_KEYS,
+    STORM_SCHEME_CLASSES,
     SPOUT_FIELDS,
     TOPOLOGY_FIELDS,
     is_callable_ref,
@@ -576,13 +577,9 @@ PROPERTIES_KAFKA_BARE: Tuple[str, ...] = ("security.protocol", "sasl.", "ssl.")
 PROPERTIES_SPARK: Dict[str, str] = {"spark.master": "master", "spark.app.name": "appName",
                                     "spark.tasks": "tasks"}
 
-#: Java class names accepted as ``kafka.scheme`` values and their scheme names
-SCHEME_CLASSES: Dict[str, str] = {
-    "RawMultiScheme": "raw", "RawScheme": "raw", "StringScheme": "string",
-    "StringKeyValueScheme": "string_key_value",
-    "StringMessageAndMetadataScheme": "message_metadata",
-    "StringMultiSchemeWithTopic": "string_with_topic",
-}
+#: short Java class names accepted as ``kafka.scheme`` values and their scheme names
+SCHEME_CLASSES: Dict[str, str] = {name.rsplit(".", 1)[1]: scheme
+                                  for name, scheme in STORM_SCHEME_CLASSES.items()}
 
 
 def _to_type(value: str, java_type: str, key: str) -> Any:

@@ -173,6 +173,9 @@ def test_values_are_normalised() -> None:
         == "myjob.retry:Mine"
     for name in SCHEME_NAMES + ("myjob.schemes:parse",):
         assert spout(scheme=name).scheme == name
+    assert spout(scheme="org.apache.storm.kafka.StringScheme").scheme == "string"
+    assert spout(scheme="storm.kafka.StringKeyValueScheme").scheme == "string_key_value"
+    assert spout(scheme="backtype.storm.spout.RawMultiScheme").scheme == "raw"
     assert spout(startOffsetTime=1514764800000).start_offset_time == 1514764800000
     assert spout(maxOffsetBehind=LONG_MAX).max_offset_behind == LONG_MAX
     assert spout(retryLimit=0).retry_limit == 0
@@ -222,7 +225,7 @@ SPOUT_ERRORS = [
     ("topic", " ", "must not be empty"),
     ("corruptStatePolicy", "ignore", "storm, fail"),
     ("scheme", "json", "is not a scheme"),
-    ("scheme", "org.apache.storm.kafka.StringScheme", "is not a scheme"),
+    ("scheme", "com.acme.AvroScheme", "is not a scheme"),
     ("failedMsgRetryManagerClass", "not a class", "is not a class name"),
     ("zkPort", 0, ">= 1"),
     ("zkPort", 70000, "<= 65535"),
