@@ -1,0 +1,97 @@
+"""``storm-kafka-compat run CONFIG`` and ``storm-kafka-compat demo``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, Optional, TextIO
+
+import click
+
+from ..config import load_job_config
+from .render import as_json, err, table
+
+SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
+                   "FAILED", "GIVEN-UP", "LOST", "COMMITTED")
+
+
+def summary_rows(summary: Any) -> list:
+    return [{"TOPIC": p.topic, "PARTITION": p.partition, "DECISION": p.decision,
+             "RESUMED-FROM": p.resumed_from, "PROCESSED": p.processed, "ACKED": p.acked,
+             "FAILED": p.failed, "GIVEN-UP": p.given_up, "LOST": p.lost,
+             "COMMITTED": p.committed} for p in summary.partitions]
+
+
+def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
+    stream: Optional[TextIO] = open(path, "a", buffering=1) if path else None
+    exporter = None
+    if prometheus_port is not None:
+        from ..pipeline.prometheus import PrometheusExporter
+        exporter = PrometheusExporter(prometheus_port)
+
+    def sink(record: Dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"))
+        (stream or sys.stderr).write(line + "\n")
+        if exporter is not None:
+            exporter.update(record)
+    return sink
+
+
+@click.command()
+@click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
+@click.option("--until-caught-up", is_flag=True,
+              help="Stop once every partition has nothing pending and a fetch returned nothing.")
+@click.option("--max-batches", type=click.IntRange(min=1), default=None,
+              help="Stop after this many batches.")
+@click.option("--max-messages", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="New messages fetched per partition per batch.")
+@click.option("--metrics-file", type=click.Path(dir_okay=False), default=None,
+              help="Append metric records (JSON lines, Storm names) here instead of stderr.")
+@click.option("--prometheus-port", type=int, default=None,
+              help="Serve the metrics for Prometheus on this port (needs the prometheus extra).")
+@click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
+def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
+        metrics_file: Optional[str], prometheus_port: Optional[int], as_json_flag: bool) -> int:
+    """Run the pipeline described by CONFIG."""
+    from ..pipeline.driver import Pipeline, RunOptions
+    from ..pipeline.spark import prepare_environment
+
+    job = load_job_config(config_path)
+    prepare_environment((os.path.dirname(os.path.abspath(config_path)),))
+    pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port))
+    summary = pipeline.run(RunOptions(until_caught_up=until_caught_up, max_batches=max_batches,
+                                      max_messages_per_partition=max_messages))
+    if as_json_flag:
+        as_json(summary.as_dict())
+    else:
+        table(summary_rows(summary), SUMMARY_COLUMNS)
+        err(f"stopped: {summary.stopped_by}; {summary.messages} messages in {summary.batches} "
+            f"batches, {summary.elapsed_s:.1f} s; {summary.commits} documents written in "
+            f"{summary.commit_round_trips} round trips")
+    return 1 if summary.final_commit_failed else 0
+
+
+@click.command()
+@click.option("--messages", type=click.IntRange(min=1), default=2_000, show_default=True,
+              help="Messages to produce across the topic's partitions.")
+@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--json", "as_json_flag", is_flag=True, help="Print the result as JSON.")
+def demo(messages: int, partitions: int, as_json_flag: bool) -> int:
+    """Run the main job on embedded servers.
+
+    Starts a real ZooKeeper (pyspark's jars) and the tansu Kafka-protocol broker on
+    loopback, seeds a topic and the offsets a Storm topology would have left
+    halfway through, runs the PySpark pipeline, which resumes from them, and
+    prints what each partition did.
+    """
+    from ..pipeline.demo import run_demo
+
+    result = run_demo(messages=messages, partitions=partitions, log=err)
+    if as_json_flag:
+        as_json(result)
+    else:
+        table(result["partitions"], ("PARTITION", "STORM-OFFSET", "DECISION", "RESUMED-FROM",
+                                     "PROCESSED", "LOG-END", "COMMITTED", "OK"))
+        err(result["verdict"])
+    return 0 if result["ok"] else 1
