@@ -302,6 +302,12 @@ class _ErrorMap:
             raise OffsetOutOfRangeError(
                 f"offset {self.offset} for {where} is out of range (OFFSET_OUT_OF_RANGE); "
                 "restart from startOffsetTime or a valid offset", **kw) from exc
+        if isinstance(exc, getattr(Errors, "LogTruncationError", ())):
+            # KIP-320 validation found the log truncated below our position: the
+            # same situation as OFFSET_OUT_OF_RANGE beyond the log end
+            raise OffsetOutOfRangeError(
+                f"offset {self.offset} for {where} is beyond the log after a truncation "
+                f"({exc}); restart from startOffsetTime or a valid offset", **kw) from exc
         if isinstance(exc, (OSError, TimeoutError)) or (
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
