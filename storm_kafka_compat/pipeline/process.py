@@ -33,7 +33,7 @@ from storm_kafka_compat.pipeline.acker import Acker, new_id, xor_by_root
 from storm_kafka_compat.pipeline.bolts import (BoltRunner, FailedException, SimpleBolt,
                                                TopologyContext)
 from storm_kafka_compat.pipeline.schemes import Scheme
-from storm_kafka_compat.pipeline.topology import Grouping, Topology, route
+from storm_kafka_compat.pipeline.topology import Grouping, Topology, TopologyError, route
 from storm_kafka_compat.pipeline.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
@@ -310,11 +310,26 @@ class LocalRuntime:
         Source of edge ids.
     shuffle_rng : random.Random, optional
         Shuffle grouping draws from it; None: deterministic round-robin.
+    spout_fields : sequence of str, optional
+        The scheme's fields; required when the topology was built without
+        them, checked against them otherwise.
+
+    Raises
+    ------
+    TopologyError
+        The spout's fields are unknown or differ from ``spout_fields``.
     """
 
     def __init__(self, topology: Topology, conf: Optional[Mapping[str, Any]] = None,
                  rng: Optional[random.Random] = None,
-                 shuffle_rng: Optional[random.Random] = None) -> None:
+                 shuffle_rng: Optional[random.Random] = None,
+                 spout_fields: Optional[Sequence[str]] = None) -> None:
+        if not topology.spout_fields_declared:
+            if spout_fields is None:
+                raise TopologyError(
+                    f"the fields of spout {topology.spout!r} are not known; pass the "
+                    f"scheme's fields (spout_fields=scheme.fields)", key="spout.scheme")
+            topology = topology.with_spout_fields(tuple(spout_fields))
         self.topology = topology
         self.conf = dict(conf or {})
         self.rng = rng if rng is not None else random.Random()
@@ -333,6 +348,17 @@ class LocalRuntime:
             for key, subs in topology.subscribers.items()}
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
+        if spout_fields is not None:
+            self.check_scheme_fields(spout_fields)
+
+    def check_scheme_fields(self, fields: Sequence[str]) -> None:
+        """Raise TopologyError unless ``fields`` are the spout's fields."""
+        if tuple(fields) != self.spout_fields:
+            raise TopologyError(
+                f"the scheme gives fields {list(fields)} but spout {self.topology.spout!r} "
+                f"declares {list(self.spout_fields)}; declare the scheme's fields on the spout "
+                f"(or build the topology without spout fields)", key="spout.scheme",
+                value=list(fields), allowed=self.spout_fields)
 
     def set_rng(self, rng: random.Random) -> None:
         """Use ``rng`` for edge ids from now on."""
@@ -367,16 +393,29 @@ class LocalRuntime:
 _RUNTIMES: Dict[int, Tuple["weakref.ref[Topology]", LocalRuntime]] = {}
 
 
-def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None) -> LocalRuntime:
+def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None,
+                spout_fields: Optional[Sequence[str]] = None) -> LocalRuntime:
     """The cached :class:`LocalRuntime` of ``topology`` in this process (bolts are
-    prepared once per Python worker, as Storm prepares them once per task)."""
+    prepared once per Python worker, as Storm prepares them once per task).
+    ``spout_fields`` (the scheme's) bind or check the spout's fields."""
     hit = _RUNTIMES.get(id(topology))
     if hit is not None and hit[0]() is topology:
+        if spout_fields is not None:
+            hit[1].check_scheme_fields(spout_fields)
         return hit[1]
-    rt = LocalRuntime(topology, conf)
+    rt = LocalRuntime(topology, conf, spout_fields=spout_fields)
     key = id(topology)
     _RUNTIMES[key] = (weakref.ref(topology, lambda _r, k=key: _RUNTIMES.pop(k, None)), rt)
     return rt
+
+
+def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
+             spout_fields: Optional[Sequence[str]]) -> LocalRuntime:
+    if isinstance(topology, LocalRuntime):
+        if spout_fields is not None:
+            topology.check_scheme_fields(spout_fields)
+        return topology
+    return runtime_for(topology, conf, spout_fields)
 
 
 def _diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
@@ -492,7 +531,7 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
         raise ValueError("process_batch needs exactly one of topology= or bolt=")
     if bolt is not None:
         return _process_simple(messages, scheme, bolt, plan)
-    runtime = topology if isinstance(topology, LocalRuntime) else runtime_for(topology, conf)
+    runtime = _runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
     acker = Acker(runtime.rng)
@@ -626,7 +665,7 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
                     rng: Optional[random.Random] = None) -> SpoutStageResult:
     """Scheme and spout emit for one partition; tuples are routed, not executed."""
     plan = as_plan_filter(plan_filter)
-    runtime = topology if isinstance(topology, LocalRuntime) else runtime_for(topology)
+    runtime = _runtime(topology, None, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
     dispatcher = _Dispatcher(runtime, _Sink(), 0, frozenset())
@@ -649,9 +688,11 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
 
 def run_stage(component: str, task: int, tuples: Sequence[StormTuple], *,
               topology: Union[Topology, LocalRuntime], rng: Optional[random.Random] = None,
-              conf: Optional[Mapping[str, Any]] = None) -> StageResult:
-    """Run one bolt task on its routed input; every emit goes to the outbox."""
-    runtime = topology if isinstance(topology, LocalRuntime) else runtime_for(topology, conf)
+              conf: Optional[Mapping[str, Any]] = None,
+              spout_fields: Optional[Sequence[str]] = None) -> StageResult:
+    """Run one bolt task on its routed input; every emit goes to the outbox.
+    ``spout_fields`` (the scheme's) are needed when the topology was built without them."""
+    runtime = _runtime(topology, conf, spout_fields)
     if rng is not None:
         runtime.set_rng(rng)
     sink = _Sink()

@@ -112,7 +112,8 @@ class Topology:
     spout : str
         The spout's component name.
     spout_streams : dict
-        Stream -> fields of the spout.
+        Stream -> fields of the spout; empty when the spout's fields are not
+        known yet (see :meth:`with_spout_fields`).
     bolts : dict
         Name -> :class:`BoltSpec`.
     order : list of str
@@ -126,6 +127,24 @@ class Topology:
     bolts: Dict[str, BoltSpec]
     order: List[str]
     subscribers: Dict[Tuple[str, str], List[Tuple[str, Grouping]]]
+
+    @property
+    def spout_fields_declared(self) -> bool:
+        """False when built without the spout's fields (they come from the scheme)."""
+        return bool(self.spout_streams)
+
+    def with_spout_fields(self, fields: OutputFields) -> "Topology":
+        """The same topology with the spout's fields set (and checked again).
+
+        Raises
+        ------
+        TopologyError
+            A grouping names a field or stream the spout does not have.
+        """
+        builder = TopologyBuilder().set_spout(self.spout, fields)
+        for spec in self.bolts.values():
+            builder._bolts[spec.name] = spec
+        return builder.build()
 
     def parallelism(self, component: str) -> int:
         return 1 if component == self.spout else self.bolts[component].parallelism
@@ -155,9 +174,13 @@ class TopologyBuilder:
         self._spout_streams: Dict[str, Tuple[str, ...]] = {}
         self._bolts: Dict[str, BoltSpec] = {}
 
-    def set_spout(self, name: str, fields: OutputFields, stream: str = DEFAULT_STREAM
+    def set_spout(self, name: str, fields: Optional[OutputFields], stream: str = DEFAULT_STREAM
                   ) -> "TopologyBuilder":
         """Declare the spout: its name and output fields (the scheme's fields).
+
+        ``fields=None`` leaves them to be bound later from the scheme
+        (:meth:`Topology.with_spout_fields`; the pipeline does it); checks on
+        the spout's fields wait until then.
 
         ``fields`` may also be a mapping stream -> fields; the spout emits on
         the first stream of the mapping (storm-kafka's ``outputStreamId``).
@@ -169,7 +192,9 @@ class TopologyBuilder:
             raise TopologyError(f"component name {name!r} is used twice; names must be unique",
                                 key="spout", value=name)
         self._spout = name
-        if isinstance(fields, Mapping):
+        if fields is None:
+            self._spout_streams = {}
+        elif isinstance(fields, Mapping):
             self._spout_streams = normalize_output_fields(fields)
         else:
             self._spout_streams = {stream: tuple(fields)}
@@ -245,6 +270,9 @@ class TopologyBuilder:
                         value=g.kind, allowed=GROUPINGS)
                 if g.source == spout:
                     streams = self._spout_streams
+                    if not streams:  # spout fields bound later from the scheme
+                        subscribers.setdefault((g.source, g.stream), []).append((spec.name, g))
+                        continue
                 elif g.source in self._bolts:
                     streams = self._bolts[g.source].output_fields
                 else:
@@ -393,7 +421,7 @@ _INPUT_KEYS = ("from", "grouping", "fields", "stream")
 
 
 def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
-              spout_fields: OutputFields = ("bytes",)) -> Topology:
+              spout_fields: Optional[OutputFields] = None) -> Topology:
     """Build a topology from the CONFIG mapping.
 
     Form::
@@ -419,8 +447,10 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
         The ``topology`` bolts mapping of the CONFIG.
     spout_name : str
         Name the inputs use for the Kafka spout.
-    spout_fields : sequence of str or mapping
+    spout_fields : sequence of str or mapping, optional
         The scheme's fields (mapping stream -> fields with ``outputStreamId``).
+        None: bound later from the scheme by the pipeline (``process_batch``),
+        which then checks the groupings on the spout.
 
     Raises
     ------

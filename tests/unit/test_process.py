@@ -21,7 +21,7 @@ from storm_kafka_compat.pipeline.process import (BatchOutcome, LocalRuntime, Pla
                                                  resolve_batch, run_spout_stage, run_stage,
                                                  subtract_offsets)
 from storm_kafka_compat.pipeline.schemes import load_scheme
-from storm_kafka_compat.pipeline.topology import Topology, TopologyBuilder
+from storm_kafka_compat.pipeline.topology import Topology, TopologyBuilder, TopologyError
 from storm_kafka_compat.pipeline.tuples import StormTuple
 
 
@@ -392,3 +392,35 @@ def test_storm_tuple_pickles_with_acker_state() -> None:
     assert u.get("missing", "d") == "d" and u.as_dict() == {"str": "v"}
     with pytest.raises(KeyError, match="not one of"):
         u["missing"]
+
+
+def test_topology_without_spout_fields_takes_the_schemes() -> None:
+    b = TopologyBuilder().set_spout("spout", None)
+    b.set_bolt("count", Count, 2).fields_grouping("spout", ["word"])
+    topo = b.build()
+
+    class Words:
+        fields = ("word",)
+
+        def to_tuples(self, m: Any) -> list:
+            return [[w] for w in m.value.decode().split()]
+
+    out = process_batch([msg(0, b"x y"), msg(1, b"bad")], scheme=Words(), topology=topo,
+                        plan_filter=PlanFilter(0))
+    assert out.acked == [(0, 1)] and out.failed == [1]
+    with pytest.raises(TopologyError, match="fields grouping on"):
+        process_batch([msg(0, b"x")], scheme=STRING, topology=word_count_unbound(),
+                      plan_filter=PlanFilter(0))
+
+
+def word_count_unbound() -> Topology:
+    b = TopologyBuilder().set_spout("spout", None)
+    b.set_bolt("count", Count).fields_grouping("spout", ["word"])
+    return b.build()
+
+
+def test_scheme_fields_must_match_declared_spout_fields() -> None:
+    rt = LocalRuntime(word_count())
+    with pytest.raises(TopologyError, match=r"scheme gives fields \['bytes'\]"):
+        process_batch([msg(0, b"x")], scheme=load_scheme("raw"), topology=rt,
+                      plan_filter=PlanFilter(0))

@@ -214,3 +214,36 @@ def test_from_spec_errors(bolts_module: str, spec: Any, fragment: str) -> None:
         return obj.replace("{mod}", bolts_module) if isinstance(obj, str) else obj
     with pytest.raises(ConfigError, match=fragment):
         from_spec(fill(spec), spout_fields=("str",))
+
+
+def test_spout_fields_bound_later_from_the_scheme(bolts_module: str) -> None:
+    spec = {"bolts": [{"name": "a", "bolt": f"{bolts_module}:sink",
+                       "inputs": [{"from": "spout", "grouping": "fields", "fields": ["str"]}]}]}
+    topo = from_spec(spec)
+    assert not topo.spout_fields_declared
+    bound = topo.with_spout_fields(("str",))
+    assert bound.spout_streams == {"default": ("str",)}
+    with pytest.raises(TopologyError, match="fields grouping on"):
+        topo.with_spout_fields(("bytes",))
+
+
+# --- bolt instantiation ------------------------------------------------------------------
+
+def test_instantiation_kinds() -> None:
+    from storm_kafka_compat.pipeline.bolts import bolt_kind, instantiate_bolt
+
+    proto = Split()
+    proto.marker = [1]  # type: ignore[attr-defined]
+    a, b = instantiate_bolt(proto), instantiate_bolt(proto)
+    assert a is not b and a.marker is not b.marker      # deep copy per task
+
+    assert isinstance(instantiate_bolt(Sink), Sink)
+    assert isinstance(instantiate_bolt(lambda: Sink()), Sink)   # zero-arg factory
+    assert isinstance(instantiate_bolt(lambda t: None), SimpleBolt)
+
+    class Duck:
+        def execute(self, tup: Any, collector: Any) -> None:
+            pass
+    assert bolt_kind(Duck()) == "basic"
+    with pytest.raises(ConfigError, match="neither a basic bolt"):
+        instantiate_bolt(lambda: 42, "basic")
