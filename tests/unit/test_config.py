@@ -671,3 +671,23 @@ def test_config_warnings() -> None:
     job = job_config_from_dict(job_dict(spout={**REQ, "zkServers": ["z"], "minFetchByte": 1,
                                                "maxOffsetBehind": 100000}))
     assert len(config_warnings(job)) == 1 and "STORM-399" in config_warnings(job)[0]
+
+
+# --- documentation stays in step with the tables ---------------------------------------------
+
+DOCS = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_configuration_doc_lists_every_field() -> None:
+    text = (DOCS / "configuration.md").read_text()
+    for spec in SPOUT_FIELDS + TOPOLOGY_FIELDS:
+        assert f"`{spec.storm_name}`" in text, spec.storm_name
+        assert f"`{spec.attr}`" in text, spec.attr
+
+
+def test_deviations_doc_names_the_tickets() -> None:
+    text = (DOCS / "deviations.md").read_text()
+    for ticket in ("STORM-2624", "STORM-869", "STORM-1863", "STORM-399", "analysis"):
+        assert ticket in text
+    rows = [line for line in text.splitlines() if line[:4] in {f"| {n} " for n in "123456"}]
+    assert len(rows) == 6
