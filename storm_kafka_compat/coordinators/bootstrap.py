@@ -6,6 +6,8 @@ migration). This coordinator asks the bootstrap servers through
 :meth:`KafkaAccess.leaders` / :meth:`KafkaAccess.topics` instead; everything
 else (assignment, managers, leader changes, wildcard) is as for ZkCoordinator.
 Partitions the metadata reports without a leader are left out (logged at WARN).
+When the brokers cannot be asked, ``refresh`` raises the access's
+:class:`~storm_kafka_compat.errors.FailedFetchError` (retriable).
 """
 
 from __future__ import annotations

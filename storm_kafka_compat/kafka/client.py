@@ -102,11 +102,13 @@ class KafkaAccess(Protocol):
         """The current leader of every partition of ``topic`` (partition -> broker).
 
         Partitions without a leader are left out. An unknown topic gives ``{}``.
+        Raises FailedFetchError when the brokers cannot be asked.
         """
         ...
 
     def topics(self) -> List[str]:
-        """Every topic name the cluster knows, sorted."""
+        """Every topic name the cluster knows, sorted (FailedFetchError when the
+        brokers cannot be asked)."""
         ...
 
     def close(self) -> None:

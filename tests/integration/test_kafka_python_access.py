@@ -148,3 +148,55 @@ def test_auto_offset_reset_none_raises_in_kafka_python():
     from kafka.consumer.subscription_state import SubscriptionState
     assert SubscriptionState("none").has_default_offset_reset_policy() is False
     assert SubscriptionState("earliest").has_default_offset_reset_policy() is True
+
+
+def test_the_real_consumer_has_no_reset_policy(access, kafka_topic):
+    topic = kafka_topic(1, [(0, None, b"a")])
+    access.fetch(topic, 0, 0)
+    assert access._consumer._subscription.has_default_offset_reset_policy() is False
+
+
+class _RaisingConsumer:
+    """Stands in for KafkaConsumer to check the error mapping of fetch()."""
+
+    def __init__(self, exc):
+        self.exc = exc
+        self.assigned = set()
+
+    def assignment(self):
+        return self.assigned
+
+    def assign(self, tps):
+        self.assigned = set(tps)
+
+    def seek(self, tp, offset):
+        pass
+
+    def poll(self, **_):
+        raise self.exc
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("make_exc,expected", [
+    (lambda E, tp: E.OffsetOutOfRangeError({tp: 3}), "OffsetOutOfRangeError"),
+    (lambda E, tp: E.LogTruncationError({tp: None}), "OffsetOutOfRangeError"),
+    (lambda E, tp: E.KafkaConnectionError("socket disconnected"), "FailedFetchError"),
+    (lambda E, tp: E.NotLeaderForPartitionError(), "FailedFetchError"),
+    (lambda E, tp: E.KafkaTimeoutError(), "FailedFetchError"),
+    (lambda E, tp: ConnectionResetError(104, "reset"), "FailedFetchError"),
+    (lambda E, tp: E.TopicAuthorizationFailedError({"t"}), "KafkaAccessError"),
+])
+def test_error_mapping_matches_scripted_kafka(make_exc, expected):
+    import kafka.errors as E
+    from kafka import TopicPartition
+
+    from storm_kafka_compat import errors
+    a = KafkaPythonAccess("127.0.0.1:1", spout())
+    a._consumer = _RaisingConsumer(make_exc(E, TopicPartition("t", 0)))
+    with pytest.raises(errors.KafkaAccessError) as err:
+        a.fetch("t", 0, 3)
+    assert type(err.value).__name__ == expected
+    assert (err.value.topic, err.value.partition, err.value.offset) == ("t", 0, 3)
+    assert a._position is None          # the next fetch seeks again
