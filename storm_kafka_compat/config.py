@@ -995,6 +995,14 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                           "static hosts name one topic (use "
                           "hosts.useTopicNameForPartitionPathId for the topic path segment).",
                           key="topology.kafka.topic.wildcard.match", value=True)
+    if topology.wildcard_match:
+        try:
+            re.compile(spout.topic)
+        except re.error as exc:
+            raise ConfigError(f"spout.topic {spout.topic!r} is not a valid regex ({exc}), and "
+                              f"kafka.topic.wildcard.match is true; fix the pattern or turn "
+                              f"wildcard matching off.", key="spout.topic",
+                              value=spout.topic) from None
     return JobConfig(spout=spout, topology=topology, spark=spark, bolt=bolt,
                      topology_spec=spec, kafka=kafka)
 

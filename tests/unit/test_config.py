@@ -1,4 +1,4 @@
-"""CONFIG loading and validation: defaults, aliases, every validation error, YAML, effective config."""
+"""CONFIG loading and validation: defaults, aliases, validation errors, YAML, effective config."""
 
 from __future__ import annotations
 
@@ -508,6 +508,8 @@ JOB_ERRORS = [
      "topology.bolts[0].bolt", "module:callable"),
     (dict(topology={"name": "n", "streams": []}), "topology.streams", "Valid keys"),
     (dict(kafka="security.protocol=SSL"), "kafka", "must be a mapping"),
+    (dict(spout={**REQ, "topic": "clicks.(eu"},
+          topology={"name": "n", "kafka.topic.wildcard.match": True}), "spout.topic", "regex"),
     (dict(hosts={"static": {0: "k:9092"}},
           topology={"name": "n", "kafka.topic.wildcard.match": True}),
      "topology.kafka.topic.wildcard.match", "static"),
@@ -520,6 +522,12 @@ def test_job_errors(sections: Dict[str, Any], key: str, fragment: str) -> None:
         job_config_from_dict(job_dict(**sections))
     assert err.value.key == key
     assert fragment in str(err.value)
+
+
+def test_wildcard_topic_regex_is_accepted() -> None:
+    job = job_config_from_dict(job_dict(spout={**REQ, "topic": r"clicks\..*"},
+                                        topology={"name": "n", "kafka.topic.wildcard.match": True}))
+    assert job.topology.wildcard_match is True and job.spout.topic == r"clicks\..*"
 
 
 def test_job_not_a_mapping() -> None:

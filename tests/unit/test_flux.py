@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 import pytest
 import yaml
@@ -114,7 +114,7 @@ def test_convert_0_10_static_hosts_flux() -> None:
 
 # --- small Flux documents -------------------------------------------------------------------
 
-def flux(components: List[Dict[str, Any]], spout_props: List[Dict[str, Any]] = (),  # type: ignore[assignment]
+def flux(components: List[Dict[str, Any]], spout_props: Sequence[Dict[str, Any]] = (),
          pkg: str = "org.apache.storm.kafka", **top: Any) -> Dict[str, Any]:
     doc: Dict[str, Any] = {
         "name": "t",
