@@ -23,6 +23,7 @@ import yaml
 
 from .config import (
     AUTH_KEYS,
+    SCHEME_NAMES,
     STORM_SCHEME_CLASSES,
     SPOUT_FIELDS,
     TOPOLOGY_FIELDS,
@@ -612,7 +613,7 @@ def _scheme_from_text(value: str, key: str, unmapped: List[str]) -> str:
     simple = text.rsplit(".", 1)[-1] if "." in text and ":" not in text else text
     if ":" not in text and simple in SCHEME_CLASSES and (_simple_name(text) or text == simple):
         return SCHEME_CLASSES[simple]
-    if is_callable_ref(text) or text in SCHEME_CLASSES.values() or text == "key_value":
+    if is_callable_ref(text) or text in SCHEME_NAMES:
         return text
     placeholder = python_placeholder(text)
     unmapped.append(f"{key}: scheme {text} not mapped: port it to Python and set spout.scheme "

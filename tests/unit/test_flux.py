@@ -392,3 +392,13 @@ def test_detect_format(name: str, text: str, expected: str) -> None:
 ])
 def test_python_placeholder(cls: str, expected: str) -> None:
     assert python_placeholder(cls) == expected
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("key_value", "key_value"), ("string", "string"), ("myjob.schemes:parse", "myjob.schemes:parse"),
+    ("StringScheme", "string"), ("backtype.storm.spout.RawMultiScheme", "raw"),
+])
+def test_properties_scheme_values(value: str, expected: str) -> None:
+    result = convert_properties(f"kafka.scheme={value}\n")
+    assert result.config["spout"]["scheme"] == expected
+    assert result.unmapped == []
