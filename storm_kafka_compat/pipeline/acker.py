@@ -48,6 +48,7 @@ def new_id(rng: random.Random) -> int:
     return value
 
 
+
 def xor_by_root(pairs: Iterable[Tuple[int, int]]) -> Dict[int, int]:
     """Fold ``(root, value)`` pairs into root -> XOR of its values.
 
@@ -127,11 +128,18 @@ class Acker:
     def init(self, root_id: int, xor_of_edge_ids: int, msg_id: Any, now_ms: int) -> None:
         """The spout emitted ``root_id`` (``__ack_init``): XOR of the edge ids of
         every copy it sent. A value of 0 (no subscriber) completes at once."""
-        entry = self._entries.get(root_id)
-        touched = self._touch_key(now_ms)
+        entries = self._entries
+        entry = entries.get(root_id)
+        if self._origin_ms is not None and now_ms >= self._last_now:  # type: ignore[operator]
+            self._last_now = touched = now_ms                          # the common case
+        else:
+            touched = self._touch_key(now_ms)
         if entry is None:
-            entry = AckEntry(xor_of_edge_ids, msg_id, now_ms, False, True, touched)
-            self._entries[root_id] = entry
+            if xor_of_edge_ids == 0:
+                self._completed.append((msg_id, 0))
+                return
+            entries[root_id] = AckEntry(xor_of_edge_ids, msg_id, now_ms, False, True, touched)
+            return
         else:  # acks or a fail arrived first
             entry.ack_val ^= xor_of_edge_ids
             entry.msg_id = msg_id
@@ -152,7 +160,8 @@ class Acker:
                                               self._touch_key(now_ms))
             return
         entry.ack_val ^= value
-        self._settle(root_id, entry, now_ms)
+        if entry.initialized and (entry.ack_val == 0 or entry.failed):
+            self._settle(root_id, entry, now_ms)
 
     def ack_many(self, folded: Mapping[int, int], now_ms: Optional[int] = None) -> None:
         """Apply a :func:`xor_by_root` fold."""

@@ -263,9 +263,16 @@ class _Dispatcher:
         self.queues: Dict[str, List[List[StormTuple]]] = {
             name: [[] for _ in runners] for name, runners in runtime.runners.items()}
         self.outbox: List[Tuple[str, int, StormTuple]] = []
+        # acker messages go straight to the sink (one call frame less per ack)
+        self.ack_root = sink.ack  # type: ignore[method-assign]
+        self.fail_root = sink.fail  # type: ignore[method-assign]
 
     def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
-        subs = self.runtime.subs.get((tup.source_component, tup.stream))
+        key = (tup.source_component, tup.stream)
+        static = self.runtime.static_targets.get(key)
+        if static is not None:
+            return static
+        subs = self.runtime.subs.get(key)
         if not subs:
             return []
         out: List[Tuple[str, int]] = []
@@ -346,6 +353,13 @@ class LocalRuntime:
         self.subs: Dict[Tuple[str, str], List[Tuple[str, Grouping, int]]] = {
             key: [(target, g, topology.parallelism(target)) for target, g in subs]
             for key, subs in topology.subscribers.items()}
+        # subscriptions whose tasks do not depend on the tuple: targets computed once
+        self.static_targets: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
+        for key, subs in self.subs.items():
+            if all(n == 1 or g.kind in ("global", "all") for _t, g, n in subs):
+                self.static_targets[key] = [
+                    (target, task) for target, g, n in subs
+                    for task in (range(n) if g.kind == "all" else (0,))]
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:
@@ -454,6 +468,7 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
     stream = runtime.spout_stream
     nfields = len(fields)
     rng = runtime.rng
+    bits = rng.getrandbits
     skipped = 0
     emitted = 0
     topic: Optional[str] = None
@@ -474,7 +489,7 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
         if not rows:
             skipped += 1
             continue
-        root = new_id(rng)
+        root = bits(64) or new_id(rng)
         xor = 0
         for values in rows:
             emitted += 1
@@ -484,7 +499,7 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
                 copy_ = proto if i == 0 else StormTuple(
                     values, fields, stream=stream, source_component=spout, topic=topic,
                     partition=partition, offset=off)
-                edge = new_id(rng)
+                edge = bits(64) or new_id(rng)
                 copy_.anchors = {root: edge}
                 xor ^= edge
                 deliver(component, task, copy_)
