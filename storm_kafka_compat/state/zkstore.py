@@ -128,15 +128,13 @@ class ZkStateStore:
         if not hosts or not isinstance(hosts, str):
             raise ConfigError(f"ZooKeeper connect string {hosts!r} is empty; set spout.zkServers "
                               f"or topology storm.zookeeper.servers", value=hosts)
-        for name, value in (("session_timeout_ms", session_timeout_ms),
-                            ("connection_timeout_ms", connection_timeout_ms),
-                            ("retry_interval_ms", retry_interval_ms)):
-            if value <= 0 and name != "retry_interval_ms" or value < 0:
-                raise ConfigError(f"{name}={value} must be positive", key=name, value=value)
-        if retry_times < 0:
-            raise ConfigError(f"retry_times={retry_times} must be >= 0 "
-                              f"(storm.zookeeper.retry.times)", key="retry_times",
-                              value=retry_times)
+        for key, value, low in (("storm.zookeeper.session.timeout", session_timeout_ms, 1),
+                                ("storm.zookeeper.connection.timeout", connection_timeout_ms, 1),
+                                ("storm.zookeeper.retry.interval", retry_interval_ms, 0),
+                                ("storm.zookeeper.retry.times", retry_times, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{key}={value!r} must be an integer >= {low}",
+                                  key=key, value=value)
         self.hosts = hosts
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms

@@ -24,6 +24,7 @@ from storm_kafka_compat.state.document import encode_document
 from storm_kafka_compat.state.paths import partition_path
 from storm_kafka_compat.state.zkstore import REQUEST_BUDGET_BYTES, ZkStateStore
 from storm_kafka_compat.testing.proxy import TcpProxy
+from storm_kafka_compat.testing.zookeeper import free_port
 from tests.conftest import make_kazoo_client
 
 pytestmark = pytest.mark.integration
@@ -190,6 +191,19 @@ def test_from_config_builds_the_connect_string_like_storm():
                                              id="i", zk_servers=()), topology)
 
 
+@pytest.mark.parametrize("hosts, kwargs, key", [
+    ("", {}, None),
+    ("h:1", {"retry_times": -1}, "storm.zookeeper.retry.times"),
+    ("h:1", {"connection_timeout_ms": 0}, "storm.zookeeper.connection.timeout"),
+    ("h:1", {"auth": ZkAuth(scheme="sasl", credential="a:b")}, "storm.zookeeper.auth.scheme"),
+    ("h:1", {"auth": ZkAuth(credential="no-colon")}, "storm.zookeeper.auth.payload"),
+])
+def test_bad_store_settings_are_config_errors(hosts, kwargs, key):
+    with pytest.raises(ConfigError) as info:
+        ZkStateStore(hosts, **kwargs)
+    assert info.value.key == key
+
+
 # --- digest ACL ---------------------------------------------------------------------
 
 def test_digest_acl_on_created_nodes(zk_server, zk_client, zk_root):
@@ -244,10 +258,9 @@ def test_stopped_zookeeper_raises_unavailable_within_the_retry_budget(zk_server_
     assert server.connect_string in str(info.value) and path in str(info.value)
 
 
-def test_never_reachable_zookeeper_raises_unavailable(zk_server_factory):
-    server = zk_server_factory()
-    server.stop()                           # a port nothing listens on
-    store = _store(server.connect_string, connection_timeout_ms=300, retry_times=1,
+def test_never_reachable_zookeeper_raises_unavailable():
+    hosts = f"127.0.0.1:{free_port()}"      # nothing listens there
+    store = _store(hosts, connection_timeout_ms=300, retry_times=1,
                    retry_interval_ms=100)
     with store:
         started = time.monotonic()
