@@ -6,7 +6,7 @@ import logging
 import pickle
 import random
 from collections import defaultdict
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 from hypothesis import given, settings
@@ -424,3 +424,42 @@ def test_scheme_fields_must_match_declared_spout_fields() -> None:
     with pytest.raises(TopologyError, match=r"scheme gives fields \['bytes'\]"):
         process_batch([msg(0, b"x")], scheme=load_scheme("raw"), topology=rt,
                       plan_filter=PlanFilter(0))
+
+
+class Router(BasicBolt):
+    """Sends short words to "default", long ones to "long"; reports odd offsets."""
+
+    def declare_output_fields(self) -> Any:
+        return {"default": ("w",), "long": ("w", "n")}
+
+    def execute(self, t: StormTuple, c: Any) -> None:
+        c.reset_timeout(t)
+        for w in t["str"].split():
+            if len(w) > 3:
+                c.emit([w, len(w)], stream="long")
+            else:
+                c.emit([w])
+        if t.offset == 1:
+            from storm_kafka_compat.pipeline.bolts import ReportedFailedException
+            raise ReportedFailedException("reported")
+
+
+def test_streams_and_reported_failures(caplog: Any) -> None:
+    got: Dict[str, List[Any]] = defaultdict(list)
+
+    def short(t: StormTuple) -> None:
+        got["short"].append(t["w"])
+
+    def long_(t: StormTuple) -> None:
+        got["long"].append((t["w"], t["n"]))
+
+    b = TopologyBuilder().set_spout("spout", ("str",))
+    b.set_bolt("router", Router).shuffle_grouping("spout")
+    b.set_bolt("short", short).shuffle_grouping("router")
+    b.set_bolt("long", long_).shuffle_grouping("router", stream="long")
+    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.pipeline.bolts"):
+        out = process_batch([msg(0, b"ab abcd"), msg(1, b"xyz")], scheme=STRING,
+                            topology=b.build(), plan_filter=PlanFilter(0))
+    assert got == {"short": ["ab", "xyz"], "long": [("abcd", 4)]}
+    assert out.failed == [1] and out.acked == [(0, 1)]
+    assert "reported" in caplog.text
