@@ -395,7 +395,8 @@ def test_python_placeholder(cls: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("value,expected", [
-    ("key_value", "key_value"), ("string", "string"), ("myjob.schemes:parse", "myjob.schemes:parse"),
+    ("key_value", "key_value"), ("string", "string"),
+    ("myjob.schemes:parse", "myjob.schemes:parse"),
     ("StringScheme", "string"), ("backtype.storm.spout.RawMultiScheme", "raw"),
 ])
 def test_properties_scheme_values(value: str, expected: str) -> None:
