@@ -348,6 +348,11 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
                           key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
     if isinstance(factory, (BasicBolt, RichBolt)):
         return copy.deepcopy(factory)
+    if kind == "simple" and inspect.isclass(factory) and issubclass(factory, (BasicBolt, RichBolt)):
+        real = "rich" if issubclass(factory, RichBolt) else "basic"
+        raise ConfigError(f"bolt {name!r}: {factory.__name__} is a {real} bolt class, not a "
+                          f"simple-bolt function; set kind: {real}",
+                          key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
     if kind == "simple" or (kind is None and not inspect.isclass(factory)
                             and not _is_zero_arg(factory)):
         if not callable(factory):

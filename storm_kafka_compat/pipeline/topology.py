@@ -429,7 +429,7 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
         bolts:
           - name: split
             bolt: my.module:SplitBolt
-            kind: basic            # simple (default) | basic | rich
+            kind: basic            # simple | basic | rich (default: detected)
             parallelism: 2
             output_fields: [word]  # optional; default what the bolt declares
             inputs:
@@ -440,6 +440,8 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
               - {from: split, grouping: fields, fields: [word]}
 
     A bolt without ``inputs`` subscribes to the spout with a shuffle grouping.
+    Without ``kind``, a BasicBolt/RichBolt class or a zero-argument factory gives
+    that bolt, and a one-argument function is a simple bolt.
 
     Parameters
     ----------
@@ -481,7 +483,7 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
         if not name or "bolt" not in b:
             raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
                                 key=key)
-        kind = b.get("kind", "simple")
+        kind = b.get("kind")
         factory = load_object(str(b["bolt"]), key=f"{key}.bolt")
         declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=kind,
                                     output_fields=b.get("output_fields"))

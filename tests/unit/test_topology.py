@@ -247,3 +247,14 @@ def test_instantiation_kinds() -> None:
     assert bolt_kind(Duck()) == "basic"
     with pytest.raises(ConfigError, match="neither a basic bolt"):
         instantiate_bolt(lambda: 42, "basic")
+
+
+def test_from_spec_detects_kind_and_rejects_a_class_as_simple(bolts_module: str) -> None:
+    topo = from_spec({"bolts": [{"name": "s", "bolt": f"{bolts_module}:Split"},
+                                {"name": "k", "bolt": f"{bolts_module}:Sink",
+                                 "inputs": [{"from": "s"}]}]}, spout_fields=("str",))
+    assert isinstance(topo.bolts["s"].new_instance(), Split)
+    assert topo.bolts["k"].inputs == [Grouping("shuffle", "s")]
+    with pytest.raises(ConfigError, match="set kind: basic"):
+        from_spec({"bolts": [{"name": "s", "bolt": f"{bolts_module}:Split", "kind": "simple"}]},
+                  spout_fields=("str",))
