@@ -60,8 +60,12 @@ DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: records one poll may return when the caller sets no bound; the byte budget
 #: (fetchSizeBytes) is what really bounds a fetch
 DEFAULT_MAX_POLL_RECORDS = 100_000
-#: extra time given to one poll round beyond fetchMaxWait (ms)
-POLL_SLICE_MARGIN_MS = 250
+#: extra time given to one poll round beyond fetchMaxWait (ms); when a round
+#: brings nothing the log end is asked, so a short round only costs a ListOffsets
+POLL_SLICE_MARGIN_MS = 50
+#: how long to keep polling for Kafka's OFFSET_OUT_OF_RANGE once the log end is
+#: known to be below the offset, beyond fetchMaxWait (ms)
+BEYOND_END_GRACE_MS = 500
 #: settings this adapter owns; the client mapping may not change them
 _RESERVED = ("group_id", "enable_auto_commit", "auto_offset_reset", "bootstrap_servers",
              "key_deserializer", "value_deserializer")
@@ -192,7 +196,7 @@ class KafkaPythonAccess:
             c = self._get_consumer()
             self._prepare(c, tp, offset)
             end: Optional[int] = None
-            extra_rounds = 1
+            grace_until = 0.0
             while True:
                 remaining_ms = int((deadline - self._clock()) * 1000)
                 records = c.poll(timeout_ms=max(0, min(remaining_ms, self._slice_ms)),
@@ -208,13 +212,13 @@ class KafkaPythonAccess:
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
                         return []
-                elif offset > end:
-                    if extra_rounds == 0:
-                        log.warning("offset %d of %s/%d is beyond the log end %d and the "
-                                    "broker answered no OFFSET_OUT_OF_RANGE (tansu does "
-                                    "this); returning nothing", offset, topic, partition, end)
-                        return []
-                    extra_rounds -= 1
+                    grace_until = self._clock() + (self.config["fetch_max_wait_ms"]
+                                                   + BEYOND_END_GRACE_MS) / 1000.0
+                elif offset > end and self._clock() >= grace_until:
+                    log.warning("offset %d of %s/%d is beyond the log end %d and the "
+                                "broker answered no OFFSET_OUT_OF_RANGE (tansu does "
+                                "this); returning nothing", offset, topic, partition, end)
+                    return []
                 if self._clock() >= deadline:
                     raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
 
