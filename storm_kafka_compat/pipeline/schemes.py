@@ -33,6 +33,7 @@ import inspect
 import logging
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
+from storm_kafka_compat.config import STORM_SCHEME_CLASSES
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.pipeline import load_object
 
@@ -238,17 +239,8 @@ BUILTIN_SCHEMES: Dict[str, Callable[[], Any]] = {
     "string_with_topic": StringMultiSchemeWithTopic,
 }
 
-#: Storm class names accepted in place of the built-in names
-STORM_CLASS_ALIASES: Dict[str, str] = {}
-for _pkg in ("org.apache.storm", "backtype.storm", "storm"):
-    STORM_CLASS_ALIASES.update({
-        f"{_pkg}.spout.RawMultiScheme": "raw",
-        f"{_pkg}.spout.RawScheme": "raw",
-        f"{_pkg}.kafka.StringScheme": "string",
-        f"{_pkg}.kafka.StringKeyValueScheme": "string_key_value",
-        f"{_pkg}.kafka.StringMessageAndMetadataScheme": "message_metadata",
-        f"{_pkg}.kafka.StringMultiSchemeWithTopic": "string_with_topic",
-    })
+#: Storm class names accepted in place of the built-in names (the table config uses)
+STORM_CLASS_ALIASES: Dict[str, str] = STORM_SCHEME_CLASSES
 
 
 def adapt_scheme(obj: Any, *, name: str = "scheme") -> Scheme:

@@ -156,3 +156,8 @@ def test_non_scheme_object_rejected(user_module: Any) -> None:
     user_module.not_a_scheme = 42
     with pytest.raises(ConfigError, match="not a scheme"):
         load_scheme(f"{user_module.__name__}:not_a_scheme")
+
+
+def test_builtin_names_match_what_config_accepts() -> None:
+    from storm_kafka_compat.config import SCHEME_NAMES
+    assert set(BUILTIN_SCHEMES) == set(SCHEME_NAMES)
