@@ -277,6 +277,11 @@ class ZkStateStore:
                     f"ZooKeeper at {self.hosts} rejected the session's credentials while "
                     f"{what} {path!r}; fix storm.zookeeper.auth.scheme/payload",
                     zk_path=path) from None
+            except KazooException as exc:
+                raise StateError(
+                    f"ZooKeeper at {self.hosts} refused {what} {path!r}: "
+                    f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}; check the "
+                    f"node and its parents with zkCli (ls/stat {path})", zk_path=path) from exc
         raise self._unavailable(what, path, last)
 
     def _send(self, async_result: Any) -> Any:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import List, Optional, Set, Tuple
+from typing import List, Set, Tuple
 
 logger = logging.getLogger(__name__)
 
