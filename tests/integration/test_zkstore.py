@@ -340,3 +340,21 @@ def test_session_expiry_through_a_cut_network(zk_server):
             assert store.session_id not in (None, first_session)
             assert store.read("/expiry/s/partition_0").offset == 2
             assert store.read("/expiry/s/partition_1").offset == 3
+
+
+# --- the embedded server itself -------------------------------------------------------
+
+def test_embedded_zookeeper_start_failure_shows_the_log(tmp_path):
+    import socket
+
+    from storm_kafka_compat.testing.zookeeper import EmbeddedServerError, EmbeddedZooKeeper
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))        # bound, not listening: ruok gets refused
+        server = EmbeddedZooKeeper(port=taken.getsockname()[1], base_dir=tmp_path,
+                                   start_timeout_s=60)
+        with pytest.raises(EmbeddedServerError) as info:
+            server.start()
+    assert not server.running
+    assert str(server.log_path) in str(info.value)
+    assert "Address already in use" in str(info.value) or "BindException" in str(info.value)
