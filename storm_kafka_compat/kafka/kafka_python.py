@@ -13,9 +13,8 @@ Storm field           kafka-python                     note
 fetchSizeBytes        max_partition_fetch_bytes,       one fetch's byte budget; a larger
                       fetch_max_bytes                  message is still returned (KIP-74,
                                                        CONTRACT deviation 4)
-fetchMaxWait          fetch_max_wait_ms = max(1, v)    Storm's default 0 becomes 1 ms:
-                                                       tansu answers a zero-wait fetch
-                                                       with no partition data at all
+fetchMaxWait          fetch_max_wait_ms =              Storm's default 0 becomes 100 ms
+                      max(MIN_FETCH_MAX_WAIT_MS, v)    (see MIN_FETCH_MAX_WAIT_MS)
 minFetchByte          fetch_min_bytes = max(1, value)  Storm's 0 becomes 1: with no
                                                        data both answer after fetchMaxWait
 bufferSizeBytes       receive_buffer_bytes
@@ -57,6 +56,13 @@ log = logging.getLogger(__name__)
 
 #: client id used when SpoutConfig.clientId is empty
 DEFAULT_CLIENT_ID = "storm-kafka-compat"
+#: floor of fetch_max_wait_ms. Kafka waits this long only when less than
+#: fetch_min_bytes is available, so with data nothing is delayed; an idle
+#: partition is then asked once per 100 ms instead of busy-polled as storm-kafka
+#: does with fetchMaxWait 0 and minFetchByte 0 (STORM-1680/STORM-1674). tansu
+#: 0.6 also needs it: at 0 ms it returns no partition data, at 1 ms one record
+#: per fetch (about 50 records/s), at 100 ms everything available (measured).
+MIN_FETCH_MAX_WAIT_MS = 100
 #: records one poll may return when the caller sets no bound; the byte budget
 #: (fetchSizeBytes) is what really bounds a fetch
 DEFAULT_MAX_POLL_RECORDS = 100_000
@@ -83,7 +89,7 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         this adapter owns (``group_id``, ``auto_offset_reset``, ...).
     """
     from kafka import KafkaConsumer
-    if spout.socket_timeout_ms <= max(1, spout.fetch_max_wait):
+    if spout.socket_timeout_ms <= max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait):
         raise ConfigError(
             f"socketTimeoutMs {spout.socket_timeout_ms} must be larger than fetchMaxWait "
             f"{spout.fetch_max_wait} (kafka-python's request_timeout_ms must exceed "
@@ -98,7 +104,7 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         "allow_auto_create_topics": False,
         "max_partition_fetch_bytes": spout.fetch_size_bytes,
         "fetch_max_bytes": spout.fetch_size_bytes,
-        "fetch_max_wait_ms": max(1, spout.fetch_max_wait),
+        "fetch_max_wait_ms": max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait),
         "fetch_min_bytes": max(1, spout.min_fetch_byte),
         "receive_buffer_bytes": spout.buffer_size_bytes,
         "request_timeout_ms": spout.socket_timeout_ms,
@@ -149,7 +155,7 @@ class KafkaPythonAccess:
         self._consumer: Any = None
         self._position: Optional[tuple] = None  # ((topic, partition), next offset)
         self._lock = threading.RLock()
-        self._slice_ms = spout.fetch_max_wait + POLL_SLICE_MARGIN_MS
+        self._slice_ms = self.config["fetch_max_wait_ms"] + POLL_SLICE_MARGIN_MS
 
     # --- KafkaAccess --------------------------------------------------------
 
