@@ -29,7 +29,7 @@ from ..errors import StormKafkaCompatError
 from ..partition.manager import CommitTimer, PartitionManager
 from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from .executor import TaskResult, TaskSpec, run_task, run_tasks
-from .spout import LazyKafka, Spout, topology_instance_id
+from .spout import NOT_CLIENT_SETTINGS, LazyKafka, Spout, topology_instance_id
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,9 @@ class Pipeline:
                  sleep: Callable[[float], None] = time.sleep,
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
-                 registry_reader: Any = None, topology_id: Optional[str] = None) -> None:
+                 registry_reader: Any = None, topology_id: Optional[str] = None,
+                 spout_factory: Optional[Callable[..., Any]] = None,
+                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None) -> None:
         self.job = job
         self._spark = spark
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
@@ -141,8 +143,12 @@ class Pipeline:
         self.store = store
         self.kafka = LazyKafka(job, kafka_factory)
         self.topology_id = topology_id or topology_instance_id(job)
-        self.spout = Spout(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
-                           clock=self.clock, registry_reader=registry_reader)
+        # the spout (offset store + managers) and the batch executor are pluggable:
+        # the Kafka-group offset store and the DataFrame mode plug in here
+        factory = spout_factory or Spout
+        self.spout = factory(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
+                             clock=self.clock, registry_reader=registry_reader)
+        self._executor = executor
         self.timer = CommitTimer(job.spout.state_update_interval_ms)
         self._stop = threading.Event()
         self._stop_reason = ""
@@ -179,19 +185,22 @@ class Pipeline:
             cap = min(cap, max(1, math.ceil(room / len(managers))))
         bootstrap = self.kafka.bootstrap
         kafka_conf = tuple(sorted((k, v) for k, v in self.job.kafka.items()
-                                  if k not in ("bootstrap_servers", "bootstrap.servers")))
+                                  if k not in NOT_CLIENT_SETTINGS))
+        backend = str(self.job.kafka.get("backend", "kafka-python"))
         storm_conf = tuple(sorted(self.spout.storm_conf().items()))
         specs = []
         for pm in managers.values():
             plan = pm.plan_fetch(max_messages=cap)
             if plan is not None:
                 specs.append(TaskSpec(plan, bootstrap, self.job.spout, self.job.bolt,
-                                      self.job.topology_spec, kafka_conf, storm_conf))
+                                      self.job.topology_spec, kafka_conf, storm_conf, backend))
         return specs
 
     def execute(self, specs: List[TaskSpec]) -> List[TaskResult]:
         if not specs:
             return []
+        if self._executor is not None:
+            return self._executor(specs)
         if self._spark == "local":
             kafka = self.kafka.get()
             return [run_task(s, kafka=kafka) for s in specs]

@@ -36,6 +36,8 @@ class TaskSpec:
     topology_spec: Optional[Mapping[str, Any]] = None
     kafka_conf: Tuple[Tuple[str, Any], ...] = ()
     storm_conf: Tuple[Tuple[str, Any], ...] = ()
+    #: fetch backend: "kafka-python" or "confluent" (kafka.confluent.ConfluentAccess)
+    backend: str = "kafka-python"
 
 
 @dataclass
@@ -68,12 +70,16 @@ _PROCESSORS: Dict[Any, Any] = {}
 
 def _kafka_for(spec: TaskSpec) -> Any:
     s = spec.spout
-    key = (spec.bootstrap, s.fetch_size_bytes, s.fetch_max_wait, s.min_fetch_byte,
+    key = (spec.backend, spec.bootstrap, s.fetch_size_bytes, s.fetch_max_wait, s.min_fetch_byte,
            s.buffer_size_bytes, s.socket_timeout_ms, s.client_id, spec.kafka_conf)
     client = _KAFKA.get(key)
     if client is None:
-        from ..kafka.kafka_python import KafkaPythonAccess
-        client = KafkaPythonAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
+        if spec.backend == "confluent":
+            from ..kafka.confluent import ConfluentAccess
+            client = ConfluentAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
+        else:
+            from ..kafka.kafka_python import KafkaPythonAccess
+            client = KafkaPythonAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
         _KAFKA[key] = client
     return client
 

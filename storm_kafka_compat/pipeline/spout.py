@@ -25,6 +25,9 @@ from ..state.paths import partition_path
 
 log = logging.getLogger(__name__)
 
+#: keys of the CONFIG ``kafka`` mapping that are ours, not client settings
+NOT_CLIENT_SETTINGS = ("bootstrap_servers", "bootstrap.servers", "backend")
+
 
 def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
     """The topology id written into documents: ``topology.id`` when configured,
@@ -74,7 +77,7 @@ class LazyKafka:
             else:
                 from ..kafka.kafka_python import KafkaPythonAccess
                 client_conf = {k: v for k, v in self.job.kafka.items()
-                               if k not in ("bootstrap_servers", "bootstrap.servers")}
+                               if k not in NOT_CLIENT_SETTINGS}
                 self._access = KafkaPythonAccess(list(self.bootstrap), self.job.spout, client_conf)
         return self._access
 
