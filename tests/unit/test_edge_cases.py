@@ -1,0 +1,76 @@
+"""Reference section 11 cases not covered elsewhere, through the driver loop without Spark."""
+
+from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
+from storm_kafka_compat.errors import OffsetOutOfRangeError
+from storm_kafka_compat.kafka.scripted import ScriptedKafka
+from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
+from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
+
+
+def job(topic="orders", partitions=1, **spout_kw):
+    hosts = StaticHosts({p: Broker("k1", 9092) for p in range(partitions)})
+    spout = SpoutConfig(hosts=hosts, topic=topic, zk_root="/kafka", id="spout1", scheme="string",
+                        **spout_kw)
+    return JobConfig(spout=spout, topology=TopologyConfig(name="t", id="t-1-1"),
+                     bolt="tests.bolts:record")
+
+
+def pipeline(j, kafka, store):
+    return Pipeline(j, spark="local", store=store, kafka_factory=lambda boot: kafka,
+                    sleep=lambda s: None)
+
+
+def doc(offset, topic="orders", partition=0):
+    return encode_document(topology_id="storm-1-1", topology_name="t", offset=offset,
+                           partition=partition, broker_host="k1", broker_port=9092, topic=topic)
+
+
+def test_case_1_idle_partition_never_gets_a_node():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 2)
+    kafka.append("orders", 0, b"a", b"b")
+    store = MemoryStateStore()
+    pipeline(job(partitions=2), kafka, store).run(RunOptions(until_caught_up=True))
+    assert "/kafka/spout1/partition_0" in store.docs
+    assert "/kafka/spout1/partition_1" not in store.docs     # offset never changed from 0
+
+
+def test_case_25_renamed_topic_inherits_offsets_of_the_same_partition_numbers():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders-v2", 1)
+    kafka.append("orders-v2", 0, *[b"x"] * 10)
+    store = MemoryStateStore({"/kafka/spout1/partition_0": doc(7, topic="orders")})
+    summary = pipeline(job(topic="orders-v2"), kafka, store).run(RunOptions(until_caught_up=True))
+    assert summary.partitions[0].resumed_from == 7             # the path holds no topic
+    stored = parse_document(store.docs["/kafka/spout1/partition_0"])
+    assert stored.offset == 10 and stored.parsed["topic"] == "orders-v2"
+
+
+def test_case_26_broker_field_follows_the_leader_on_the_next_write():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"a")
+    store = MemoryStateStore()
+    p = pipeline(job(), kafka, store)
+    p.spout.maybe_refresh(0)
+    pm = p.spout.managers()[("orders", 0)]
+    pm.set_leader(Broker("k2", 9093))
+    kafka.append("orders", 0, b"b")
+    p.run(RunOptions(until_caught_up=True))
+    assert parse_document(store.docs["/kafka/spout1/partition_0"]).parsed["broker"] == {
+        "host": "k2", "port": 9093}
+
+
+def test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_on():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 2)
+    kafka.append("orders", 0, *[b"x"] * 5)
+    kafka.append("orders", 1, *[b"y"] * 5)
+    kafka.set_log_start("orders", 0, 3)
+    store = MemoryStateStore({"/kafka/spout1/partition_0": doc(1)})
+    p = pipeline(job(partitions=2, use_start_offset_time_if_offset_out_of_range=False), kafka, store)
+    summary = p.run(RunOptions(max_batches=4))
+    assert summary.fetch_failures >= 4                      # retried every batch, never skipped
+    assert p._last_managers[("orders", 0)].emitted_to == 1   # Storm: stuck at the same offset
+    assert parse_document(store.docs["/kafka/spout1/partition_1"]).offset == 5   # not starved
