@@ -1,0 +1,304 @@
+"""Kafka consumer-group offsets, read and written without joining the group.
+
+:class:`KafkaGroupOffsets` is the adapter the operator tools (``offsets
+migrate``) and the storm-kafka-client engine use to read and write a group's
+committed offsets. It speaks the admin protocol through kafka-python's
+``KafkaAdminClient``:
+
+=========================  ==========================================
+operation                  Kafka request
+=========================  ==========================================
+:meth:`committed`          OffsetFetch (``list_group_offsets``)
+:meth:`commit`             OffsetCommit with generation -1 and no member id
+                           (``alter_group_offsets``): no group join
+:meth:`active_members`     DescribeGroups (``describe_groups``)
+=========================  ==========================================
+
+Every offset here is the next offset to read, as Kafka commits it.
+
+Against tansu 0.6 (the embedded broker), measured:
+
+* OffsetCommit and OffsetFetch work; **the commit metadata string is not
+  kept** (OffsetFetch answers ``null``), so :meth:`committed` reports ``""``;
+* DescribeGroups answers authorized operations kafka-python 3.0 cannot
+  decode (``ValueError: 15 is not a valid ACLOperation``); this adapter keeps
+  the raw values instead of failing;
+* an unknown group is described as ``Empty`` with no members, and an
+  OffsetCommit to a group with a live member is refused per partition with
+  ``UNKNOWN_MEMBER_ID``, as Apache Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from storm_kafka_compat.errors import ConfigError, KafkaAccessError
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = Tuple[str, int]
+#: ``(offset, metadata)``: the committed next offset to read and its metadata string
+Committed = Tuple[int, str]
+
+#: how long the admin client may try to reach a bootstrap server (ms)
+DEFAULT_BOOTSTRAP_TIMEOUT_MS = 10_000
+#: per-request deadline when the kafka settings give none (ms)
+DEFAULT_REQUEST_TIMEOUT_MS = 10_000
+#: consumer settings that make no sense for the admin client; silently dropped
+#: when found in the job's ``kafka`` mapping (they tune fetching)
+_IGNORED_CONSUMER_KEYS = ("group_id", "enable_auto_commit", "auto_offset_reset",
+                          "key_deserializer", "value_deserializer")
+
+
+class GroupAccessError(KafkaAccessError):
+    """Reading or writing a Kafka consumer group's offsets failed.
+
+    ``group_id`` names the group.
+    """
+
+    def __init__(self, message: str, *, group_id: Optional[str] = None,
+                 topic: Optional[str] = None, partition: Optional[int] = None,
+                 offset: Optional[int] = None) -> None:
+        super().__init__(message, topic=topic, partition=partition, offset=offset)
+        self.group_id = group_id
+
+
+class ActiveGroupError(GroupAccessError):
+    """The group has live members; its offsets are theirs to commit.
+
+    ``members`` lists their member ids.
+    """
+
+    def __init__(self, message: str, *, group_id: Optional[str] = None,
+                 members: Iterable[str] = ()) -> None:
+        super().__init__(message, group_id=group_id)
+        self.members = tuple(members)
+
+
+def admin_config(bootstrap_servers: Any, client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
+    """``KafkaAdminClient`` settings from the job's ``kafka`` mapping.
+
+    Keys the admin client knows (security: ``security_protocol``, ``ssl_*``,
+    ``sasl_*``; ``client_id``, ``request_timeout_ms``, ...) are passed through;
+    consumer-only fetch settings are dropped (logged at DEBUG).
+
+    Raises
+    ------
+    ConfigError
+        ``client_config`` sets ``bootstrap_servers`` (it comes from the hosts).
+    """
+    from kafka import KafkaAdminClient, KafkaConsumer
+    cfg: Dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers,
+        "client_id": "storm-kafka-compat-admin",
+        "bootstrap_timeout_ms": DEFAULT_BOOTSTRAP_TIMEOUT_MS,
+        "request_timeout_ms": DEFAULT_REQUEST_TIMEOUT_MS,
+    }
+    for key, value in client_config.items():
+        if key == "bootstrap_servers":
+            raise ConfigError("kafka setting 'bootstrap_servers' comes from the hosts section; "
+                              "remove it from the kafka mapping", key=f"kafka.{key}", value=value)
+        if key in KafkaAdminClient.DEFAULT_CONFIG:
+            cfg[key] = value
+        elif key in _IGNORED_CONSUMER_KEYS or key in KafkaConsumer.DEFAULT_CONFIG:
+            log.debug("kafka setting %r does not apply to the admin client; ignored", key)
+        else:
+            raise ConfigError(f"kafka setting {key!r} is neither a kafka-python KafkaConsumer "
+                              "nor a KafkaAdminClient setting; see kafka-python's documentation",
+                              key=f"kafka.{key}", value=value)
+    return cfg
+
+
+def _admin_class() -> Any:
+    from kafka import KafkaAdminClient
+
+    class _Admin(KafkaAdminClient):  # type: ignore[misc]
+        """KafkaAdminClient that keeps authorized-operation codes it cannot
+        decode (tansu answers codes kafka-python 3.0 rejects)."""
+
+        def _process_acl_operations(self, obj: Dict[str, Any]) -> Dict[str, Any]:
+            try:
+                return super()._process_acl_operations(obj)
+            except ValueError:
+                return obj
+
+    return _Admin
+
+
+class KafkaGroupOffsets:
+    """Committed offsets of one Kafka consumer group, without joining it.
+
+    Parameters
+    ----------
+    bootstrap_servers : str or list of str
+        ``host:port`` of one or more brokers.
+    group_id : str
+        The consumer group.
+    client_config : mapping
+        The job's ``kafka`` settings (security etc.; see :func:`admin_config`).
+
+    Raises
+    ------
+    ConfigError
+        ``group_id`` is empty or a setting is unknown.
+    GroupAccessError
+        No broker answered within the bootstrap timeout.
+
+    Notes
+    -----
+    Offsets are the next offset to read. Secrets in ``client_config`` never
+    appear in messages.
+    """
+
+    def __init__(self, bootstrap_servers: Any, group_id: str,
+                 client_config: Mapping[str, Any] = {}) -> None:
+        if not isinstance(group_id, str) or not group_id:
+            raise ConfigError(f"Kafka consumer group id {group_id!r} must be a non-empty "
+                              "string; pass the group's name", key="group_id", value=group_id)
+        self.group_id = group_id
+        self.bootstrap_servers = bootstrap_servers
+        self.config = admin_config(bootstrap_servers, client_config)
+        self._admin: Any = None
+        try:
+            self._admin = _admin_class()(**self.config)
+        except Exception as exc:  # noqa: BLE001 - mapped below
+            raise self._error(exc, "connecting to the brokers") from exc
+
+    # --- public API ---------------------------------------------------------------
+
+    def committed(self, partitions: Iterable[TopicPartitionKey]
+                  ) -> Dict[TopicPartitionKey, Optional[Committed]]:
+        """The group's committed offset of every partition.
+
+        Parameters
+        ----------
+        partitions : iterable of (topic, partition)
+
+        Returns
+        -------
+        dict
+            ``(topic, partition) -> (offset, metadata)`` with ``offset`` the
+            next offset to read, or ``None`` when the group has no commit for it.
+        """
+        from kafka import TopicPartition
+        keys = [(str(t), int(p)) for t, p in partitions]
+        if not keys:
+            return {}
+        tps = [TopicPartition(t, p) for t, p in keys]
+        try:
+            answer = self._admin.list_group_offsets({self.group_id: tps}).get(self.group_id, {})
+        except Exception as exc:  # noqa: BLE001 - mapped below
+            raise self._error(exc, "reading committed offsets") from exc
+        out: Dict[TopicPartitionKey, Optional[Committed]] = {}
+        for (t, p), tp in zip(keys, tps):
+            found = answer.get(tp)
+            if found is None or found.offset is None or found.offset < 0:
+                out[(t, p)] = None
+            else:
+                out[(t, p)] = (int(found.offset), found.metadata or "")
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartitionKey, Committed]) -> None:
+        """Commit explicit offsets with their metadata strings.
+
+        Parameters
+        ----------
+        offsets : mapping
+            ``(topic, partition) -> (offset, metadata)``; ``offset`` is the
+            next offset to read (>= 0).
+
+        Raises
+        ------
+        ActiveGroupError
+            The group has live members (their commits would fight ours).
+        GroupAccessError
+            An offset is negative, or the broker refused a partition (the
+            message lists each partition and Kafka's error).
+        """
+        from kafka import TopicPartition
+        from kafka.structs import OffsetAndMetadata
+        if not offsets:
+            return
+        for (t, p), (offset, _) in offsets.items():
+            if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+                raise GroupAccessError(
+                    f"offset {offset!r} for {t}/{p} cannot be committed to group "
+                    f"{self.group_id!r}; give a next offset to read >= 0",
+                    group_id=self.group_id, topic=t, partition=p)
+        members = self.active_members()
+        if members:
+            raise ActiveGroupError(
+                f"Kafka consumer group {self.group_id!r} has {len(members)} active member(s) "
+                f"({', '.join(members[:3])}{', ...' if len(members) > 3 else ''}); stop its "
+                "consumers before writing its offsets", group_id=self.group_id, members=members)
+        request = {TopicPartition(t, int(p)): OffsetAndMetadata(int(o), str(m or ""), -1)
+                   for (t, p), (o, m) in offsets.items()}
+        try:
+            result = self._admin.alter_group_offsets(self.group_id, request)
+        except Exception as exc:  # noqa: BLE001 - mapped below
+            raise self._error(exc, "committing offsets") from exc
+        failed = [(tp, err) for tp, err in sorted(result.items(), key=lambda kv: tuple(kv[0]))
+                  if err is not None and getattr(err, "errno", 0) != 0]
+        if failed:
+            detail = ", ".join(f"{tp.topic}/{tp.partition}: {err.__name__}" for tp, err in failed)
+            hint = ("the group gained members; stop them and retry"
+                    if any(err.__name__ in ("UnknownMemberIdError", "RebalanceInProgressError",
+                                            "IllegalGenerationError") for _, err in failed)
+                    else "check the topic, the partitions and the group ACLs")
+            tp0 = failed[0][0]
+            raise GroupAccessError(
+                f"Kafka refused the offset commit of group {self.group_id!r} for {detail}; {hint}",
+                group_id=self.group_id, topic=tp0.topic, partition=tp0.partition)
+        log.info("committed %d offset(s) to Kafka group %r", len(request), self.group_id)
+
+    def active_members(self) -> List[str]:
+        """Member ids of the group's live members (``[]`` when the group is
+        empty, dead or unknown)."""
+        try:
+            described = self._admin.describe_groups([self.group_id]).get(self.group_id, {})
+        except Exception as exc:  # noqa: BLE001 - mapped below
+            raise self._error(exc, "describing the group") from exc
+        if described.get("error"):
+            if "GroupIdNotFound" in str(described["error"]):
+                return []
+            raise GroupAccessError(
+                f"describing Kafka consumer group {self.group_id!r} failed: "
+                f"{described['error']}; check the group ACLs", group_id=self.group_id)
+        if described.get("group_state") in ("Dead", "Empty") and not described.get("members"):
+            return []
+        return [str(m.get("member_id", "?")) for m in described.get("members") or ()]
+
+    def close(self) -> None:
+        """Close the admin client."""
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            finally:
+                self._admin = None
+
+    def __enter__(self) -> "KafkaGroupOffsets":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------
+
+    def _error(self, exc: BaseException, what: str) -> GroupAccessError:
+        if isinstance(exc, GroupAccessError):
+            return exc
+        servers = self.bootstrap_servers
+        if not isinstance(servers, str):
+            servers = ",".join(servers)
+        text = f"{type(exc).__name__}: {exc}"
+        name = type(exc).__name__
+        if "Authorization" in name or "Authentication" in name or "Sasl" in name:
+            hint = "check the kafka security settings and the group ACLs"
+        elif "Timeout" in name or "NoBrokersAvailable" in name or isinstance(exc, OSError):
+            hint = f"check that a broker answers at {servers}"
+        else:
+            hint = "check the brokers, the topic and the group"
+        return GroupAccessError(
+            f"{what} for Kafka consumer group {self.group_id!r} at {servers} failed ({text}); "
+            f"{hint}", group_id=self.group_id)
