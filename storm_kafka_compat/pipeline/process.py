@@ -14,10 +14,12 @@ the scheme and routes the spout tuples, :func:`run_stage` runs one bolt task
 on its routed input (the driver repartitions by ``(component, task)``), and
 :func:`resolve_batch` folds the returned ``(root, xor)`` pairs on the driver.
 
-"Replay" here: a failed or incomplete tree fails its Kafka offset; the
-partition manager re-fetches it per the retry settings. A tree still
-incomplete when the batch ends (a rich bolt that kept a tuple without acking
-it) counts as timed out and fails its offset: a batch is the unit of time.
+"Replay" here: a failed tree fails its Kafka offset; the partition manager
+re-fetches it per the retry settings. A tree still open when the batch ends (a
+rich bolt that kept a tuple without acking it) is reported separately in
+:attr:`BatchOutcome.incomplete`: its offset stays pending (it blocks the
+commit) and the driver fails it once ``topology.message.timeout.secs`` has
+passed, as Storm's spout times out a tuple tree.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from storm_kafka_compat.pipeline.tuples import StormTuple
 logger = logging.getLogger(__name__)
 
 __all__ = ["PlanFilter", "BatchOutcome", "LocalRuntime", "SpoutStageResult", "StageResult",
-           "process_batch", "run_spout_stage", "run_stage", "resolve_batch", "coalesce",
+           "process_batch", "run_spout_stage", "run_stage", "run_stage_group", "GroupResult",
+           "resolve_batch", "coalesce",
            "subtract_offsets", "as_plan_filter"]
 
 Range = Tuple[int, int]
@@ -98,8 +101,11 @@ class BatchOutcome:
     acked : list of (start, end_exclusive)
         Taken offsets whose trees completed, tombstones and messages giving no tuple included.
     failed : list of int
-        Taken offsets that failed (explicit fail, bolt or scheme error,
-        incomplete at the end of the batch), ascending.
+        Taken offsets that failed (explicit fail, bolt or scheme error), ascending.
+    incomplete : list of int
+        Taken offsets whose tuple tree was still open at the end of the batch
+        (neither acked nor failed), ascending. They are not in ``acked`` nor in
+        ``failed``: the driver keeps them pending until the message timeout.
     skipped_null : int
         Messages that gave no tuple (tombstones), acked without running a bolt.
     next_offset : int, optional
@@ -122,6 +128,7 @@ class BatchOutcome:
     next_offset: Optional[int] = None
     scanned_to: Optional[int] = None
     stage_counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    incomplete: List[int] = field(default_factory=list)
 
     @property
     def taken_count(self) -> int:
@@ -568,25 +575,27 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     failed.extend(msg_id for msg_id, _reason in acker.failed())
     incomplete = acker.drop_pending()
     if incomplete:
-        logger.info("%d tuple trees of %s/%s were not complete at the end of the batch; "
-                    "failing them as timed out", len(incomplete), topic, partition)
-        failed.extend(incomplete)
+        logger.info("%d tuple trees of %s/%s were still open at the end of the batch; "
+                    "they time out on the driver unless acked", len(incomplete), topic,
+                    partition)
     acker.completed()
     counts = _diff_counts(runtime.counts(), before)
     counts[spout] = {"messages": taken.count, "emitted": emitted}
-    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
+    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
+                    incomplete)
 
 
 def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilder,
              failed: List[int], skipped: int, last: int, scanned: Optional[int],
-             counts: Dict[str, Dict[str, int]]) -> BatchOutcome:
+             counts: Dict[str, Dict[str, int]], incomplete: Iterable[int] = ()) -> BatchOutcome:
     taken_ranges = taken.result()
     failed_sorted = sorted(set(failed))
+    open_sorted = sorted(set(incomplete) - set(failed_sorted))
     return BatchOutcome(topic=topic, partition=partition, taken=taken_ranges,
-                        acked=subtract_offsets(taken_ranges, failed_sorted),
+                        acked=subtract_offsets(taken_ranges, failed_sorted + open_sorted),
                         failed=failed_sorted, skipped_null=skipped,
                         next_offset=(last + 1) if last >= 0 else None, scanned_to=scanned,
-                        stage_counts=counts)
+                        stage_counts=counts, incomplete=open_sorted)
 
 
 def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[StormTuple], Any],
@@ -653,13 +662,23 @@ class SpoutStageResult:
     init : dict
         Root id -> XOR of the spout's edge ids.
     routed : list of (component, task, StormTuple)
-        Spout tuples, to be sent to their bolt task.
+        Tuples for bolt tasks of later stages (the spout's, and those of the
+        bolts run locally).
+    pairs : dict
+        Root id -> XOR of the acker messages of the bolts run locally.
+    failed_roots : set of int
+        Roots a locally run bolt failed.
+    counts : dict
+        Component -> counters of the bolts run locally.
     """
 
     outcome: BatchOutcome
     roots: Dict[int, int]
     init: Dict[int, int]
     routed: List[Tuple[str, int, StormTuple]]
+    pairs: Dict[int, int] = field(default_factory=dict)
+    failed_roots: Set[int] = field(default_factory=set)
+    counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -677,13 +696,23 @@ class StageResult:
 
 def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
                     topology: Union[Topology, LocalRuntime], plan_filter: Any,
-                    rng: Optional[random.Random] = None) -> SpoutStageResult:
-    """Scheme and spout emit for one partition; tuples are routed, not executed."""
+                    rng: Optional[random.Random] = None,
+                    local: AbstractSet[str] = frozenset(),
+                    conf: Optional[Mapping[str, Any]] = None) -> SpoutStageResult:
+    """Scheme and spout emit for one partition.
+
+    Tuples for the bolts in ``local`` (bolts that can run where the partition
+    was fetched, e.g. behind a shuffle grouping) are executed here, in
+    topological order; every other tuple is routed to the outbox.
+    """
     plan = as_plan_filter(plan_filter)
-    runtime = _runtime(topology, None, scheme.fields)
+    runtime = _runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
-    dispatcher = _Dispatcher(runtime, _Sink(), 0, frozenset())
+    sink = _Sink()
+    dispatcher = _Dispatcher(runtime, sink, 0, frozenset(local))
+    if local:
+        runtime._bind(dispatcher)
     roots: Dict[int, int] = {}
     init: Dict[int, int] = {}
 
@@ -694,11 +723,64 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     taken = _RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
+    before = runtime.counts()
     skipped, emitted, topic, partition, last, scanned = _emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init)
+    _drain(runtime, dispatcher, local)
+    counts = {c: v for c, v in _diff_counts(runtime.counts(), before).items() if c in local}
     outcome = _outcome(topic, partition, taken, failed, skipped, last, scanned,
-                       {spout: {"messages": taken.count, "emitted": emitted}})
-    return SpoutStageResult(outcome, roots, init, dispatcher.outbox)
+                       {spout: {"messages": taken.count, "emitted": emitted}, **counts})
+    return SpoutStageResult(outcome, roots, init, dispatcher.outbox, sink.pairs, sink.failed,
+                            counts)
+
+
+def _drain(runtime: LocalRuntime, dispatcher: _Dispatcher, local: AbstractSet[str]) -> None:
+    """Run the queued tuples of the ``local`` components in topological order (a
+    component only delivers locally to later ones, so one pass empties every queue)."""
+    for name in runtime.topology.order:
+        if name not in local:
+            continue
+        queues = dispatcher.queues[name]
+        for task, runner in enumerate(runtime.runners[name]):
+            if queues[task]:
+                batch, queues[task] = queues[task], []
+                runner.run(batch)
+
+
+@dataclass
+class GroupResult:
+    """One Spark task of a bolt stage: tuples for later stages and the acker
+    messages folded per root."""
+
+    routed: List[Tuple[str, int, StormTuple]]
+    pairs: Dict[int, int]
+    failed_roots: Set[int]
+    counts: Dict[str, Dict[str, int]]
+
+
+def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
+                    topology: Union[Topology, LocalRuntime], local: AbstractSet[str],
+                    rng: Optional[random.Random] = None,
+                    conf: Optional[Mapping[str, Any]] = None,
+                    spout_fields: Optional[Sequence[str]] = None) -> GroupResult:
+    """Run routed tuples ``(component, task, tuple)`` on their bolt tasks, and the
+    bolts of ``local`` fed by them in this task; other emits go to the outbox."""
+    runtime = _runtime(topology, conf, spout_fields)
+    if rng is not None:
+        runtime.set_rng(rng)
+    sink = _Sink()
+    local = frozenset(local)
+    dispatcher = _Dispatcher(runtime, sink, 0, local)
+    runtime._bind(dispatcher)
+    before = runtime.counts()
+    for component, task, tup in inputs:
+        if component not in local:
+            raise ValueError(f"tuple for {component!r} task {task} reached a stage running "
+                             f"{sorted(local)}; the stage layout is wrong")
+        dispatcher.queues[component][task].append(tup)
+    _drain(runtime, dispatcher, local)
+    counts = {c: v for c, v in _diff_counts(runtime.counts(), before).items() if c in local}
+    return GroupResult(dispatcher.outbox, sink.pairs, sink.failed, counts)
 
 
 def run_stage(component: str, task: int, tuples: Sequence[StormTuple], *,
@@ -726,10 +808,13 @@ def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> Bat
     """Fold the stages' ``(root, xor)`` pairs (driver side) into the partition's outcome.
 
     A root is complete when the XOR of its init and every pair is 0 and no stage
-    failed it; anything else (failed, or incomplete at the end) fails its offset.
+    failed it; a failed root fails its offset; a root neither complete nor failed
+    is reported in ``incomplete`` (it times out on the driver).
     """
     total = dict(spout.init)
-    failed_roots: Set[int] = set()
+    for root, value in spout.pairs.items():        # bolts run with the spout
+        total[root] = total.get(root, 0) ^ value
+    failed_roots: Set[int] = set(spout.failed_roots)
     counts = dict(spout.outcome.stage_counts)
     for st in stages:
         for root, value in st.pairs.items():
@@ -739,15 +824,20 @@ def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> Bat
         for k, v in st.counts.items():
             agg[k] = agg.get(k, 0) + v
     failed = list(spout.outcome.failed)
+    incomplete: List[int] = []
     for root, off in spout.roots.items():
-        if root in failed_roots or total.get(root, 0) != 0:
+        if root in failed_roots:
             failed.append(off)
+        elif total.get(root, 0) != 0:
+            incomplete.append(off)
     o = spout.outcome
     failed_sorted = sorted(set(failed))
+    open_sorted = sorted(set(incomplete) - set(failed_sorted))
     return BatchOutcome(topic=o.topic, partition=o.partition, taken=o.taken,
-                        acked=subtract_offsets(o.taken, failed_sorted), failed=failed_sorted,
-                        skipped_null=o.skipped_null, next_offset=o.next_offset,
-                        scanned_to=o.scanned_to, stage_counts=counts)
+                        acked=subtract_offsets(o.taken, failed_sorted + open_sorted),
+                        failed=failed_sorted, skipped_null=o.skipped_null,
+                        next_offset=o.next_offset, scanned_to=o.scanned_to,
+                        stage_counts=counts, incomplete=open_sorted)
 
 
 __all__ += ["runtime_for", "xor_by_root"]
