@@ -1,0 +1,68 @@
+"""OwnershipGuard / check_owner: a second job with the same zkRoot/id is detected."""
+
+from __future__ import annotations
+
+import pytest
+
+from storm_kafka_compat.errors import ConcurrentWriterError
+from storm_kafka_compat.state.document import encode_document
+from storm_kafka_compat.state.ownership import OwnershipGuard, check_owner
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
+
+P0, P1 = "/r/s/partition_0", "/r/s/partition_1"
+
+
+def doc(topology_id: str, offset: int, partition: int = 0) -> bytes:
+    return encode_document(topology_id=topology_id, topology_name="n", offset=offset,
+                           partition=partition, broker_host="h", broker_port=9092, topic="t")
+
+
+@pytest.mark.parametrize("stored, expected", [
+    (None, []),                                  # no node: not a conflict
+    (doc("ours", 5), []),                        # ours
+    (doc("theirs", 7), [("theirs", 7)]),         # another topology
+    (b"{not json", [(None, None)]),              # unreadable: its id is not ours
+])
+def test_check_owner_table(stored, expected):
+    store = MemoryStateStore({P0: stored} if stored is not None else {})
+    found = check_owner(store, [P0], "ours")
+    assert [(c.theirs, c.stored_offset) for c in found] == expected
+    assert all(c.zk_path == P0 and c.ours == "ours" for c in found)
+
+
+def test_guard_checks_only_documents_it_wrote_last():
+    store = MemoryStateStore({P0: doc("storm-topology", 3), P1: doc("storm-topology", 4, 1)})
+    guard = OwnershipGuard("ours")
+    # the Storm topology we resume from is not a conflict: we never wrote these
+    assert guard.check(store, [P0, P1]) == []
+    store.write_many({P0: doc("ours", 10), P1: doc("ours", 11, 1)})
+    guard.wrote([P0, P1])
+    assert guard.check(store, [P0, P1]) == []
+    # a hand edit that keeps our id is overwritten silently, as Storm does
+    store.write(P0, doc("ours", 2))
+    assert guard.check(store, [P0]) == []
+    # another job takes P1 over
+    store.write(P1, doc("other-job", 12, 1))
+    found = guard.check(store, [P0, P1])
+    assert [(c.zk_path, c.theirs, c.stored_offset) for c in found] == [(P1, "other-job", 12)]
+    assert guard.conflicts == 1
+    msg = found[0].message
+    assert P1 in msg and "'other-job'" in msg and "'ours'" in msg and "same zkRoot/id" in msg
+    err = found[0].error()
+    assert isinstance(err, ConcurrentWriterError) and err.zk_path == P1
+    guard.forget([P1])
+    assert guard.check(store, [P1]) == [] and guard.watched == {P0}
+
+
+def test_check_owner_uses_one_pipelined_read_when_available():
+    calls = []
+
+    class Store(MemoryStateStore):
+        def read_many(self, paths):
+            calls.append(list(paths))
+            return {p: self.read(p) for p in paths}
+
+    store = Store({P0: doc("x", 1), P1: doc("ours", 1, 1)})
+    assert [c.zk_path for c in check_owner(store, [P0, P1, P0], "ours")] == [P0]
+    assert calls == [[P0, P1]]
+    assert check_owner(store, [], "ours") == [] and calls == [[P0, P1]]
