@@ -1,0 +1,430 @@
+"""KafkaAccess over confluent-kafka (librdkafka), the fast fetch backend.
+
+Chosen in CONFIG with ``kafka: {backend: confluent}``; needs the ``confluent``
+extra (``pip install storm-kafka-compat[confluent]``). One ``Consumer`` per
+access object, one partition assigned at a time, no group membership and no
+Kafka-side commits. librdkafka prefetches in its own threads, so when the next
+call continues where the previous one stopped (same partition, same offset)
+the records are already in memory and no request is made.
+
+Storm fields and the librdkafka settings they become:
+
+====================  ===============================  ===================================
+Storm field           librdkafka                       note
+====================  ===============================  ===================================
+fetchSizeBytes        max.partition.fetch.bytes,       one fetch's byte budget; a larger
+                      fetch.max.bytes                  message is still returned (KIP-74,
+                                                       CONTRACT deviation 4)
+fetchMaxWait          fetch.wait.max.ms =              Storm's default 0 becomes 100 ms, as
+                      max(MIN_FETCH_MAX_WAIT_MS, v)    with kafka-python (same reasons)
+minFetchByte          fetch.min.bytes = max(1, v)
+bufferSizeBytes       socket.receive.buffer.bytes
+socketTimeoutMs       socket.timeout.ms                also the deadline of one fetch();
+                                                       must exceed fetchMaxWait
+clientId              client.id                        empty -> ``storm-kafka-compat``
+====================  ===============================  ===================================
+
+Settings this adapter owns: ``group.id`` (librdkafka requires one; it is never
+joined nor committed to, since partitions are assigned, not subscribed),
+``enable.auto.commit`` and ``enable.auto.offset.store`` (false),
+``auto.offset.reset`` (``error``: an out-of-range fetch raises
+OffsetOutOfRangeError instead of jumping silently) and ``enable.partition.eof``
+(true: the log end is detected without waiting). Other keys of the job's
+``kafka`` mapping are passed to librdkafka; a key written kafka-python style
+(``security_protocol``) is read as its librdkafka name (``security.protocol``).
+librdkafka's own log lines go to this module's logger.
+
+Error mapping: ``OFFSET_OUT_OF_RANGE`` (``_AUTO_OFFSET_RESET``) and a KIP-320
+log truncation -> OffsetOutOfRangeError; transport errors, time-outs, unknown
+or leaderless partitions and every error librdkafka flags retriable ->
+FailedFetchError; anything else (authorisation, ...) -> KafkaAccessError.
+
+tansu's defects apply as with kafka-python (see
+:mod:`storm_kafka_compat.kafka.kafka_python`): nothing is answered beyond the
+log end, so this adapter returns ``[]`` there after a grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Tuple
+
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
+from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
+from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
+                                             KafkaMessage, slice_messages)
+
+log = logging.getLogger(__name__)
+
+#: client id used when SpoutConfig.clientId is empty
+DEFAULT_CLIENT_ID = "storm-kafka-compat"
+#: the group id librdkafka insists on; never joined, never committed to
+GROUP_ID = "storm-kafka-compat-assign-only"
+#: floor of fetch.wait.max.ms (see kafka_python.MIN_FETCH_MAX_WAIT_MS)
+MIN_FETCH_MAX_WAIT_MS = 100
+#: records one fetch() may return when the caller sets no bound
+DEFAULT_MAX_MESSAGES = 100_000
+#: extra time given to the first wait of a fetch beyond fetch.wait.max.ms (ms)
+POLL_SLICE_MARGIN_MS = 50
+#: how long to keep polling once the offset is known to be beyond the log end,
+#: beyond fetch.wait.max.ms (ms): Kafka answers OFFSET_OUT_OF_RANGE, tansu nothing
+BEYOND_END_GRACE_MS = 500
+#: settings this adapter owns; the client mapping may not change them
+RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
+            "enable.partition.eof", "bootstrap.servers")
+
+
+def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
+                    client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
+    """The librdkafka settings for ``spout`` (see the module table).
+
+    Raises
+    ------
+    ConfigError
+        ``socketTimeoutMs`` is not above ``fetchMaxWait``, or ``client_config``
+        sets one of the settings this adapter owns. Keys librdkafka does not know
+        are reported when the consumer is created.
+    """
+    wait_ms = max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait)
+    if spout.socket_timeout_ms <= wait_ms:
+        raise ConfigError(
+            f"socketTimeoutMs {spout.socket_timeout_ms} must be larger than fetchMaxWait "
+            f"{spout.fetch_max_wait} (floored at {MIN_FETCH_MAX_WAIT_MS} ms); raise "
+            "socketTimeoutMs", key="spout.socketTimeoutMs", value=spout.socket_timeout_ms)
+    servers = (bootstrap_servers if isinstance(bootstrap_servers, str)
+               else ",".join(bootstrap_servers))
+    cfg: Dict[str, Any] = {
+        "bootstrap.servers": servers,
+        "client.id": spout.client_id or DEFAULT_CLIENT_ID,
+        "group.id": GROUP_ID,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "error",
+        "enable.partition.eof": True,
+        "allow.auto.create.topics": False,
+        "max.partition.fetch.bytes": spout.fetch_size_bytes,
+        "fetch.max.bytes": spout.fetch_size_bytes,
+        "receive.message.max.bytes": max(100_000_000, spout.fetch_size_bytes + 1_000_000),
+        "fetch.wait.max.ms": wait_ms,
+        "fetch.min.bytes": max(1, spout.min_fetch_byte),
+        "socket.receive.buffer.bytes": spout.buffer_size_bytes,
+        "socket.timeout.ms": spout.socket_timeout_ms,
+    }
+    for key, value in client_config.items():
+        name = key if "." in key else key.replace("_", ".")
+        if name in RESERVED:
+            raise ConfigError(f"kafka setting {key!r} is managed by storm-kafka-compat "
+                              "(no consumer group, out-of-range must raise); remove it",
+                              key=f"kafka.{key}", value=value)
+        cfg[name] = value
+    return cfg
+
+
+def _retriable_codes() -> Tuple[int, ...]:
+    from confluent_kafka import KafkaError as E
+    names = ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_UNKNOWN_PARTITION",
+             "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE",
+             "NOT_LEADER_FOR_PARTITION", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+             "_WAIT_COORD", "_RESOLVE", "_MSG_TIMED_OUT", "FENCED_LEADER_EPOCH",
+             "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR",
+             "REPLICA_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE", "_NODE_UPDATE")
+    return tuple(getattr(E, n) for n in names if hasattr(E, n))
+
+
+def map_error(error: Any, *, topic: Optional[str], partition: Optional[int],
+              offset: Optional[int], what: str) -> KafkaAccessError:
+    """This project's error for a librdkafka ``KafkaError`` met during ``what``."""
+    from confluent_kafka import KafkaError as E
+    code = error.code()
+    where = f"{topic}/{partition}" if partition is not None else f"{topic}"
+    kw = dict(topic=topic, partition=partition, offset=offset)
+    text = f"{error.name()}: {error.str()}"
+    if code in (E.OFFSET_OUT_OF_RANGE, E._AUTO_OFFSET_RESET):
+        return OffsetOutOfRangeError(
+            f"offset {offset} for {where} is out of range (OFFSET_OUT_OF_RANGE, {text}); "
+            "restart from startOffsetTime or a valid offset", **kw)
+    if code == getattr(E, "_LOG_TRUNCATION", None):
+        return OffsetOutOfRangeError(
+            f"offset {offset} for {where} is beyond the log after a truncation ({text}); "
+            "restart from startOffsetTime or a valid offset", **kw)
+    if code in _retriable_codes() or error.retriable():
+        log.warning("%s for %s failed: %s", what, where, text)
+        return FailedFetchError(
+            f"{what} for {where} failed ({text}); the coordinator refreshes and the fetch "
+            "is retried", **kw)
+    return KafkaAccessError(
+        f"{what} for {where} failed ({text}); check the topic, the ACLs and the kafka "
+        "client settings", **kw)
+
+
+def to_messages(records: List[Any], topic: str, partition: int,
+                offset: Optional[int] = None) -> List[KafkaMessage]:
+    """librdkafka ``Message`` objects of one partition to KafkaMessages.
+
+    End-of-partition events are dropped; any other error record raises its
+    mapped error (see :func:`map_error`). ``topic``/``partition`` are the
+    fetched partition's (one is assigned at a time).
+    """
+    new = tuple.__new__
+    km = KafkaMessage
+    out: List[KafkaMessage] = []
+    append = out.append
+    for m in records:
+        if m.error() is not None:
+            err = m.error()
+            from confluent_kafka import KafkaError
+            if err.code() == KafkaError._PARTITION_EOF:
+                continue
+            raise map_error(err, topic=topic, partition=partition, offset=offset, what="fetch")
+        ts_type, ts = m.timestamp()
+        headers = m.headers()
+        append(new(km, (m.offset(), m.key(), m.value(), ts,
+                        TIMESTAMP_LOG_APPEND_TIME if ts_type == 2 else TIMESTAMP_CREATE_TIME,
+                        tuple(headers) if headers else (), topic, partition)))
+    return out
+
+
+class ConfluentAccess:
+    """:class:`~storm_kafka_compat.kafka.client.KafkaAccess` over confluent-kafka.
+
+    Parameters
+    ----------
+    bootstrap_servers : str or list of str
+        ``host:port`` of one or more brokers.
+    spout : SpoutConfig
+        Fetch settings (see the module table).
+    client_config : mapping
+        Extra librdkafka settings (security etc.).
+    clock : callable
+        Monotonic seconds, for fetch deadlines.
+    consumer_factory : callable, optional
+        ``factory(config) -> Consumer``; defaults to ``confluent_kafka.Consumer``
+        (tests inject a double).
+
+    Notes
+    -----
+    The consumer is created on first use. Calls are serialised by a lock; give
+    each thread its own object for parallel fetches.
+    """
+
+    def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
+                 client_config: Mapping[str, Any] = {}, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 consumer_factory: Optional[Callable[[Dict[str, Any]], Any]] = None) -> None:
+        self.config = consumer_config(bootstrap_servers, spout, client_config)
+        self.spout = spout
+        self._clock = clock
+        self._factory = consumer_factory
+        self._consumer: Any = None
+        self._position: Optional[Tuple[Tuple[str, int], int]] = None
+        self._lock = threading.RLock()
+        self._slice_s = (self.config["fetch.wait.max.ms"] + POLL_SLICE_MARGIN_MS) / 1000.0
+        self._timeout_s = spout.socket_timeout_ms / 1000.0
+        self.last_client_error: Optional[str] = None
+
+    # --- KafkaAccess --------------------------------------------------------
+
+    def offset_for(self, topic: str, partition: int, time: int) -> int:
+        """See :meth:`KafkaAccess.offset_for` (a timestamp resolves through
+        ``offsets_for_times``, ListOffsets v1+)."""
+        from confluent_kafka import TopicPartition
+        with self._lock:
+            c = self._get_consumer()
+            try:
+                if time in (EARLIEST_TIME, LATEST_TIME):
+                    low, high = c.get_watermark_offsets(TopicPartition(topic, partition),
+                                                        timeout=self._timeout_s, cached=False)
+                    return int(low if time == EARLIEST_TIME else high)
+                found = c.offsets_for_times([TopicPartition(topic, partition, time)],
+                                            timeout=self._timeout_s)
+            except Exception as exc:
+                self._mapped(exc, topic, partition, None, "offset lookup")
+            if not found or found[0].offset < 0:
+                return NO_OFFSET
+            if found[0].error is not None:
+                raise map_error(found[0].error, topic=topic, partition=partition, offset=None,
+                                what="offset lookup")
+            return int(found[0].offset)
+
+    def fetch(self, topic: str, partition: int, offset: int, *,
+              max_messages: Optional[int] = None,
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+        """See :meth:`KafkaAccess.fetch`.
+
+        Waits for the first record (at most one poll slice), then takes what
+        librdkafka already holds without waiting. With none, the log end is
+        asked once: at the end ``[]`` is returned, beyond it ``[]`` after a grace
+        period (tansu; Kafka answers OFFSET_OUT_OF_RANGE), below it polling goes
+        on until ``socketTimeoutMs``, then FailedFetchError.
+        """
+        if (max_messages is not None and max_messages <= 0) or (
+                max_offset is not None and max_offset <= offset):
+            return []
+        limit = DEFAULT_MAX_MESSAGES
+        if max_messages is not None:
+            limit = min(limit, max_messages)
+        if max_offset is not None:
+            limit = min(limit, max_offset - offset)
+        key = (topic, partition)
+        deadline = self._clock() + self._timeout_s
+        with self._lock:
+            c = self._get_consumer()
+            try:
+                if self._position != (key, offset):
+                    from confluent_kafka import TopicPartition
+                    self._position = None
+                    c.assign([TopicPartition(topic, partition, offset)])
+                    self._position = (key, offset)
+                records = self._first(c, topic, partition, offset, deadline)
+                if not records:
+                    return []
+                while len(records) < limit:       # what is already fetched, no waiting
+                    more = c.consume(limit - len(records), 0)
+                    if not more:
+                        break
+                    records.extend(more)
+                messages = to_messages(records, topic, partition, offset)
+            except KafkaAccessError:
+                self._position = None
+                raise
+            except Exception as exc:
+                self._position = None
+                self._mapped(exc, topic, partition, offset, "fetch")
+            if not messages:
+                return []
+            self._position = (key, messages[-1].offset + 1)
+            if messages[0].offset < offset or (
+                    max_offset is not None and messages[-1].offset >= max_offset):
+                messages = slice_messages(messages, offset, max_messages=max_messages,
+                                          max_offset=max_offset)
+            return messages
+
+    def leaders(self, topic: str) -> Dict[int, Broker]:
+        """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
+        with self._lock:
+            try:
+                md = self._get_consumer().list_topics(topic, timeout=self._timeout_s)
+            except Exception as exc:
+                self._mapped(exc, topic, None, None, "metadata lookup")
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None:
+                return {}
+            out: Dict[int, Broker] = {}
+            for p, pm in sorted(meta.partitions.items()):
+                broker = md.brokers.get(pm.leader) if pm.leader is not None else None
+                if pm.leader is None or pm.leader < 0 or broker is None:
+                    continue
+                out[int(p)] = Broker(broker.host, int(broker.port))
+            return out
+
+    def topics(self) -> List[str]:
+        """See :meth:`KafkaAccess.topics`."""
+        with self._lock:
+            try:
+                md = self._get_consumer().list_topics(timeout=self._timeout_s)
+            except Exception as exc:
+                self._mapped(exc, None, None, None, "metadata lookup")
+            return sorted(md.topics)
+
+    def close(self) -> None:
+        """Close the consumer."""
+        with self._lock:
+            if self._consumer is not None:
+                try:
+                    self._consumer.close()
+                finally:
+                    self._consumer = None
+                    self._position = None
+
+    def __enter__(self) -> "ConfluentAccess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------
+
+    def _get_consumer(self) -> Any:
+        if self._consumer is None:
+            config = dict(self.config, logger=log, error_cb=self._on_client_error)
+            try:
+                if self._factory is not None:
+                    self._consumer = self._factory(config)
+                else:
+                    from confluent_kafka import Consumer
+                    self._consumer = Consumer(config)
+            except Exception as exc:
+                if type(exc).__name__ == "KafkaException" and exc.args:
+                    raise ConfigError(
+                        f"librdkafka refused the kafka settings: {exc.args[0].str()}; fix or "
+                        "remove that key of the CONFIG kafka mapping (librdkafka names, see "
+                        "its CONFIGURATION.md)", key="kafka") from exc
+                raise
+        return self._consumer
+
+    def _on_client_error(self, error: Any) -> None:
+        # client-wide conditions (all brokers down, ...); librdkafka reconnects by itself
+        self.last_client_error = f"{error.name()}: {error.str()}"
+        log.debug("librdkafka: %s", self.last_client_error)
+
+    def _first(self, c: Any, topic: str, partition: int, offset: int,
+               deadline: float) -> List[Any]:
+        """The first record(s) at ``offset``; ``[]`` at or beyond the log end."""
+        end: Optional[int] = None
+        grace_until = 0.0
+        while True:
+            remaining = deadline - self._clock()
+            got = c.consume(1, max(0.0, min(remaining, self._slice_s)))
+            if got:
+                err = got[0].error()
+                if err is None:
+                    return got
+                from confluent_kafka import KafkaError
+                if err.code() == KafkaError._PARTITION_EOF:
+                    return []
+                raise map_error(err, topic=topic, partition=partition, offset=offset,
+                                what="fetch")
+            if end is None:
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    raise self._timeout(topic, partition, offset)
+                from confluent_kafka import TopicPartition
+                _low, end = c.get_watermark_offsets(TopicPartition(topic, partition),
+                                                    timeout=remaining, cached=False)
+                if offset == end:
+                    return []
+                grace_until = self._clock() + (self.config["fetch.wait.max.ms"]
+                                               + BEYOND_END_GRACE_MS) / 1000.0
+            elif offset > end and self._clock() >= grace_until:
+                log.warning("offset %d of %s/%d is beyond the log end %d and the broker "
+                            "answered no OFFSET_OUT_OF_RANGE (tansu does this); returning "
+                            "nothing", offset, topic, partition, end)
+                return []
+            if self._clock() >= deadline:
+                raise self._timeout(topic, partition, offset)
+
+    def _mapped(self, exc: BaseException, topic: Optional[str], partition: Optional[int],
+                offset: Optional[int], what: str) -> NoReturn:
+        """Raise this project's error for ``exc`` (chained), or ``exc`` itself."""
+        error = exc.args[0] if exc.args else None
+        if not isinstance(exc, KafkaAccessError):
+            if type(exc).__name__ == "KafkaException" and hasattr(error, "code"):
+                raise map_error(error, topic=topic, partition=partition, offset=offset,
+                                what=what) from exc
+            if isinstance(exc, (OSError, TimeoutError)):
+                raise FailedFetchError(
+                    f"{what} for {topic}/{partition} failed ({type(exc).__name__}: {exc}); "
+                    "the coordinator refreshes and the fetch is retried",
+                    topic=topic, partition=partition, offset=offset) from exc
+        raise exc
+
+    def _timeout(self, topic: str, partition: int, offset: int) -> FailedFetchError:
+        extra = f" (last client error: {self.last_client_error})" if self.last_client_error else ""
+        return FailedFetchError(
+            f"fetch of {topic}/{partition} at offset {offset} returned nothing within "
+            f"socketTimeoutMs {self.spout.socket_timeout_ms} although the log end is beyond "
+            f"it{extra}; the leader may have moved or be unreachable (the coordinator "
+            "refreshes)", topic=topic, partition=partition, offset=offset)
