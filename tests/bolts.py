@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+from storm_kafka_compat.pipeline.bolts import BasicBolt, FailedException, RichBolt
+
 SEEN = []           # in-process record (local mode)
 
 
@@ -44,3 +46,103 @@ def read_records(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def first_time(tag):
+    """True the first time ``tag`` is seen by any process of this test (a marker
+    file next to the record file; in-process when no record file is set)."""
+    path = os.environ.get("STORM_KAFKA_COMPAT_TEST_RECORD")
+    if not path:
+        if tag in _ONCE:
+            return False
+        _ONCE.add(tag)
+        return True
+    try:
+        fd = os.open(f"{path}.once-{tag}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+_ONCE = set()
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class HoldOnce(RichBolt):
+    """Acks every tuple except the first attempt of a value starting with "hold",
+    which it keeps and never acks (its tuple tree stays open until it times out)."""
+
+    def prepare(self, conf, context, collector):
+        super().prepare(conf, context, collector)
+        self.held = []
+
+    def execute(self, t):
+        value = _text(t.values[0])
+        _record({"kind": "hold", "topic": t.topic, "partition": t.partition,
+                 "offset": t.offset, "value": value, "time": time.time()})
+        if value.startswith("hold") and first_time(f"hold-{t.topic}-{t.partition}-{t.offset}"):
+            self.held.append(t)
+            return
+        self.collector.ack(t)
+
+
+class SplitWords(BasicBolt):
+    """Emits one ("word",) tuple per word of the message (anchored, auto-acked)."""
+
+    def declare_output_fields(self):
+        return ("word",)
+
+    def execute(self, t, collector):
+        for word in _text(t.values[0]).split():
+            collector.emit([word])
+
+
+class CountWords(BasicBolt):
+    """Fields-grouped on "word": records which task saw the word for which
+    offset, and emits (word, running count of this task)."""
+
+    def declare_output_fields(self):
+        return ("word", "count")
+
+    def prepare(self, conf, context):
+        self.task = context.task_index
+        self.counts = {}
+
+    def execute(self, t, collector):
+        word = t["word"]
+        self.counts[word] = self.counts.get(word, 0) + 1
+        _record({"kind": "count", "word": word, "task": self.task, "topic": t.topic,
+                 "partition": t.partition, "offset": t.offset, "pid": os.getpid(),
+                 "time": time.time()})
+        collector.emit([word, self.counts[word]])
+
+
+class ReportOnce(BasicBolt):
+    """Global sink: records every (word, offset); the first time it sees the word
+    "boom" of an offset it fails the tuple (the root offset is replayed)."""
+
+    def declare_output_fields(self):
+        return ()
+
+    def execute(self, t, collector):
+        word = t["word"]
+        _record({"kind": "report", "word": word, "topic": t.topic, "partition": t.partition,
+                 "offset": t.offset, "time": time.time()})
+        if word == "boom" and first_time(f"boom-{t.topic}-{t.partition}-{t.offset}"):
+            raise FailedException(f"first sight of boom at {t.partition}@{t.offset}")
+
+
+WORD_COUNT_SPEC = {"bolts": [
+    {"name": "split", "bolt": "tests.bolts:SplitWords", "parallelism": 2,
+     "inputs": [{"from": "spout", "grouping": "shuffle"}]},
+    {"name": "count", "bolt": "tests.bolts:CountWords", "parallelism": 2,
+     "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"]}]},
+    {"name": "report", "bolt": "tests.bolts:ReportOnce",
+     "inputs": [{"from": "count", "grouping": "global"}]},
+]}
+
+HOLD_SPEC = {"bolts": [{"name": "hold", "bolt": "tests.bolts:HoldOnce", "kind": "rich"}]}

@@ -7,6 +7,14 @@ executors, and applies what comes back (offsets taken, acks, fails, tuple trees
 still open, out-of-range and fetch errors) to the PartitionManagers. It commits
 to ZooKeeper every ``stateUpdateIntervalMs`` and on shutdown.
 
+A topology whose groupings cross partitions (fields, global, all) runs as
+several Spark stages (:mod:`storm_kafka_compat.pipeline.stages`); simple bolts
+and shuffle-only topologies run in the fetching task.
+
+Tuple trees still open when a batch ends stay pending (they hold the commit
+back) and fail once ``topology.message.timeout.secs`` has passed since their
+batch started; the failed offset is then retried per the retry settings.
+
 SIGTERM or SIGINT stops planning; the batch in flight is settled, a final commit
 is made and :meth:`Pipeline.run` returns normally: nothing acknowledged is lost
 and nothing unacknowledged is committed.
@@ -17,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import signal
 import sys
 import threading
@@ -29,11 +38,23 @@ from ..errors import StormKafkaCompatError
 from ..partition.manager import CommitTimer, PartitionManager
 from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from .executor import TaskResult, TaskSpec, run_task, run_tasks
+from .stages import StageJob, build_stage_job, needs_stages, run_stages_local, run_stages_spark
 from .spout import NOT_CLIENT_SETTINGS, LazyKafka, Spout, topology_instance_id
 
 log = logging.getLogger(__name__)
 
 Key = Tuple[str, int]
+
+
+def _job_error(exc: BaseException) -> str:
+    """The telling line of a failed Spark job (the Python error of the worker
+    when there is one, not py4j's first line)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b:", line)
+              and not line.startswith(("py4j.", "org.apache", "java."))]
+    if python:
+        return python[-1]
+    return lines[0] if lines else repr(exc)
 
 
 class PipelineError(StormKafkaCompatError):
@@ -119,6 +140,13 @@ class Pipeline:
         Receives the progress line (the CLI prints it on stderr).
     metrics : callable(dict), optional
         Receives each metrics record (Storm names) every ``metricsTimeBucketSizeInSecs``.
+    spout_factory : callable, optional
+        Builds the driver-side spout (offset store and managers); default :class:`Spout`.
+    executor : callable(list of TaskSpec) -> list of TaskResult, optional
+        Runs one batch's tasks instead of Spark.
+    stages : bool, optional
+        Run a bolt topology as several Spark stages: None (default) when a
+        grouping crosses partitions (fields, global, all), True always, False never.
     """
 
     def __init__(self, job: JobConfig, *, spark: Any = None, store: Any = None,
@@ -129,7 +157,8 @@ class Pipeline:
                  metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
                  registry_reader: Any = None, topology_id: Optional[str] = None,
                  spout_factory: Optional[Callable[..., Any]] = None,
-                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None) -> None:
+                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None,
+                 stages: Optional[bool] = None) -> None:
         self.job = job
         self._spark = spark
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
@@ -149,6 +178,9 @@ class Pipeline:
         self.spout = factory(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
                              clock=self.clock, registry_reader=registry_reader)
         self._executor = executor
+        self._stages_pref = stages
+        self._stage_job: Any = None
+        self._stage_job_known = False
         self.timer = CommitTimer(job.spout.state_update_interval_ms)
         self._stop = threading.Event()
         self._stop_reason = ""
@@ -196,20 +228,59 @@ class Pipeline:
                                       self.job.topology_spec, kafka_conf, storm_conf, backend))
         return specs
 
+    def stage_job(self) -> Optional[StageJob]:
+        """The multi-stage plan of the bolt topology, or None for the single-stage path."""
+        if not self._stage_job_known:
+            self._stage_job_known = True
+            spec = self.job.topology_spec
+            if spec is not None and self._stages_pref is not False:
+                from .topology import from_spec
+                topology = from_spec(spec)
+                if self._stages_pref or needs_stages(topology):
+                    self._stage_job = build_stage_job(spec, self.job.spout.scheme,
+                                                      self.spout.storm_conf(), topology)
+                    log.info("the topology runs as %d Spark stages: %s",
+                             len(self._stage_job.layout.stages),
+                             " | ".join(",".join(s) or "-" for s in
+                                        self._stage_job.layout.stages))
+        return self._stage_job
+
     def execute(self, specs: List[TaskSpec]) -> List[TaskResult]:
+        """Run one batch's tasks; a failed Spark job becomes a ``bolt_error``
+        result for every task (counted towards ``max_consecutive_task_errors``)."""
         if not specs:
             return []
         if self._executor is not None:
             return self._executor(specs)
+        stage_job = self.stage_job()
         if self._spark == "local":
             kafka = self.kafka.get()
+            if stage_job is not None:
+                return run_stages_local(specs, stage_job, kafka=kafka)
             return [run_task(s, kafka=kafka) for s in specs]
         sc = self.spark.sparkContext
         slices = min(len(specs), self.job.spark.tasks or sc.defaultParallelism)
-        return sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+        try:
+            if stage_job is not None:
+                return run_stages_spark(sc, specs, stage_job, slices)
+            return sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+        except Exception as exc:  # Py4JJavaError: a task died (worker crash, import error)
+            message = _job_error(exc)
+            log.error("the Spark job of this batch failed: %s", message)
+            out = []
+            for s in specs:
+                r = TaskResult(s.plan.topic, s.plan.partition, s.plan)
+                r.error, r.error_message = "bolt_error", f"Spark job failed: {message}"
+                out.append(r)
+            return out
 
     def apply(self, results: List[TaskResult], now_ms: int) -> int:
-        """Apply task results to the managers; returns messages taken."""
+        """Apply task results to the managers; returns messages taken.
+
+        ``now_ms`` is when the batch started: open tuple trees
+        (``TaskResult.unacked``) time out ``topology.message.timeout.secs`` after it.
+        Their offsets stay pending until then, so they hold the commit back.
+        """
         managers = self.spout.managers()
         taken_total = 0
         refresh = False
@@ -340,7 +411,7 @@ class Pipeline:
         self._max_task_errors = options.max_consecutive_task_errors
         restore = self._install_signal_handlers()
         started = time.monotonic()
-        last_progress = started
+        last_progress_ms = self.clock()
         progress_msgs = 0
         metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
         next_metrics_ms = self.clock() + metrics_period_ms
@@ -354,7 +425,7 @@ class Pipeline:
                 self.expire_open_trees(now)
                 specs = self.plan(options)
                 results = self.execute(specs)
-                taken = self.apply(results, self.clock())
+                taken = self.apply(results, now)   # open trees date from the batch start
                 self.summary.messages += taken
                 progress_msgs += taken
                 if specs:
@@ -364,10 +435,11 @@ class Pipeline:
                 if now >= next_metrics_ms:
                     self.emit_metrics()
                     next_metrics_ms = now + metrics_period_ms
-                if self.progress and time.monotonic() - last_progress >= options.progress_every_s:
-                    elapsed = time.monotonic() - last_progress
-                    self.progress(self._progress_line(progress_msgs / elapsed if elapsed else 0.0))
-                    last_progress, progress_msgs = time.monotonic(), 0
+                elapsed_ms = now - last_progress_ms
+                if self.progress and elapsed_ms >= options.progress_every_s * 1000:
+                    self.progress(self._progress_line(
+                        progress_msgs * 1000.0 / elapsed_ms if elapsed_ms > 0 else 0.0))
+                    last_progress_ms, progress_msgs = now, 0
                 if options.until_caught_up and self.caught_up():
                     self._stop_reason = "caught up"
                     break

@@ -4,7 +4,9 @@ the scheme, run the bolts, and return only what the driver needs.
 No message passes through the driver. A task gets a list of :class:`TaskSpec`
 (one per planned partition) and yields one :class:`TaskResult` each: the offset
 ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
-open when the task ended (they time out on the driver), and fetch errors.
+open when the task ended (they stay pending and time out on the driver), and
+fetch errors. Topologies that need several Spark stages run through
+:mod:`storm_kafka_compat.pipeline.stages` instead, which reuses the fetch here.
 
 Kafka clients, schemes and bolts are cached per Python worker, keyed by their
 settings, so a reused worker does not reconnect or re-import each batch.
@@ -121,11 +123,11 @@ def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
     return proc
 
 
-def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
-             clock: Callable[[], float] = time.monotonic) -> TaskResult:
-    """Fetch and process one plan. ``kafka``/``processor`` are injectable for tests."""
+def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
+               clock: Callable[[], float] = time.monotonic) -> Optional[List[Any]]:
+    """Fetch the messages of ``spec.plan``; on a fetch error set ``result.error``
+    and return None. Sets ``result.latency_ms``."""
     plan = spec.plan
-    result = TaskResult(plan.topic, plan.partition, plan)
     kafka = kafka if kafka is not None else _kafka_for(spec)
     started = clock()
     try:
@@ -134,11 +136,20 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
                                max_offset=plan.max_offset)
     except OffsetOutOfRangeError as exc:
         result.error, result.error_message = "out_of_range", str(exc)
-        return result
+        return None
     except FailedFetchError as exc:
         result.error, result.error_message = "failed_fetch", str(exc)
-        return result
+        return None
     result.latency_ms = int((clock() - started) * 1000)
+    return list(messages)
+
+
+def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
+             clock: Callable[[], float] = time.monotonic) -> TaskResult:
+    """Fetch and process one plan. ``kafka``/``processor`` are injectable for tests."""
+    plan = spec.plan
+    result = TaskResult(plan.topic, plan.partition, plan)
+    messages = fetch_plan(spec, result, kafka=kafka, clock=clock)
     if not messages:
         return result
     proc = processor if processor is not None else _processor_for(spec)

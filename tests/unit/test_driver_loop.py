@@ -90,3 +90,112 @@ def test_commit_failure_keeps_going_and_commits_later():
     summary = run(job(partitions=1), kafka, store)
     assert summary.commit_failures >= 1
     assert parse_document(store.docs["/kafka/spout1/partition_0"]).offset == 10
+
+
+# --- open tuple trees and the message timeout ----------------------------------------------
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.ms = 1_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+    def sleep(self, seconds: float) -> None:
+        self.ms += int(seconds * 1000)
+
+
+def topology_job(spec, partitions=1, timeout_s=2, **spout_kw):
+    j = job(partitions=partitions, bolt=None, **spout_kw)
+    return JobConfig(spout=j.spout, bolt=None, topology_spec=spec,
+                     topology=TopologyConfig(name="orders-topo", id="orders-topo-1-1",
+                                             message_timeout_secs=timeout_s))
+
+
+@pytest.fixture(autouse=True)
+def clear_once():
+    bolts._ONCE.clear()
+
+
+def test_an_open_tree_holds_the_commit_until_the_message_timeout_then_replays():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
+    store, clock = MemoryStateStore(), FakeClock()
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
+    assert pipe.stage_job() is None                  # shuffle only: single stage
+    opts = RunOptions()
+    pipe.spout.maybe_refresh(clock())
+    started = clock()
+    results = pipe.execute(pipe.plan(opts))
+    pipe.apply(results, started)
+    assert results[0].unacked == [1] and results[0].failed == []
+    pm = pipe.spout.managers()[("orders", 0)]
+    assert pm.commit_offset() == 1                   # the open tree blocks the commit
+    clock.ms = started + 1_999
+    assert pipe.expire_open_trees(clock()) == 0
+    assert pipe.plan(opts)[0].plan.retry is False    # nothing to retry yet
+    clock.ms = started + 2_000
+    assert pipe.expire_open_trees(clock()) == 1
+    plan = pipe.plan(opts)[0].plan
+    assert plan.retry and plan.reemit == (1,)        # replayed from Kafka
+    pipe.apply(pipe.execute([pipe.plan(opts)[0]]), clock())
+    assert pm.commit_offset() == 3 and pipe.summary.timeouts == 1
+    assert [r["offset"] for r in bolts.SEEN] == [0, 1, 2, 1]
+
+
+def test_run_replays_a_never_acked_tuple_after_the_timeout_and_commits_past_it():
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
+    store, clock = MemoryStateStore(), FakeClock()
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC, timeout_s=3), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
+    start = clock()
+    summary = pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=100))
+    assert summary.stopped_by == "caught up" and summary.timeouts == 1
+    assert clock() - start >= 3_000
+    assert [r["offset"] for r in bolts.SEEN].count(1) == 2
+    assert parse_document(store.docs["/kafka/spout1/partition_0"]).offset == 3
+
+
+# --- multi-stage topologies ----------------------------------------------------------------
+
+def test_fields_grouping_runs_as_stages_and_a_failure_two_stages_down_replays_the_root():
+    lines = {0: [b"a b", b"c boom a", b"b"], 1: [b"boom", b"a a c", b""]}
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 2)
+    for p, values in lines.items():
+        kafka.append("orders", p, *values)
+    store = MemoryStateStore()
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC, partitions=2), spark="local",
+                    store=store, kafka_factory=lambda boot: kafka, sleep=lambda s: None)
+    layout = pipe.stage_job().layout
+    assert layout.stages == (("split",), ("count",), ("report",))
+    assert layout.slots == ((), (("count", 0), ("count", 1)), (("report", 0),))
+    summary = pipe.run(RunOptions(until_caught_up=True))
+    assert summary.stopped_by == "caught up"
+    counted = [r for r in bolts.SEEN if r["kind"] == "count"]
+    tasks = {}
+    for r in counted:
+        tasks.setdefault(r["word"], set()).add(r["task"])
+    assert all(len(t) == 1 for t in tasks.values())          # fields grouping holds
+    boom_roots = {(0, 1), (1, 0)}
+    replays = {}
+    for r in counted:
+        replays[(r["partition"], r["offset"], r["word"])] = replays.get(
+            (r["partition"], r["offset"], r["word"]), 0) + 1
+    for (p, o, w), n in replays.items():
+        expected = lines[p][o].decode().split().count(w) * (2 if (p, o) in boom_roots else 1)
+        assert n == expected, (p, o, w)
+    by_p = {s.partition: s for s in summary.partitions}
+    assert by_p[0].failed == 1 and by_p[1].failed == 1
+    for p in (0, 1):
+        assert parse_document(store.docs[f"/kafka/spout1/partition_{p}"]).offset == 3
+
+
+def test_forcing_single_stage_keeps_the_per_partition_path():
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), spark="local", store=MemoryStateStore(),
+                    kafka_factory=lambda boot: kafka_with(1, 1), stages=False)
+    assert pipe.stage_job() is None
