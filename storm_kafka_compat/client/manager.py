@@ -286,7 +286,7 @@ class ClientPartitionManager:
         """Apply ``OFFSET_OUT_OF_RANGE``: the consumer's ``auto.offset.reset``.
 
         Returns the messages counted lost. Offsets in flight or waiting for a
-        retry below the log start no longer exist: they are acked (so the
+        retry below the log start cannot be re-fetched: they are acked (so the
         commit can pass them) and counted lost. A reset below the position
         (truncated or re-created topic) forgets all state of the partition.
         """
@@ -299,7 +299,8 @@ class ClientPartitionManager:
                 partition=self.partition, offset=plan.offset)
         new = earliest if policy == "earliest" else latest
         lost = 0
-        if new < self.emitted_to:
+        if not plan.retry and new < self.emitted_to:
+            # the log is behind our position (truncated or re-created topic)
             lost += len(self.in_flight) + len(self.retry)
             self.offsets.reset(new)
             self.in_flight = OffsetRanges()
@@ -308,17 +309,19 @@ class ClientPartitionManager:
             self.emitted_to = new
         else:
             if self.guarantee == AT_LEAST_ONCE:
-                for o in list(self.in_flight) + list(self.retry):
-                    if o < earliest:
-                        self.in_flight.remove(o)
+                for o in list(self.retry):
+                    if o < earliest:      # deleted by retention: it cannot be re-fetched
                         self.retry.remove(o)
                         self.num_fails.pop(o, None)
                         self.offsets.add_to_acked(o, o + 1)
                         lost += 1
-                if not self.offsets.emitted:
-                    self.offsets.reset(max(new, self.offsets.committed_offset))
-            lost += new - self.emitted_to
-            self.emitted_to = new
+            if new > self.emitted_to:
+                lost += new - self.emitted_to
+                self.emitted_to = new
+            if (self.guarantee == AT_LEAST_ONCE and not self.in_flight and not len(self.retry)
+                    and self.emitted_to > self.offsets.committed_offset):
+                # nothing outstanding: everything below the position is done or gone
+                self.offsets.reset(self.emitted_to)
         if lost:
             log.warning("%s/%d: offset %d out of range [%d, %d); auto.offset.reset=%s moved "
                         "to %d, %d messages lost", self.topic, self.partition, plan.offset,
