@@ -7,8 +7,6 @@ the installed console script.
 from __future__ import annotations
 
 import time
-from typing import Callable
-
 import pytest
 
 from storm_kafka_compat.errors import ConfigError, KafkaAccessError
@@ -74,3 +72,240 @@ def test_group_unreachable_broker_is_a_kafka_access_error(unique):
         KafkaGroupOffsets(addr, unique("group"), {"bootstrap_timeout_ms": 1500})
     assert addr in str(info.value) and "broker answers" in str(info.value)
     assert time.monotonic() - started < 10
+
+
+# --- the offsets commands through the console script ------------------------------------
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Dict, List, Optional  # noqa: E402
+
+import yaml  # noqa: E402
+
+from storm_kafka_compat.state.document import encode_document  # noqa: E402
+from storm_kafka_compat.testing import registry  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(sys.executable).parent / "storm-kafka-compat"
+if not SCRIPT.exists():  # pragma: no cover - the venv the project documents
+    SCRIPT = Path("/work/main/.venv/bin/storm-kafka-compat")
+ZK_TIMEOUT = 10
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=str(ROOT))
+
+
+def doc(offset: int, partition: int, topic: str, tid: str = "clicks-17-1514764800",
+        name: str = "clicks", host: str = "kafka-2.example.com", port: int = 9092) -> bytes:
+    return encode_document(topology_id=tid, topology_name=name, offset=offset,
+                           partition=partition, broker_host=host, broker_port=port, topic=topic)
+
+
+def put(client, path: str, data: bytes) -> None:
+    client.ensure_path_async(path.rsplit("/", 1)[0]).get(timeout=ZK_TIMEOUT)
+    if client.exists_async(path).get(timeout=ZK_TIMEOUT):
+        client.set_async(path, data).get(timeout=ZK_TIMEOUT)
+    else:
+        client.create_async(path, data).get(timeout=ZK_TIMEOUT)
+
+
+def get(client, path: str) -> Optional[bytes]:
+    if not client.exists_async(path).get(timeout=ZK_TIMEOUT):
+        return None
+    return client.get_async(path).get(timeout=ZK_TIMEOUT)[0]
+
+
+def snapshot(client, root: str) -> Dict[str, bytes]:
+    """Every znode's bytes under ``root``."""
+    out: Dict[str, bytes] = {}
+
+    def walk(path: str) -> None:
+        data = get(client, path)
+        if data is None:
+            return
+        out[path] = data
+        for child in client.get_children_async(path).get(timeout=ZK_TIMEOUT):
+            walk(f"{path}/{child}")
+    walk(root)
+    return out
+
+
+def parse_table(text: str) -> List[Dict[str, str]]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0].split()
+    return [dict(zip(header, line.split(None, len(header) - 1))) for line in lines[1:]]
+
+
+class Job:
+    """A ZkHosts job: Kafka's registry in a chroot of the test ZooKeeper pointing at
+    tansu, offsets under a unique zkRoot."""
+
+    def __init__(self, tmp_path: Path, zk_server, zk_client, zk_root: str, topic: str,
+                 partitions: int, *, wildcard: bool = False, extra_spout: Optional[dict] = None,
+                 topology_id: Optional[str] = None, tansu=None) -> None:
+        self.zk = zk_client
+        self.zk_root = zk_root
+        self.topic = topic
+        self.chroot = f"{zk_root}-kafka"
+        zk_client.ensure_path_async(self.chroot).get(timeout=ZK_TIMEOUT)
+        from tests.conftest import make_kazoo_client
+        chrooted = make_kazoo_client(zk_server.connect_string + self.chroot)
+        chrooted.start(timeout=15)
+        try:
+            registry.write_broker_registry(chrooted, brokers={1: (tansu.host, tansu.port)},
+                                           topics={topic: {p: 1 for p in range(partitions)}})
+        finally:
+            chrooted.stop()
+            chrooted.close()
+        spout = {"topic": topic, "zkRoot": zk_root, "id": "spout1",
+                 "zkServers": [zk_server.connect_string], "socketTimeoutMs": 5000}
+        spout.update(extra_spout or {})
+        topology = {"name": "clicks", "storm.zookeeper.connection.timeout": 5000,
+                    "storm.zookeeper.retry.times": 1, "storm.zookeeper.retry.interval": 200}
+        if wildcard:
+            topology["kafka.topic.wildcard.match"] = True
+        if topology_id:
+            topology["id"] = topology_id
+        self.config = {"spout": spout, "hosts": {"zk": zk_server.connect_string + self.chroot},
+                       "topology": topology, "bolt": "tests.bolts:record",
+                       "spark": {"master": "local[1]"}}
+        self.path = tmp_path / "job.yaml"
+        self.path.write_text(yaml.safe_dump(self.config))
+        self.wildcard = wildcard
+
+    def zk_path(self, partition: int, topic: Optional[str] = None) -> str:
+        if self.wildcard:
+            return f"{self.zk_root}/spout1/{topic or self.topic}/partition_{partition}"
+        return f"{self.zk_root}/spout1/partition_{partition}"
+
+
+@pytest.fixture
+def make_job(tmp_path, zk_server, zk_client, zk_root, tansu):
+    def make(topic: str, partitions: int, **kw) -> Job:
+        return Job(tmp_path, zk_server, zk_client, zk_root, topic, partitions, tansu=tansu, **kw)
+    return make
+
+
+def _messages(counts: Dict[int, int]) -> list:
+    return [(p, None, f"m{p}-{i}".encode()) for p, n in counts.items() for i in range(n)]
+
+
+def test_show_json_is_storm_kafka_monitor_document(kafka_topic, make_job):
+    topic = kafka_topic(partitions=3, messages=_messages({0: 10, 1: 4, 2: 0}))
+    job = make_job(topic, 3)
+    put(job.zk, job.zk_path(0), doc(7, 0, topic))
+    put(job.zk, job.zk_path(1), doc(4, 1, topic))
+    res = cli("offsets", "show", str(job.path), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {topic: {
+        "0": {"consumerCommittedOffset": 7, "logHeadOffset": 10, "lag": 3},
+        "1": {"consumerCommittedOffset": 4, "logHeadOffset": 4, "lag": 0},
+        # no node: -1 and lag = head + 1, as storm-kafka-monitor prints it
+        "2": {"consumerCommittedOffset": -1, "logHeadOffset": 0, "lag": 1},
+    }}
+
+
+def test_show_table_has_consumer_groups_columns(kafka_topic, make_job):
+    topic = kafka_topic(partitions=2, messages=_messages({0: 5, 1: 2}))
+    job = make_job(topic, 2)
+    put(job.zk, job.zk_path(0), doc(3, 0, topic))
+    res = cli("offsets", "show", str(job.path))
+    assert res.returncode == 0, res.stderr
+    header = res.stdout.splitlines()[0].split()
+    assert header == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET",
+                      "LOG-END-OFFSET", "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH"]
+    rows = parse_table(res.stdout)
+    assert rows[0] == {"TOPIC": topic, "PARTITION": "0", "CURRENT-OFFSET": "3",
+                       "LOG-START-OFFSET": "0", "LOG-END-OFFSET": "5", "LAG": "2",
+                       "BROKER": "kafka-2.example.com:9092",
+                       "TOPOLOGY-ID": "clicks-17-1514764800", "ZK-PATH": job.zk_path(0)}
+    assert rows[1] == {"TOPIC": topic, "PARTITION": "1", "CURRENT-OFFSET": "-",
+                       "LOG-START-OFFSET": "0", "LOG-END-OFFSET": "2", "LAG": "-",
+                       "BROKER": "-", "TOPOLOGY-ID": "-", "ZK-PATH": job.zk_path(1)}
+
+
+def test_bad_config_exits_2_and_unreachable_zookeeper_exits_1(tmp_path, make_job, kafka_topic):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("spout: {topic: t}\n")
+    res = cli("offsets", "show", str(bad))
+    assert res.returncode == 2 and res.stderr.startswith("Error: ")
+    res = cli("offsets", "reset", str(bad))
+    assert res.returncode == 2 and "exactly one of" in res.stderr
+
+
+# --- explain ------------------------------------------------------------------------------
+
+UUID_ID = "5747dba6-c947-4c4f-af4a-4f50a84817bf"
+
+MALFORMED = [
+    (b'{"topology":{"id":"x","name":"n"},"offset":12.0,"partition":0}', "offset is not an integer"),
+    (b'{"topology":{"id":"x","name":"n"},"offset":"12","partition":0}', "offset is not an integer"),
+    (b'{"topology":{"id":"x","name":"n"},"offset":null,"partition":0}', "offset is not an integer"),
+    (b'{"topology":{"id":"x","name":"n"},"partition":0}', "offset missing"),
+    (b'{"offset":12,"partition":0}', "topology missing"),
+    (b'{"topology":"x","offset":12}', "topology is not an object"),
+    (b'{"topology":{"id":17,"name":"n"},"offset":12}', "topology.id is not a string"),
+    (b'{"topology":{"id":"x"', "invalid JSON"),
+    (b"", "empty document"),
+    (b"[1,2]", "root is not an object"),
+    (b"12", "root is not an object"),
+    (b"null", "root is not an object"),
+]
+
+
+def test_explain_every_storm_line_and_every_malformed_kind(kafka_topic, make_job):
+    n = 3 + len(MALFORMED)
+    topic = kafka_topic(partitions=n, messages=_messages({p: 20 for p in range(n)}))
+    job = make_job(topic, n, topology_id="clicks-18-1600000000")
+    put(job.zk, job.zk_path(0), doc(5, 0, topic, tid=UUID_ID))            # 0.9.x UUID id
+    put(job.zk, job.zk_path(1), doc(9, 1, topic))                         # 1.x Storm id
+    for i, (data, _) in enumerate(MALFORMED):
+        put(job.zk, job.zk_path(3 + i), data)
+    res = cli("offsets", "explain", str(job.path), "--json")
+    assert res.returncode == 0, res.stderr
+    items = {e["partition"]: e for e in json.loads(res.stdout)}
+    assert len(items) == n
+    for e in items.values():
+        assert {"topic", "partition", "zk_path", "stored", "decision", "start_offset",
+                "reason"} <= set(e)
+        assert e["topic"] == topic and e["zk_path"] == job.zk_path(e["partition"])
+    assert items[0]["decision"] == "resume" and items[0]["start_offset"] == 5
+    assert items[0]["stored"]["topology"]["id"] == UUID_ID
+    assert UUID_ID in items[0]["reason"]
+    assert items[1]["decision"] == "resume" and items[1]["start_offset"] == 9
+    assert items[1]["stored"]["offset"] == 9
+    assert items[2] == {**items[2], "decision": "no_state", "start_offset": 0, "stored": None}
+    for i, (data, problem) in enumerate(MALFORMED):
+        e = items[3 + i]
+        assert e["decision"] == "invalid_state", (data, e)
+        assert e["start_offset"] == 0, (data, e)      # startOffsetTime -2: the log start
+        assert problem in e["rejected"] and problem in e["reason"], (data, e)
+        assert e["stored_bytes"] == data.decode()
+
+
+def test_explain_ignore_zk_offsets_and_wildcard_paths(kafka_topic, make_job):
+    t1 = kafka_topic(partitions=1, messages=_messages({0: 8}))
+    job = make_job(t1, 1, wildcard=True,
+                   extra_spout={"ignoreZkOffsets": True, "startOffsetTime": -1},
+                   topology_id="clicks-2-1700000000")
+    # the wildcard regex matches the topic; documents live under zkRoot/id/<topic>/
+    job.config["spout"]["topic"] = t1.split("-")[0] + "-.*"
+    job.path.write_text(yaml.safe_dump(job.config))
+    put(job.zk, job.zk_path(0, t1), doc(3, 0, t1))                    # another topology's id
+    res = cli("offsets", "explain", str(job.path), "--json")
+    assert res.returncode == 0, res.stderr
+    [e] = [x for x in json.loads(res.stdout) if x["topic"] == t1]
+    assert e["zk_path"] == f"{job.zk_root}/spout1/{t1}/partition_0"
+    assert e["decision"] == "ignore_zk_offsets" and e["start_offset"] == 8
+    assert "ignoreZkOffsets" in e["reason"]
+    table_res = cli("offsets", "explain", str(job.path))
+    assert table_res.returncode == 0
+    row = [r for r in parse_table(table_res.stdout) if r["TOPIC"] == t1][0]
+    assert row["DECISION"] == "ignore_zk_offsets" and row["START-OFFSET"] == "8"

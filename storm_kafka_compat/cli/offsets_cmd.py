@@ -1,0 +1,211 @@
+"""``storm-kafka-compat offsets show|explain|reset|migrate``.
+
+Each command loads CONFIG, builds a :class:`~storm_kafka_compat.tools.ToolEnv`
+(offset store with the configured ZooKeeper digest credentials, Kafka access
+with the ``kafka`` security settings, the pipeline's coordinator), calls the
+tool and renders its data: a table, or one JSON document with ``--json``.
+Anything that writes is a dry run unless ``--execute``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from ..config import load_job_config
+from .render import as_json, err, table
+
+_config_arg = click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
+_json_opt = click.option("--json", "as_json_flag", is_flag=True,
+                         help="Print one JSON document instead of a table.")
+
+
+def _env(config_path: str) -> Any:
+    from ..tools import ToolEnv
+    return ToolEnv(load_job_config(config_path))
+
+
+@click.group()
+def offsets() -> None:
+    """Inspect, explain, reset and migrate the spout's offsets."""
+
+
+@offsets.command()
+@_config_arg
+@_json_opt
+def show(config_path: str, as_json_flag: bool) -> int:
+    """Lag per partition: committed offset (ZooKeeper), log start and end.
+
+    --json prints storm-kafka-monitor's document: {topic: {partition:
+    {consumerCommittedOffset, logHeadOffset, lag}}}, with -1 as the committed
+    offset of a partition that has none (its lag is then head + 1).
+    """
+    from ..tools.lag import TABLE_COLUMNS, lag, monitor_json
+    with _env(config_path) as env:
+        rows = lag(env)
+    if as_json_flag:
+        as_json(monitor_json(rows))
+    else:
+        table([r.table_row() for r in rows], TABLE_COLUMNS)
+        for r in rows:
+            if r.problem:
+                err(f"note: {r.topic}/{r.partition} at {r.zk_path}: stored document unusable "
+                    f"({r.problem}); see `offsets explain`")
+    return 0
+
+
+EXPLAIN_COLUMNS = ("TOPIC", "PARTITION", "ZK-PATH", "STORED-OFFSET", "STORED-TOPOLOGY-ID",
+                   "DECISION", "START-OFFSET", "REASON")
+
+
+@offsets.command()
+@_config_arg
+@_json_opt
+@click.option("--topology-id", default=None,
+              help="Compare stored ids with this one (default: what a run would use).")
+def explain(config_path: str, as_json_flag: bool, topology_id: Optional[str]) -> int:
+    """Per partition: path, stored document, the start decision and offset, and why."""
+    from ..tools.explain import explain as run_explain
+    with _env(config_path) as env:
+        items = run_explain(env, topology_id=topology_id)
+    if as_json_flag:
+        as_json([e.as_dict() for e in items])
+    else:
+        table([{"TOPIC": e.topic, "PARTITION": e.partition, "ZK-PATH": e.zk_path,
+                "STORED-OFFSET": e.stored_offset, "STORED-TOPOLOGY-ID": e.stored_topology_id,
+                "DECISION": e.decision, "START-OFFSET": e.start_offset, "REASON": e.reason}
+               for e in items], EXPLAIN_COLUMNS)
+        for e in items:
+            if e.stored_bytes is not None:
+                err(f"{e.zk_path} holds {e.stored_bytes[:200]!r}")
+    return 0
+
+
+@offsets.command()
+@_config_arg
+@click.option("--to-earliest", is_flag=True, help="Kafka's log start.")
+@click.option("--to-latest", is_flag=True, help="Kafka's log end.")
+@click.option("--to-offset", type=click.IntRange(min=0), default=None,
+              help="This next offset to read.")
+@click.option("--to-datetime", default=None,
+              help="First message at or after this time (ISO 8601, UTC if no zone; or epoch ms).")
+@click.option("--shift-by", type=int, default=None, help="Stored offset plus N (N may be < 0).")
+@click.option("--partitions", default=None,
+              help="Only these partitions: N, N-M or TOPIC:N, comma-separated.")
+@click.option("--topology-id", default=None,
+              help="Write this topology.id (default: keep the stored one).")
+@click.option("--execute", is_flag=True, help="Write the documents (default: dry run).")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the plan as topic,partition,offset CSV (kafka-consumer-groups "
+                   "--from-file).")
+@_json_opt
+def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optional[int],
+          to_datetime: Optional[str], shift_by: Optional[int], partitions: Optional[str],
+          topology_id: Optional[str], execute: bool, export_path: Optional[str],
+          as_json_flag: bool) -> int:
+    """Reset the spout's offsets; prints the plan and writes nothing without --execute.
+
+    Targets outside [log start, log end] are clamped with a notice. Stop the
+    topology or job first: a running spout overwrites the documents.
+    """
+    from ..tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
+                               parse_datetime, plan_reset)
+    chosen = [(m, v) for m, v, given in (
+        ("earliest", None, to_earliest), ("latest", None, to_latest),
+        ("offset", to_offset, to_offset is not None),
+        ("datetime", to_datetime, to_datetime is not None),
+        ("shift", shift_by, shift_by is not None)) if given]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset N, "
+                               "--to-datetime T, --shift-by N")
+    name, raw = chosen[0]
+    value = parse_datetime(raw) if name == "datetime" else raw
+    spec = ResetSpec(name, value)
+    with _env(config_path) as env:
+        plan = plan_reset(env, spec, partitions=partitions, topology_id=topology_id)
+        if export_path:
+            Path(export_path).write_text(export_csv(plan))
+            err(f"plan exported to {export_path}")
+        if execute:
+            execute_reset(env, plan)
+    if as_json_flag:
+        as_json(plan.as_dict())
+    else:
+        table([e.table_row() for e in plan.entries], PLAN_COLUMNS)
+    if execute:
+        err(f"wrote {plan.written} document(s); {len(plan.entries) - plan.written} unchanged")
+    else:
+        refused = len(plan.refused)
+        err("dry run: nothing written; add --execute to write"
+            + (f" ({refused} partition(s) refused)" if refused else ""))
+    return 0
+
+
+@offsets.command()
+@_config_arg
+@click.option("--to-kafka-group", default=None, metavar="GROUP",
+              help="Copy ZooKeeper offsets into this Kafka consumer group.")
+@click.option("--from-kafka-group", default=None, metavar="GROUP",
+              help="Copy this Kafka consumer group's offsets into ZooKeeper.")
+@click.option("--layout", type=click.Choice(["storm", "kafka08"]), default="storm",
+              show_default=True,
+              help="ZooKeeper side: storm-kafka documents or the Kafka 0.8 consumer layout.")
+@click.option("--zk-group", default=None,
+              help="Group name of the kafka08 layout (default: the Kafka group).")
+@click.option("--owners", is_flag=True,
+              help="kafka08 target: also create /consumers/<group>/owners/<topic>.")
+@click.option("--partitions", default=None,
+              help="Only these partitions: N, N-M or TOPIC:N, comma-separated.")
+@click.option("--topology-id", default=None,
+              help="topologyId of the commit metadata / topology.id of new documents.")
+@click.option("--execute", is_flag=True, help="Write (default: dry run).")
+@_json_opt
+def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: Optional[str],
+            layout: str, zk_group: Optional[str], owners: bool, partitions: Optional[str],
+            topology_id: Optional[str], execute: bool, as_json_flag: bool) -> int:
+    """Move offsets between ZooKeeper and a Kafka consumer group (dry run unless --execute).
+
+    Both sides hold the next offset to read. A group with active members is
+    refused; offsets outside the log are skipped with the reason.
+    """
+    from ..kafka.groups import KafkaGroupOffsets
+    from ..tools import client_settings
+    from ..tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA, execute_migrate,
+                                 kafka08_store, plan_migrate)
+    if (to_kafka_group is None) == (from_kafka_group is None):
+        raise click.UsageError("give exactly one of --to-kafka-group GROUP or "
+                               "--from-kafka-group GROUP")
+    direction = TO_KAFKA if to_kafka_group is not None else FROM_KAFKA
+    group = to_kafka_group if to_kafka_group is not None else from_kafka_group
+    assert group is not None
+    with _env(config_path) as env:
+        env.partitions()  # learn the brokers before opening the group client
+        zk08, owns_zk08 = kafka08_store(env) if layout == "kafka08" else (None, False)
+        try:
+            with KafkaGroupOffsets(list(env.kafka.bootstrap), group,
+                                   client_settings(env.job)) as groups:
+                plan = plan_migrate(env, direction=direction, group=group, groups=groups,
+                                    layout=layout, zk_group=zk_group, zk08=zk08,
+                                    topology_id=topology_id, partitions=partitions,
+                                    owners=owners)
+                if plan.active_members:
+                    err(f"group {group!r} has active members ({', '.join(plan.active_members)}); "
+                        "a migration into it is refused")
+                if execute:
+                    execute_migrate(env, plan, groups=groups, zk08=zk08)
+        finally:
+            if owns_zk08 and zk08 is not None:
+                zk08.close()
+    if as_json_flag:
+        as_json(plan.as_dict())
+    else:
+        table([e.table_row() for e in plan.entries], REPORT_COLUMNS)
+    skipped = sum(1 for e in plan.entries if e.action == "skip")
+    if execute:
+        err(f"moved {plan.moved} partition(s); {skipped} skipped")
+    else:
+        err(f"dry run: {len(plan.to_move)} partition(s) would move, {skipped} skipped; "
+            "add --execute to write")
+    return 0

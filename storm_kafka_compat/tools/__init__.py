@@ -1,0 +1,254 @@
+"""Operator tools: lag, explain, reset, migrate.
+
+Each tool is a function that takes a :class:`ToolEnv` (the job's offset store,
+Kafka access and partition list, built exactly as the pipeline builds them)
+and returns plain data; the CLI (``storm_kafka_compat.cli.offsets_cmd``) only
+parses options, calls them and renders the result.
+
+* :mod:`.lag` -- committed offset, log start/end and lag per partition
+  (storm-kafka-monitor's JSON, kafka-consumer-groups' columns);
+* :mod:`.explain` -- what a start would do, through the pipeline's own
+  :func:`~storm_kafka_compat.partition.startup.decide_start`;
+* :mod:`.reset` -- plan and write new offsets (dry run unless executed);
+* :mod:`.migrate` -- ZooKeeper documents to and from Kafka consumer-group
+  offsets, and the Kafka 0.8 ZooKeeper consumer layout.
+
+Every offset is the next offset to read.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from ..coordinators.base import PartitionInfo
+from ..state.document import StoredDocument, document_fields
+
+log = logging.getLogger(__name__)
+
+PartitionKey = Tuple[str, int]
+
+
+def client_settings(job: JobConfig) -> Dict[str, Any]:
+    """The job's ``kafka`` mapping minus the keys that are ours (``backend``,
+    ``bootstrap_servers``): what goes to a Kafka client (security etc.)."""
+    from ..pipeline.spout import NOT_CLIENT_SETTINGS
+    return {k: v for k, v in job.kafka.items() if k not in NOT_CLIENT_SETTINGS}
+
+
+@dataclass
+class PartitionState:
+    """One partition as the tools see it.
+
+    ``stored`` is the document read from ``zk_path`` (None: no node);
+    ``log_start``/``log_end`` are Kafka's earliest and latest offsets (None
+    when Kafka was not asked).
+    """
+
+    info: PartitionInfo
+    zk_path: str
+    stored: Optional[StoredDocument]
+    log_start: Optional[int] = None
+    log_end: Optional[int] = None
+
+    @property
+    def topic(self) -> str:
+        return self.info.topic
+
+    @property
+    def partition(self) -> int:
+        return self.info.partition
+
+    @property
+    def key(self) -> PartitionKey:
+        return self.info.key
+
+    @property
+    def stored_offset(self) -> Optional[int]:
+        """The document's ``offset`` when it is an integer (whatever else is wrong)."""
+        return self.stored.offset if self.stored is not None else None
+
+    @property
+    def stored_topology_id(self) -> Optional[str]:
+        return self.stored.topology_id if self.stored is not None else None
+
+    @property
+    def stored_fields(self) -> Dict[str, Any]:
+        """``topic``, ``partition``, ``broker``, ``topology_name`` of the document."""
+        return document_fields(self.stored.parsed if self.stored is not None else None)
+
+
+@dataclass
+class ToolEnv:
+    """What every tool needs, built from a :class:`JobConfig` like the pipeline.
+
+    Parameters
+    ----------
+    job : JobConfig
+    store : ZkStateStore-like, optional
+        ``read_many``, ``write_many``, ``children``; built from the config
+        (``ZkStateStore.from_config``: servers, timings, digest auth) when omitted.
+    kafka : LazyKafka-like, optional
+        ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``; the
+        pipeline's :class:`~storm_kafka_compat.pipeline.spout.LazyKafka` when omitted.
+    registry_reader : RegistryReader, optional
+        Passed to the ZkCoordinator (tests); by default it connects itself.
+    """
+
+    job: JobConfig
+    store: Any = None
+    kafka: Any = None
+    registry_reader: Any = None
+    _owns: List[Any] = field(default_factory=list)
+    _infos: Optional[List[PartitionInfo]] = None
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            from ..state.zkstore import ZkStateStore
+            self.store = ZkStateStore.from_config(self.job.spout, self.job.topology)
+            self._owns.append(self.store)
+        if self.kafka is None:
+            from ..pipeline.spout import LazyKafka
+            self.kafka = LazyKafka(self.job)
+            self._owns.append(self.kafka)
+
+    # --- partitions ------------------------------------------------------------------
+
+    def partitions(self) -> List[PartitionInfo]:
+        """Every partition of the spout (all tasks), from the same coordinator the
+        pipeline builds (:func:`~storm_kafka_compat.pipeline.spout.make_coordinator`),
+        whose manager factory here only records what it is given. Discovered
+        once per object."""
+        from ..pipeline.spout import make_coordinator
+        if self._infos is not None:
+            return list(self._infos)
+        infos: List[PartitionInfo] = []
+
+        def record(info: PartitionInfo) -> PartitionInfo:
+            self.kafka.learn(info.leader)
+            infos.append(info)
+            return info
+
+        coordinator = make_coordinator(self.job, self.kafka, manager_factory=record,
+                                       reader=self.registry_reader)
+        try:
+            coordinator.refresh()
+        finally:
+            coordinator._on_removed = None
+            close = getattr(coordinator, "close", None)
+            if close is not None:
+                close()
+        self._infos = infos
+        return list(infos)
+
+    def zk_path(self, info: PartitionInfo) -> str:
+        """The document path the pipeline uses for ``info``."""
+        from ..pipeline.spout import zk_path_for
+        return zk_path_for(self.job, info)
+
+    def states(self, infos: Optional[List[PartitionInfo]] = None, *,
+               with_log: bool = True) -> List[PartitionState]:
+        """Read every partition's document (one pipelined read) and, with
+        ``with_log``, Kafka's log start and end."""
+        infos = self.partitions() if infos is None else infos
+        paths = [self.zk_path(i) for i in infos]
+        docs = self.store.read_many(paths) if paths else {}
+        out = [PartitionState(i, p, docs.get(p)) for i, p in zip(infos, paths)]
+        if with_log:
+            for s in out:
+                s.log_start = self.offset_for(s.topic, s.partition, EARLIEST_TIME)
+                s.log_end = self.offset_for(s.topic, s.partition, LATEST_TIME)
+        return out
+
+    def offset_for(self, topic: str, partition: int, time: int) -> int:
+        """Kafka's offset for a Storm time (-2, -1 or epoch ms)."""
+        return int(self.kafka.offset_for(topic, partition, time))
+
+    def close(self) -> None:
+        """Close what this object created."""
+        for thing in reversed(self._owns):
+            try:
+                thing.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                log.debug("closing %r failed", thing, exc_info=True)
+        self._owns.clear()
+
+    def __enter__(self) -> "ToolEnv":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def select_partitions(infos: List[PartitionInfo], spec: Optional[str]) -> List[PartitionInfo]:
+    """Keep the partitions named by ``spec``.
+
+    Parameters
+    ----------
+    spec : str or None
+        Comma-separated items, each ``N``, ``N-M`` (inclusive range) or
+        ``TOPIC:N``/``TOPIC:N-M`` (wildcard subscriptions); None keeps all.
+
+    Raises
+    ------
+    ConfigError
+        An item is malformed or names a partition the spout does not read.
+    """
+    from ..errors import ConfigError
+    if spec is None:
+        return list(infos)
+    known = {i.key for i in infos}
+    topics = sorted({i.topic for i in infos})
+    wanted: List[Tuple[Optional[str], int]] = []
+    for raw in spec.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        topic: Optional[str] = None
+        numbers = item
+        if ":" in item:
+            topic, numbers = item.rsplit(":", 1)
+        try:
+            if "-" in numbers:
+                lo, hi = (int(x) for x in numbers.split("-", 1))
+                rng = range(lo, hi + 1)
+            else:
+                rng = range(int(numbers), int(numbers) + 1)
+        except ValueError:
+            raise ConfigError(f"--partitions item {item!r} is not N, N-M or TOPIC:N; "
+                              "give e.g. 0,2,5-7", key="--partitions", value=spec) from None
+        if not rng:
+            raise ConfigError(f"--partitions range {item!r} is empty; write the lower "
+                              "number first", key="--partitions", value=spec)
+        wanted.extend((topic, n) for n in rng)
+    out: List[PartitionInfo] = []
+    for topic, n in wanted:
+        matches = [i for i in infos if i.partition == n and (topic is None or i.topic == topic)]
+        if not matches:
+            name = f"{topic}:{n}" if topic else str(n)
+            raise ConfigError(
+                f"--partitions names {name}, which the spout does not read (topics "
+                f"{', '.join(topics) or 'none'}, partitions "
+                f"{', '.join(f'{t}:{p}' for t, p in sorted(known)) or 'none'}); fix the list",
+                key="--partitions", value=spec)
+        for m in matches:
+            if m not in out:
+                out.append(m)
+    return sorted(out, key=lambda i: (i.topic, i.partition))
+
+
+def describe_broker(value: Any) -> Optional[str]:
+    """``host:port`` of a broker dict or Broker, None when unknown."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return f"{value.get('host')}:{value.get('port')}"
+    host, port = getattr(value, "host", None), getattr(value, "port", None)
+    if not host or port is None or port < 0:
+        return None
+    return f"{host}:{port}"
+
+
+Progress = Callable[[str], None]

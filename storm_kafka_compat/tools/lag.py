@@ -1,0 +1,94 @@
+"""``offsets show``: committed offset, log start and end, and lag per partition.
+
+The committed offset is the ``offset`` of the partition's ZooKeeper document
+(the next offset to process) when it is a JSON integer, read as
+storm-kafka-monitor reads it (its ``--old-spout`` mode reads only ``offset``).
+
+Two renderings:
+
+* :func:`monitor_json`: exactly storm-kafka-monitor's document,
+  ``{topic: {"<partition>": {"consumerCommittedOffset", "logHeadOffset",
+  "lag"}}}``; a partition without a committed offset gets
+  ``consumerCommittedOffset`` -1 and therefore ``lag`` = head + 1, as the
+  monitor prints it (reference edge case 49);
+* :data:`TABLE_COLUMNS` rows: kafka-consumer-groups column names, ``-`` for
+  a missing value, the lag left empty when nothing is committed.
+
+The lag is ``log end - committed``; it is negative when the stored offset is
+beyond the log end (topic re-created or truncated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from . import PartitionState, ToolEnv, describe_broker
+
+#: table columns (kafka-consumer-groups names first, then ours)
+TABLE_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
+                 "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH")
+#: storm-kafka-monitor's value for "no committed offset"
+NO_COMMIT = -1
+
+
+@dataclass(frozen=True)
+class LagRow:
+    """Lag of one partition; offsets are next offsets to read."""
+
+    topic: str
+    partition: int
+    zk_path: str
+    committed: Optional[int]
+    log_start: Optional[int]
+    log_end: Optional[int]
+    broker: Optional[str]
+    topology_id: Optional[str]
+    problem: Optional[str]
+
+    @property
+    def lag(self) -> Optional[int]:
+        """``log_end - committed``, None when either is unknown."""
+        if self.committed is None or self.log_end is None:
+            return None
+        return self.log_end - self.committed
+
+    def table_row(self) -> Dict[str, Any]:
+        return {"TOPIC": self.topic, "PARTITION": self.partition,
+                "CURRENT-OFFSET": self.committed, "LOG-START-OFFSET": self.log_start,
+                "LOG-END-OFFSET": self.log_end, "LAG": self.lag, "BROKER": self.broker,
+                "TOPOLOGY-ID": self.topology_id, "ZK-PATH": self.zk_path}
+
+
+def lag_row(state: PartitionState) -> LagRow:
+    """The :class:`LagRow` of one partition state."""
+    fields = state.stored_fields
+    problem = state.stored.problem if state.stored is not None else None
+    return LagRow(topic=state.topic, partition=state.partition, zk_path=state.zk_path,
+                  committed=state.stored_offset, log_start=state.log_start,
+                  log_end=state.log_end, broker=describe_broker(fields["broker"]),
+                  topology_id=state.stored_topology_id, problem=problem)
+
+
+def lag(env: ToolEnv) -> List[LagRow]:
+    """Lag of every partition the spout reads, ordered by topic and partition."""
+    rows = [lag_row(s) for s in env.states()]
+    return sorted(rows, key=lambda r: (r.topic, r.partition))
+
+
+def monitor_json(rows: List[LagRow]) -> Dict[str, Dict[str, Dict[str, int]]]:
+    """storm-kafka-monitor's JSON document for ``rows``.
+
+    Partition keys are strings; a partition with no committed offset reports
+    ``consumerCommittedOffset`` -1 and ``lag`` = ``logHeadOffset + 1``.
+    """
+    out: Dict[str, Dict[str, Dict[str, int]]] = {}
+    for r in rows:
+        committed = NO_COMMIT if r.committed is None else r.committed
+        head = r.log_end if r.log_end is not None else NO_COMMIT
+        out.setdefault(r.topic, {})[str(r.partition)] = {
+            "consumerCommittedOffset": committed,
+            "logHeadOffset": head,
+            "lag": head - committed,
+        }
+    return out
