@@ -154,6 +154,7 @@ class Job:
         self.zk_root = zk_root
         self.topic = topic
         self.chroot = f"{zk_root}-kafka"
+        self.broker = (tansu.host, tansu.port)
         zk_client.ensure_path_async(self.chroot).get(timeout=ZK_TIMEOUT)
         from tests.conftest import make_kazoo_client
         chrooted = make_kazoo_client(zk_server.connect_string + self.chroot)
@@ -309,3 +310,86 @@ def test_explain_ignore_zk_offsets_and_wildcard_paths(kafka_topic, make_job):
     assert table_res.returncode == 0
     row = [r for r in parse_table(table_res.stdout) if r["TOPIC"] == t1][0]
     assert row["DECISION"] == "ignore_zk_offsets" and row["START-OFFSET"] == "8"
+
+
+def test_unreachable_zookeeper_exits_1(tmp_path):
+    from storm_kafka_compat.testing.broker import free_port
+    addr = f"127.0.0.1:{free_port()}"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump({
+        "spout": {"topic": "t", "zkRoot": "/o", "id": "s", "zkServers": [addr]},
+        "hosts": {"zk": addr},
+        "topology": {"name": "n", "storm.zookeeper.connection.timeout": 500,
+                     "storm.zookeeper.retry.times": 0}}))
+    res = cli("offsets", "explain", str(path))
+    assert res.returncode == 1, res.stderr
+    # kazoo's own connection warnings may precede it; the last line is ours
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and addr in last and "hosts.zk" in last
+
+
+# --- reset ---------------------------------------------------------------------------------
+
+
+def test_reset_dry_run_changes_nothing_byte_for_byte(kafka_topic, make_job, tmp_path):
+    topic = kafka_topic(partitions=2, messages=_messages({0: 10, 1: 10}))
+    job = make_job(topic, 2)
+    put(job.zk, job.zk_path(0), doc(7, 0, topic))
+    put(job.zk, job.zk_path(1), b'{"broken"')
+    before = snapshot(job.zk, job.zk_root)
+    export = tmp_path / "plan.csv"
+    res = cli("offsets", "reset", str(job.path), "--to-earliest", "--json",
+              "--export", str(export))
+    assert res.returncode == 0, res.stderr
+    assert snapshot(job.zk, job.zk_root) == before
+    plan = json.loads(res.stdout)
+    assert plan["executed"] is False and plan["written"] == 0
+    p0, p1 = plan["partitions"]
+    assert (p0["current_offset"], p0["new_offset"], p0["difference"]) == (7, 0, -7)
+    assert p1["current_offset"] is None and p1["new_offset"] == 0
+    assert "dry run" in res.stderr
+    assert export.read_text() == f"{topic},0,0\n{topic},1,0\n"
+
+
+def test_reset_execute_then_run_resumes_at_target(kafka_topic, make_job, tmp_path):
+    topic = kafka_topic(partitions=2, messages=_messages({0: 12, 1: 12}))
+    job = make_job(topic, 2, topology_id="clicks-9-1700000000")
+    put(job.zk, job.zk_path(0), doc(2, 0, topic, tid=UUID_ID, name="old-clicks"))
+    res = cli("offsets", "reset", str(job.path), "--to-offset", "6", "--execute")
+    assert res.returncode == 0, res.stderr
+    rows = parse_table(res.stdout)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["NEW-OFFSET"], r["DIFFERENCE"])
+            for r in rows] == [("0", "2", "6", "4"), ("1", "-", "6", "-")]
+    # the stored topology id and name are kept; the new document gets the configured id
+    assert get(job.zk, job.zk_path(0)) == doc(6, 0, topic, tid=UUID_ID, name="old-clicks")
+    assert get(job.zk, job.zk_path(1)) == doc(6, 1, topic, tid="clicks-9-1700000000",
+                                              host=job.broker[0], port=job.broker[1])
+    # a real start (Spark, the installed console script) resumes at the target
+    run = cli("run", str(job.path), "--max-batches", "1", "--json", timeout=300)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    resumed = {p["partition"]: (p["decision"], p["resumed_from"]) for p in summary["partitions"]}
+    assert resumed == {0: ("resume", 6), 1: ("resume", 6)}
+
+
+def test_reset_clamps_refuses_and_shift(kafka_topic, make_job):
+    topic = kafka_topic(partitions=2, messages=_messages({0: 5, 1: 5}))
+    job = make_job(topic, 2)
+    put(job.zk, job.zk_path(0), doc(3, 0, topic))
+    res = cli("offsets", "reset", str(job.path), "--to-offset", "100", "--json")
+    assert res.returncode == 0, res.stderr
+    p0, p1 = json.loads(res.stdout)["partitions"]
+    assert p0["new_offset"] == 5 and "clamped to 5" in p0["notes"][0]
+    # shift: partition 1 has no stored offset -> refused; --execute writes nothing
+    before = snapshot(job.zk, job.zk_root)
+    res = cli("offsets", "reset", str(job.path), "--shift-by", "-2", "--execute")
+    assert res.returncode == 1
+    assert "Error: reset refused" in res.stderr and f"{topic}/1" in res.stderr
+    assert snapshot(job.zk, job.zk_root) == before
+    res = cli("offsets", "reset", str(job.path), "--shift-by", "-2", "--partitions", "0",
+              "--execute", "--json")
+    assert res.returncode == 0, res.stderr
+    assert [p["new_offset"] for p in json.loads(res.stdout)["partitions"]] == [1]
+    assert get(job.zk, job.zk_path(0)) == doc(1, 0, topic)
+    res = cli("offsets", "reset", str(job.path), "--to-latest", "--partitions", "7")
+    assert res.returncode == 2 and "--partitions names 7" in res.stderr
