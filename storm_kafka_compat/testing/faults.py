@@ -45,7 +45,8 @@ def job_config(*, topic: str, zk_root: str, spout_id: str, zk_port: int,
                bootstrap: Optional[str] = None, bolt: str = "tests.bolts:record",
                spout: Optional[Mapping[str, Any]] = None,
                topology: Optional[Mapping[str, Any]] = None,
-               spark: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+               spark: Optional[Mapping[str, Any]] = None,
+               kafka: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """A CONFIG mapping for a job reading ``topic`` with offsets in ZooKeeper.
 
     Parameters
@@ -62,12 +63,14 @@ def job_config(*, topic: str, zk_root: str, spout_id: str, zk_port: int,
         ``module:callable`` of the bolt.
     spout, topology, spark : mapping, optional
         Extra fields merged over the defaults (Storm names).
+    kafka : mapping, optional
+        Kafka client settings (the CONFIG ``kafka`` section).
     """
     if (static is None) == (bootstrap is None):
         raise ValueError("give exactly one of static= or bootstrap=")
     hosts: Dict[str, Any] = ({"static": {int(p): a for p, a in static.items()}}
                              if static is not None else {"bootstrap": bootstrap})
-    return {
+    config: Dict[str, Any] = {
         "spout": {"topic": topic, "zkRoot": zk_root, "id": spout_id, "scheme": "string",
                   "stateUpdateIntervalMs": 1000, **dict(spout or {})},
         "hosts": hosts,
@@ -76,6 +79,9 @@ def job_config(*, topic: str, zk_root: str, spout_id: str, zk_port: int,
         "spark": {"master": "local[1]", "appName": "skc-faults", **dict(spark or {})},
         "bolt": bolt,
     }
+    if kafka:
+        config["kafka"] = dict(kafka)
+    return config
 
 
 def write_config(path: os.PathLike, config: Mapping[str, Any]) -> Path:
@@ -421,3 +427,15 @@ def set_document(connect: str, path: str, data: bytes, *, timeout_s: float = 15.
     finally:
         client.stop()
         client.close()
+
+
+def committed_offsets(connect: str, zk_root: str, spout_id: str, partitions: Iterable[int], *,
+                      timeout_s: float = 15.0) -> Dict[int, Optional[int]]:
+    """The stored offset (next offset to process) of each partition, None where
+    there is no usable document (classic layout ``zkRoot/id/partition_N``)."""
+    from ..state.paths import partition_path
+    parts = list(partitions)
+    paths = {p: partition_path(zk_root, spout_id, p) for p in parts}
+    docs = read_documents(connect, paths.values(), timeout_s=timeout_s)
+    return {p: (docs[paths[p]].offset if docs[paths[p]] is not None
+                and docs[paths[p]].problem is None else None) for p in parts}
