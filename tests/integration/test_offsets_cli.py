@@ -393,3 +393,115 @@ def test_reset_clamps_refuses_and_shift(kafka_topic, make_job):
     assert get(job.zk, job.zk_path(0)) == doc(1, 0, topic)
     res = cli("offsets", "reset", str(job.path), "--to-latest", "--partitions", "7")
     assert res.returncode == 2 and "--partitions names 7" in res.stderr
+
+
+# --- migrate -------------------------------------------------------------------------------
+
+
+def _group_offsets(tansu, group: str, topic: str, n: int) -> Dict[int, Optional[int]]:
+    with KafkaGroupOffsets(tansu.bootstrap, group) as g:
+        got = g.committed([(topic, p) for p in range(n)])
+    return {p: (v[0] if v else None) for (_, p), v in got.items()}
+
+
+def test_migrate_to_kafka_dry_run_execute_and_back(kafka_topic, make_job, tansu, unique):
+    topic = kafka_topic(partitions=4, messages=_messages({0: 10, 1: 10, 2: 10, 3: 10}))
+    job = make_job(topic, 4)
+    put(job.zk, job.zk_path(0), doc(7, 0, topic))
+    put(job.zk, job.zk_path(1), doc(10, 1, topic, tid=UUID_ID))
+    put(job.zk, job.zk_path(2), doc(25, 2, topic))          # beyond the log end: skipped
+    group = unique("group")
+    before = snapshot(job.zk, job.zk_root)
+
+    res = cli("offsets", "migrate", str(job.path), "--to-kafka-group", group, "--json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["executed"] is False
+    acts = {p["partition"]: (p["action"], p["source_offset"]) for p in plan["partitions"]}
+    assert acts == {0: ("move", 7), 1: ("move", 10), 2: ("skip", 25), 3: ("skip", None)}
+    reasons = {p["partition"]: p["reason"] for p in plan["partitions"]}
+    assert "beyond the log end 10" in reasons[2] and reasons[3] == "no document"
+    meta = json.loads(plan["partitions"][1]["metadata"])
+    assert meta == {"topologyId": UUID_ID, "taskId": 0, "threadName": "storm-kafka-compat-migrate"}
+    assert _group_offsets(tansu, group, topic, 4) == {0: None, 1: None, 2: None, 3: None}
+
+    res = cli("offsets", "migrate", str(job.path), "--to-kafka-group", group, "--execute")
+    assert res.returncode == 0, res.stderr
+    rows = {r["PARTITION"]: r for r in parse_table(res.stdout)}
+    assert rows["0"]["ACTION"] == "move" and rows["2"]["ACTION"] == "skip"
+    assert "moved 2 partition(s); 2 skipped" in res.stderr
+    assert _group_offsets(tansu, group, topic, 4) == {0: 7, 1: 10, 2: None, 3: None}
+
+    # and back: the documents hold these offsets already, nothing changes
+    res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", group, "--execute",
+              "--json")
+    assert res.returncode == 0, res.stderr
+    acts = {p["partition"]: p["action"] for p in json.loads(res.stdout)["partitions"]}
+    assert acts == {0: "unchanged", 1: "unchanged", 2: "skip", 3: "skip"}
+    assert snapshot(job.zk, job.zk_root) == before
+
+
+def test_migrate_from_kafka_round_trip_through_storm_and_kafka08(kafka_topic, make_job, tansu,
+                                                                 unique):
+    topic = kafka_topic(partitions=3, messages=_messages({0: 9, 1: 9, 2: 9}))
+    job = make_job(topic, 3)
+    source = unique("group")
+    with KafkaGroupOffsets(tansu.bootstrap, source) as g:
+        g.commit({(topic, 0): (4, '{"topologyId":"clicks-3-1700000000","taskId":1,'
+                                  '"threadName":"t"}'), (topic, 1): (9, "")})
+    # Kafka group -> storm documents
+    res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", source, "--execute")
+    assert res.returncode == 0, res.stderr
+    assert parse_document_offset(get(job.zk, job.zk_path(0))) == 4
+    assert parse_document_offset(get(job.zk, job.zk_path(1))) == 9
+    assert get(job.zk, job.zk_path(2)) is None
+    # storm documents -> another group: the same offsets
+    copy = unique("group")
+    res = cli("offsets", "migrate", str(job.path), "--to-kafka-group", copy, "--execute")
+    assert res.returncode == 0, res.stderr
+    assert _group_offsets(tansu, copy, topic, 3) == _group_offsets(tansu, source, topic, 3) == {
+        0: 4, 1: 9, 2: None}
+    # Kafka group -> Kafka 0.8 layout (in Kafka's ZooKeeper, hosts.zk) with the owners node
+    zk08 = unique("zk08")
+    res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", source,
+              "--layout", "kafka08", "--zk-group", zk08, "--owners", "--execute")
+    assert res.returncode == 0, res.stderr
+    base = f"{job.chroot}/consumers/{zk08}"
+    assert get(job.zk, f"{base}/offsets/{topic}/0") == b"4"
+    assert get(job.zk, f"{base}/offsets/{topic}/1") == b"9"
+    assert get(job.zk, f"{base}/offsets/{topic}/2") is None
+    assert get(job.zk, f"{base}/owners/{topic}") is not None
+    # Kafka 0.8 layout -> a third group: the same offsets
+    third = unique("group")
+    res = cli("offsets", "migrate", str(job.path), "--to-kafka-group", third,
+              "--layout", "kafka08", "--zk-group", zk08, "--execute", "--json")
+    assert res.returncode == 0, res.stderr
+    assert _group_offsets(tansu, third, topic, 3) == {0: 4, 1: 9, 2: None}
+
+
+def parse_document_offset(data: Optional[bytes]) -> Optional[int]:
+    from storm_kafka_compat.state.document import parse_document
+    return None if data is None else parse_document(data).offset
+
+
+def test_migrate_refuses_a_group_with_active_members(kafka_topic, make_job, tansu, unique):
+    from kafka import KafkaConsumer
+    topic = kafka_topic(partitions=1, messages=_messages({0: 5}))
+    job = make_job(topic, 1)
+    put(job.zk, job.zk_path(0), doc(3, 0, topic))
+    group = unique("group")
+    consumer = KafkaConsumer(topic, bootstrap_servers=tansu.bootstrap, group_id=group,
+                             session_timeout_ms=2000, heartbeat_interval_ms=500,
+                             enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 15
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=500)
+        assert consumer.assignment()
+        res = cli("offsets", "migrate", str(job.path), "--to-kafka-group", group, "--execute")
+        assert res.returncode == 1
+        last = res.stderr.strip().splitlines()[-1]
+        assert last.startswith("Error: ") and group in last and "stop its consumers" in last
+    finally:
+        consumer.close()
+    assert _group_offsets(tansu, group, topic, 1) == {0: None}
