@@ -154,7 +154,11 @@ class ToolEnv:
         ``with_log``, Kafka's log start and end."""
         infos = self.partitions() if infos is None else infos
         paths = [self.zk_path(i) for i in infos]
-        docs = self.store.read_many(paths) if paths else {}
+        read_many = getattr(self.store, "read_many", None)
+        if read_many is not None:
+            docs = read_many(paths) if paths else {}
+        else:  # a store with single reads only (MemoryStateStore)
+            docs = {p: self.store.read(p) for p in paths}
         out = [PartitionState(i, p, docs.get(p)) for i, p in zip(infos, paths)]
         if with_log:
             for s in out:
