@@ -56,8 +56,8 @@ TO_KAFKA = "to-kafka"
 FROM_KAFKA = "from-kafka"
 #: ``threadName`` of the commit metadata written by this tool
 THREAD_NAME = "storm-kafka-compat-migrate"
-REPORT_COLUMNS = ("TOPIC", "PARTITION", "SOURCE", "SOURCE-OFFSET", "TARGET-OFFSET",
-                  "LOG-START-OFFSET", "LOG-END-OFFSET", "ACTION", "REASON")
+REPORT_COLUMNS = ("TOPIC", "PARTITION", "SOURCE", "TARGET", "SOURCE-OFFSET",
+                  "TARGET-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET", "ACTION", "REASON")
 
 MOVE, UNCHANGED, SKIP = "move", "unchanged", "skip"
 
@@ -128,7 +128,8 @@ class MigrateEntry:
 
     def table_row(self) -> Dict[str, Any]:
         return {"TOPIC": self.topic, "PARTITION": self.partition, "SOURCE": self.source,
-                "SOURCE-OFFSET": self.source_offset, "TARGET-OFFSET": self.target_offset,
+                "TARGET": self.target, "SOURCE-OFFSET": self.source_offset,
+                "TARGET-OFFSET": self.target_offset,
                 "LOG-START-OFFSET": self.log_start, "LOG-END-OFFSET": self.log_end,
                 "ACTION": self.action, "REASON": self.reason}
 
