@@ -1,0 +1,104 @@
+"""The pipeline's end-to-end rate: fetch, scheme, a trivial bolt, acks, commits.
+
+The real :class:`~storm_kafka_compat.pipeline.driver.Pipeline` runs on Spark
+(``local[2]``) with StaticHosts and ZooKeeper offsets until it has caught up.
+Its batch executor is the driver's own Spark call, wrapped to note when each
+batch ends, so the rate is taken from the first plan to the end of the last
+batch that brought data (the final empty fetch that detects "caught up" and
+the shutdown commit are left out; periodic commits are in).
+
+Warm-up: before the measured run, the same backend runs one full pipeline over
+a small warm-up topic, so Spark's Python workers are forked, the modules
+imported and the per-worker Kafka clients connected (they are cached per
+worker and reused by the measured run). The measured run then starts from
+offset 0 of the main topic under its own spout id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List
+
+from ..config import job_config_from_dict
+
+
+def noop_bolt(t: Any) -> None:
+    """The trivial bolt: touches the value and acks."""
+    t.values[0]
+
+
+def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
+              backend: str, master: str = "local[2]") -> Any:
+    """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt)."""
+    return job_config_from_dict({
+        "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": "string",
+                  "stateUpdateIntervalMs": 2000},
+        "hosts": {"static": {p: bootstrap for p in range(partitions)}},
+        "topology": {"topology.name": "bench", "topology.id": f"bench-{spout_id}",
+                     "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port},
+        "spark": {"master": master, "appName": "storm-kafka-compat-bench"},
+        "bolt": "storm_kafka_compat.bench.pipeline:noop_bolt",
+        "kafka": {"backend": backend},
+    })
+
+
+class _TimedExecutor:
+    """The driver's Spark execution, noting when batches with data end."""
+
+    def __init__(self, spark: Any, clock: Callable[[], float]) -> None:
+        self.spark = spark
+        self.clock = clock
+        self.started: float = 0.0
+        self.last_data: float = 0.0
+        self.batches: List[Dict[str, Any]] = []
+
+    def __call__(self, specs: List[Any]) -> List[Any]:
+        from ..pipeline.executor import run_tasks
+        t0 = self.clock()
+        if not self.started:
+            self.started = t0
+        sc = self.spark.sparkContext
+        slices = min(len(specs), sc.defaultParallelism)
+        results = sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+        t1 = self.clock()
+        taken = sum(e - s for r in results for s, e in r.taken)
+        errors = [r.error_message for r in results if r.error]
+        self.batches.append({"seconds": t1 - t0, "taken": taken, "errors": len(errors)})
+        if errors:
+            raise RuntimeError(f"benchmark batch failed: {errors[0]}")
+        if taken:
+            self.last_data = t1
+        return results
+
+
+def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
+                  backend: str, spout_id: str, expected: int,
+                  clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """Run the pipeline over ``topic`` from offset 0 until caught up; its rate.
+
+    Returns
+    -------
+    dict
+        ``messages``, ``seconds`` (first plan to the end of the last batch with
+        data), ``msgs_per_s``, ``batches``, ``batch_seconds`` (each Spark job),
+        ``commits``, ``commit_round_trips`` and ``run_seconds`` (the whole
+        ``run()``, shutdown included).
+    """
+    from ..pipeline.driver import Pipeline, RunOptions
+    job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
+                    spout_id=spout_id, backend=backend)
+    timed = _TimedExecutor(spark, clock)
+    pipe = Pipeline(job, spark=spark, executor=timed)
+    t0 = clock()
+    summary = pipe.run(RunOptions(until_caught_up=True))
+    run_s = clock() - t0
+    if summary.messages != expected:
+        raise RuntimeError(f"the {backend} pipeline processed {summary.messages} messages of "
+                           f"{expected} (stopped: {summary.stopped_by})")
+    seconds = timed.last_data - timed.started
+    return {"messages": summary.messages, "seconds": seconds,
+            "msgs_per_s": summary.messages / seconds if seconds > 0 else 0.0,
+            "batches": summary.batches,
+            "batch_seconds": [round(b["seconds"], 3) for b in timed.batches],
+            "commits": summary.commits, "commit_round_trips": summary.commit_round_trips,
+            "run_seconds": run_s}

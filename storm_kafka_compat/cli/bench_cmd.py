@@ -1,0 +1,125 @@
+"""``storm-kafka-compat bench``: the benchmark of CONTRACT section 6."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+import click
+
+from .render import as_json, err, table
+
+COLUMNS = ("FIGURE", "VALUE", "UNIT", "NOTE")
+
+
+def _ints(_ctx: Any, param: Any, value: Optional[str]) -> Optional[Tuple[int, ...]]:
+    if value is None:
+        return None
+    try:
+        out = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of integers, "
+                                 "e.g. 1,100,10000", param=param) from None
+    if not out or min(out) < 1:
+        raise click.BadParameter(f"{value!r}: give at least one count, each >= 1", param=param)
+    return out
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
+    """The report as table rows, one figure per row (ratios and targets last)."""
+    rows: List[Dict[str, str]] = []
+
+    def add(figure: str, value: Any, unit: str, note: str = "", digits: int = 1) -> None:
+        rows.append({"FIGURE": figure, "VALUE": _fmt(value, digits), "UNIT": unit, "NOTE": note})
+
+    for kind in ("raw", "adapter"):
+        for backend, f in r["fetch"][kind].items():
+            add(f"fetch {kind} {backend}", f["msgs_per_s"], "msg/s",
+                f"{f['messages']:,} in {f['seconds']:.2f} s", 0)
+    for backend, f in r["pipeline"].items():
+        add(f"pipeline {backend}", f["msgs_per_s"], "msg/s",
+            f"{f['messages']:,} in {f['seconds']:.2f} s, {f['batches']} batches, "
+            f"{f['commits']} docs in {f['commit_round_trips']} ZK round trips", 0)
+    for scenario, m in r["memory"].items():
+        add(f"pending {scenario} ranges", m["ranges_bytes_per_offset"], "B/offset",
+            f"{m['in_flight']:,} in flight, {m['failures']:,} failed", 3)
+        add(f"pending {scenario} sorted map", m["map_bytes_per_offset"], "B/offset", "", 1)
+    for z in r["zookeeper"]:
+        add(f"ZK commit {z['partitions']:,} partitions", z["commit_ms"], "ms",
+            f"{z['round_trips_per_commit']} round trips (floor {z['min_round_trips']}), "
+            f"{z['document_bytes']:,} B", 2)
+    for pl in r["planning"]:
+        add(f"plan {pl['partitions']:,} partitions", pl["plan_ms"], "ms/batch",
+            f"apply {pl['apply_ms']:.2f} ms", 2)
+    ratios = r["ratios"]
+    for group in ("pipeline_over_raw", "adapter_over_raw", "pipeline_over_adapter",
+                  "confluent_over_kafka_python", "map_over_ranges"):
+        for key, value in ratios[group].items():
+            if value is not None:
+                add(f"ratio {group} {key}", value, "x", "", 2)
+    for t in r["targets"]:
+        verdict = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        add(f"target: {t['name']}", t["value"], t["target"], verdict, 2)
+    return rows
+
+
+@click.command()
+@click.option("--json", "as_json_flag", is_flag=True, help="Print the report as one JSON document.")
+@click.option("--messages", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Messages in the benchmark topic.")
+@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Partitions of the benchmark topic.")
+@click.option("--size", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Bytes per message.")
+@click.option("--backends", default="kafka-python,confluent", show_default=True,
+              help="Fetch backends to measure (confluent is skipped if not installed).")
+@click.option("--memory-window", type=click.IntRange(min=100), default=100_000,
+              show_default=True, help="Offsets in flight in the pending-memory figures.")
+@click.option("--zk-partitions", callback=_ints, default="1,100,10000", show_default=True,
+              help="Partition counts of the ZooKeeper commit figures.")
+@click.option("--plan-partitions", callback=_ints, default="10,1000,10000", show_default=True,
+              help="Partition counts of the driver planning figures.")
+@click.option("--warmup-messages", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Messages per partition of the warm-up pipeline run.")
+@click.option("--no-pipeline", is_flag=True, help="Skip the Spark pipeline figures.")
+def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backends: str,
+          memory_window: int, zk_partitions: Tuple[int, ...], plan_partitions: Tuple[int, ...],
+          warmup_messages: int, no_pipeline: bool) -> int:
+    """Measure fetch, pipeline, memory, ZooKeeper and planning figures on embedded servers.
+
+    Starts a ZooKeeper (pyspark's jars) and the tansu broker on loopback,
+    produces one topic, and measures in one run: raw single-consumer fetch
+    rates, the pipeline's end-to-end rate with each backend, pending-tracking
+    memory, ZooKeeper commit latency and round trips, and driver planning
+    time, with their ratios. Progress goes to stderr.
+    """
+    from ..bench.runner import BACKENDS, BenchOptions, run_bench
+
+    chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
+    unknown = [b for b in chosen if b not in BACKENDS]
+    if unknown or not chosen:
+        raise click.BadParameter(f"unknown backend(s) {unknown or backends!r}; choose from "
+                                 f"{', '.join(BACKENDS)}", param_hint="--backends")
+    options = BenchOptions(messages=messages, partitions=partitions, size=size, backends=chosen,
+                           memory_window=memory_window, zk_partitions=zk_partitions,
+                           plan_partitions=plan_partitions, warmup_messages=warmup_messages,
+                           pipeline=not no_pipeline)
+    report = run_bench(options, log_line=err)
+    report["command"] = "storm-kafka-compat " + " ".join(sys.argv[1:]) if sys.argv else "bench"
+    if as_json_flag:
+        as_json(report)
+    else:
+        table(figure_rows(report), COLUMNS)
+        for reason in report["skipped"]:
+            err(f"skipped: {reason}")
+        err(f"benchmark took {report['seconds']:.0f} s on {report['machine']['cpus']} CPUs "
+            f"({report['machine']['cpu']})")
+    return 0

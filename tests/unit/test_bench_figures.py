@@ -1,0 +1,94 @@
+"""The benchmark's pure figures and its ratio/target arithmetic (no servers)."""
+
+import pytest
+
+from storm_kafka_compat.bench.memory import pending_memory
+from storm_kafka_compat.bench.planning import planning_time
+from storm_kafka_compat.bench.runner import check_targets, compute_ratios
+from storm_kafka_compat.cli.bench_cmd import figure_rows
+
+
+def test_in_order_acks_keep_one_range_far_below_the_map():
+    m = pending_memory("in_order", window=5_000)
+    assert m["failures"] == 0 and m["in_flight"] == 5_000
+    assert m["ranges_bytes_per_offset"] < 1
+    assert m["map_bytes_per_offset"] > 50          # a dict entry and two int objects
+    assert m["map_over_ranges"] > 100
+
+
+def test_random_acks_with_failures_keep_only_the_failures():
+    m = pending_memory("random", window=10_000, failure_rate=0.01)
+    assert m["failures"] == 100
+    assert m["ranges_retained_bytes"] < m["ranges_peak_bytes"]
+    assert m["map_over_ranges"] > 10
+
+
+def test_batches_count_one_batch_plus_waiting_failures_in_flight():
+    m = pending_memory("batches", window=10_000, failure_rate=0.01, batch=1_000)
+    assert m["failures"] == 100
+    assert 1_000 < m["in_flight"] < 1_100
+    assert m["ranges_peak_bytes"] < m["map_peak_bytes"]
+
+
+def test_unknown_scenario():
+    with pytest.raises(ValueError, match="in_order"):
+        pending_memory("sideways")
+
+
+def test_planning_plans_every_partition():
+    r = planning_time(50, batches=2)
+    assert r["partitions"] == 50 and r["batches"] == 2
+    assert r["plan_ms"] > 0 and r["apply_ms"] > 0
+    assert r["total_ms"] == pytest.approx(r["plan_ms"] + r["apply_ms"])
+
+
+def _report(pipe_kp=60_000.0, confluent=True):
+    raw = {"kafka-python": {"msgs_per_s": 50_000.0, "messages": 10, "seconds": 1.0}}
+    adapter = {"kafka-python": {"msgs_per_s": 40_000.0, "messages": 10, "seconds": 1.0}}
+    pipeline = {"kafka-python": {"msgs_per_s": pipe_kp, "messages": 10, "seconds": 1.0,
+                                 "batches": 2, "commits": 4, "commit_round_trips": 2}}
+    if confluent:
+        raw["confluent"] = {"msgs_per_s": 1_000_000.0, "messages": 10, "seconds": 1.0}
+        pipeline["confluent"] = {"msgs_per_s": 200_000.0, "messages": 10, "seconds": 1.0,
+                                 "batches": 2, "commits": 4, "commit_round_trips": 2}
+    mem = {"in_order": {"ranges_bytes_per_offset": 0.01, "map_bytes_per_offset": 140.0,
+                        "map_over_ranges": 14_000.0, "in_flight": 10, "failures": 0},
+           "random": {"ranges_bytes_per_offset": 4.0, "map_bytes_per_offset": 140.0,
+                      "map_over_ranges": 35.0, "in_flight": 10, "failures": 1}}
+    return {"fetch": {"raw": raw, "adapter": adapter}, "pipeline": pipeline, "memory": mem,
+            "zookeeper": [{"partitions": 1, "commit_ms": 2.0, "round_trips_per_commit": 1,
+                           "min_round_trips": 1, "document_bytes": 129},
+                          {"partitions": 10_000, "commit_ms": 700.0, "round_trips_per_commit": 7,
+                           "min_round_trips": 6, "document_bytes": 1_300_000}],
+            "planning": [{"partitions": 10, "plan_ms": 0.05, "apply_ms": 0.1},
+                         {"partitions": 10_000, "plan_ms": 150.0, "apply_ms": 200.0}]}
+
+
+def test_ratios_and_targets():
+    r = _report()
+    r["ratios"] = compute_ratios(r)
+    assert r["ratios"]["pipeline_over_raw"] == {"kafka-python": 1.2, "confluent": 0.2}
+    assert r["ratios"]["confluent_over_kafka_python"]["raw"] == 20.0
+    assert r["ratios"]["adapter_over_raw"]["confluent"] is None      # not measured
+    assert r["ratios"]["planning_per_partition_growth"] == pytest.approx(3.0)
+    met = {t["name"]: t["met"] for t in check_targets(r)}
+    assert met["pipeline kafka-python / raw kafka-python"] is True
+    assert met["pipeline confluent / raw confluent"] is False
+    assert met["pending bytes per in-flight offset, in-order acks"] is True
+    assert met["per-offset map / ranges, random acks, 1% failures"] is True
+    assert met["ZooKeeper round trips per commit above the request-size floor"] is False
+    assert met["driver planning per batch at 10,000 partitions (ms)"] is False
+    assert met["planning cost per partition, largest / smallest count"] is False
+
+
+def test_targets_not_measured_without_confluent_and_rows_render():
+    r = _report(confluent=False)
+    r["ratios"] = compute_ratios(r)
+    r["targets"] = check_targets(r)
+    met = {t["name"]: t["met"] for t in r["targets"]}
+    assert met["pipeline confluent / raw confluent"] is None
+    rows = figure_rows(r)
+    by_name = {row["FIGURE"]: row for row in rows}
+    assert by_name["pipeline kafka-python"]["VALUE"] == "60,000"
+    assert by_name["target: pipeline confluent / raw confluent"]["NOTE"] == "not measured"
+    assert by_name["ZK commit 10,000 partitions"]["NOTE"].startswith("7 round trips (floor 6)")
