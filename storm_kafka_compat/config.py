@@ -188,6 +188,14 @@ class JobConfig:
     topology_spec: Optional[Mapping[str, Any]] = None
     #: Kafka client settings passed through to the client (security, etc.)
     kafka: Mapping[str, Any] = field(default_factory=dict)
+    #: storm-kafka-client's KafkaSpoutConfig (the ``kafkaSpout`` section), or None
+    #: (:class:`storm_kafka_compat.client.config.KafkaSpoutConfig`)
+    kafka_spout: Optional[Any] = None
+
+    @property
+    def uses_kafka_offsets(self) -> bool:
+        """Offsets live in a Kafka consumer group (``kafkaSpout.offsetStore: kafka``)."""
+        return self.kafka_spout is not None and self.kafka_spout.offset_store == "kafka"
 
 
 # =============================================================================
@@ -433,7 +441,8 @@ SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf")
 HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshFreqSecs",
                                "refresh_freq_secs", "static", "useTopicNameForPartitionPathId",
                                "use_topic_name_for_partition_path_id", "bootstrap")
-TOP_LEVEL_KEYS: Tuple[str, ...] = ("spout", "hosts", "topology", "spark", "bolt", "kafka")
+TOP_LEVEL_KEYS: Tuple[str, ...] = ("spout", "hosts", "topology", "spark", "bolt", "kafka",
+                                   "kafkaSpout")
 
 
 def _lookup(specs: Iterable[FieldSpec]) -> Dict[str, FieldSpec]:
@@ -974,6 +983,9 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
     for k in d:
         if k not in TOP_LEVEL_KEYS:
             raise _unknown_key("", k, TOP_LEVEL_KEYS)
+    client_section = d.get("kafkaSpout")
+    if client_section is not None:
+        d = _client_mode_defaults(d, client_section)
     for k in ("spout", "hosts", "topology"):
         if d.get(k) is None:
             raise ConfigError(f"section {k!r} is missing; the config needs spout, hosts and "
@@ -1003,8 +1015,54 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                               f"kafka.topic.wildcard.match is true; fix the pattern or turn "
                               f"wildcard matching off.", key="spout.topic",
                               value=spout.topic) from None
+    kafka_spout = None
+    if client_section is not None:
+        kafka_spout, spout = _kafka_spout_config(client_section, spout, topology, kafka)
     return JobConfig(spout=spout, topology=topology, spark=spark, bolt=bolt,
-                     topology_spec=spec, kafka=kafka)
+                     topology_spec=spec, kafka=kafka, kafka_spout=kafka_spout)
+
+
+def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
+    """A ``kafkaSpout`` section with the Kafka store may stand without ``spout``
+    and ``hosts``: they are derived from its topics, group and servers."""
+    out = dict(d)
+    if not isinstance(section, Mapping) or str(section.get("offsetStore", "kafka")) != "kafka":
+        return out
+    servers = section.get("bootstrapServers") or section.get("bootstrap_servers")
+    if out.get("hosts") is None and servers:
+        out["hosts"] = {"bootstrap": servers}
+    if out.get("spout") is None:
+        topics = section.get("topics")
+        topic = section.get("topicPattern") or section.get("topic_pattern") or (
+            topics if isinstance(topics, str) else (topics[0] if topics else None))
+        group = section.get("groupId") or section.get("group_id") or (
+            (section.get("consumer") or {}).get("group.id"))
+        if topic and group:
+            out["spout"] = {"topic": topic, "zkRoot": "/storm-kafka-client", "id": str(group)}
+    return out
+
+
+def _kafka_spout_config(section: Any, spout: SpoutConfig, topology: TopologyConfig,
+                        kafka: Mapping[str, Any]) -> Tuple[Any, SpoutConfig]:
+    """The ``kafkaSpout`` section; with the Kafka store the driver's commit
+    interval becomes ``offsetCommitPeriodMs``."""
+    from dataclasses import replace
+
+    from .client.config import kafka_spout_config_from_dict
+    hosts = spout.hosts
+    servers: Tuple[str, ...] = ()
+    if isinstance(hosts, BootstrapHosts):
+        servers = tuple(hosts.servers)
+    else:
+        configured = kafka.get("bootstrap_servers") or kafka.get("bootstrap.servers")
+        if configured:
+            servers = tuple(configured.split(",") if isinstance(configured, str) else configured)
+    cfg = kafka_spout_config_from_dict(section, default_topic=spout.topic,
+                                       default_pattern=topology.wildcard_match,
+                                       default_servers=servers)
+    if cfg.uses_kafka_store:
+        spout = replace(spout, state_update_interval_ms=cfg.offset_commit_period_ms)
+    return cfg, spout
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -1169,6 +1227,11 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
     if job.bolt is not None:
         out["bolt"] = job.bolt
     out["kafka"] = mask_secrets(job.kafka)
+    if job.kafka_spout is not None:
+        from .client.config import kafka_spout_to_dict
+        client = kafka_spout_to_dict(job.kafka_spout)
+        client["consumer"] = mask_secrets(client["consumer"])
+        out["kafkaSpout"] = client
     return out
 
 

@@ -317,3 +317,21 @@ def migration_hint(start_offset_time: int, ignore_zk_offsets: bool) -> str:
     if ignore_zk_offsets:
         return "EARLIEST" if earliest else "LATEST"
     return "UNCOMMITTED_EARLIEST" if earliest else "UNCOMMITTED_LATEST"
+
+
+def kafka_spout_to_dict(cfg: KafkaSpoutConfig) -> Dict[str, Any]:
+    """Every field under its Storm name (for ``config check``); secrets are the
+    caller's to mask."""
+    out: Dict[str, Any] = {}
+    for storm, attr, _ in KAFKA_SPOUT_FIELDS:
+        value = getattr(cfg, attr)
+        if attr == "retry":
+            value = {"initialDelay": str(value.initial_delay),
+                     "delayPeriod": str(value.delay_period),
+                     "maxRetries": value.max_retries, "maxDelay": str(value.max_delay)}
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif attr == "consumer":
+            value = dict(value)
+        out[storm] = value
+    return out

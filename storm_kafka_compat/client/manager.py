@@ -194,6 +194,7 @@ class ClientPartitionManager:
         if bound > self.committed_to:
             if not self._commit_before_process(self, bound):
                 return None
+            self.committed_to = bound
         return BoundedFetchPlan(self.topic, self.partition, self.emitted_to, False, (),
                                 bound - self.emitted_to or None, bound)
 
