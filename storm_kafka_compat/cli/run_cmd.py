@@ -38,6 +38,13 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
     return sink
 
 
+class _NoZooKeeper:
+    """The offset store of a Kafka-group job: nothing is kept in ZooKeeper."""
+
+    def close(self) -> None:
+        pass
+
+
 @click.command()
 @click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 @click.option("--until-caught-up", is_flag=True,
@@ -59,7 +66,13 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
 
     job = load_job_config(config_path)
     prepare_environment((os.path.dirname(os.path.abspath(config_path)),))
-    pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port))
+    extra: Dict[str, Any] = {}
+    if job.uses_kafka_offsets:
+        # kafkaSpout.offsetStore: kafka -> offsets in the consumer group, no ZooKeeper
+        from ..client.spout import ClientSpout
+        extra = {"spout_factory": ClientSpout, "store": _NoZooKeeper()}
+    pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port),
+                        **extra)
     summary = pipeline.run(RunOptions(until_caught_up=until_caught_up, max_batches=max_batches,
                                       max_messages_per_partition=max_messages))
     if as_json_flag:
