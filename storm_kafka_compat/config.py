@@ -191,6 +191,8 @@ class JobConfig:
     #: storm-kafka-client's KafkaSpoutConfig (the ``kafkaSpout`` section), or None
     #: (:class:`storm_kafka_compat.client.config.KafkaSpoutConfig`)
     kafka_spout: Optional[Any] = None
+    #: ``module:callable`` of a DataFrame-mode batch function (instead of bolts), or None
+    dataframe: Optional[str] = None
 
     @property
     def uses_kafka_offsets(self) -> bool:
@@ -442,7 +444,7 @@ HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshF
                                "refresh_freq_secs", "static", "useTopicNameForPartitionPathId",
                                "use_topic_name_for_partition_path_id", "bootstrap")
 TOP_LEVEL_KEYS: Tuple[str, ...] = ("spout", "hosts", "topology", "spark", "bolt", "kafka",
-                                   "kafkaSpout")
+                                   "kafkaSpout", "dataframe")
 
 
 def _lookup(specs: Iterable[FieldSpec]) -> Dict[str, FieldSpec]:
@@ -1002,6 +1004,12 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                           "bolt or 'topology.bolts' for a topology, not both.", key="bolt",
                           value=bolt)
     kafka = _kafka_settings(d["kafka"]) if d.get("kafka") is not None else {}
+    dataframe = check_bolt_ref(d["dataframe"], "dataframe") if d.get("dataframe") is not None \
+        else None
+    if dataframe is not None and (bolt is not None or spec is not None):
+        raise ConfigError("both 'dataframe' and bolts are given; a DataFrame-mode job has no "
+                          "bolts: keep 'dataframe' or the bolts, not both.", key="dataframe",
+                          value=dataframe)
     if isinstance(hosts, StaticHosts) and topology.wildcard_match:
         raise ConfigError("topology.kafka.topic.wildcard.match needs zk or bootstrap hosts; "
                           "static hosts name one topic (use "
@@ -1019,7 +1027,8 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
     if client_section is not None:
         kafka_spout, spout = _kafka_spout_config(client_section, spout, topology, kafka)
     return JobConfig(spout=spout, topology=topology, spark=spark, bolt=bolt,
-                     topology_spec=spec, kafka=kafka, kafka_spout=kafka_spout)
+                     topology_spec=spec, kafka=kafka, kafka_spout=kafka_spout,
+                     dataframe=dataframe)
 
 
 def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
@@ -1226,6 +1235,8 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
     }
     if job.bolt is not None:
         out["bolt"] = job.bolt
+    if job.dataframe is not None:
+        out["dataframe"] = job.dataframe
     out["kafka"] = mask_secrets(job.kafka)
     if job.kafka_spout is not None:
         from .client.config import kafka_spout_to_dict

@@ -71,6 +71,10 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         # kafkaSpout.offsetStore: kafka -> offsets in the consumer group, no ZooKeeper
         from ..client.spout import ClientSpout
         extra = {"spout_factory": ClientSpout, "store": _NoZooKeeper()}
+    if job.dataframe is not None:
+        # DataFrame mode: each batch goes to the function as one DataFrame
+        from ..pipeline.dataframe import DataFrameExecutor
+        extra["executor"] = DataFrameExecutor.from_config(job)
     pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port),
                         **extra)
     summary = pipeline.run(RunOptions(until_caught_up=until_caught_up, max_batches=max_batches,

@@ -49,8 +49,6 @@ Key = Tuple[str, int]
 INTERNAL_SCHEMA_DDL = (KAFKA_SCHEMA_DDL + ", _status boolean, _error string, "
                        "_error_message string, _scanned_to long, _latency_ms long")
 
-_NO_DATA = (None, None)
-
 
 def offsets_to_ranges(offsets: Iterable[int]) -> List[Range]:
     """Sorted ``[(start, end_exclusive), ...]`` covering exactly ``offsets``."""

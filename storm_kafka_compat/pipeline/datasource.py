@@ -68,7 +68,13 @@ from ..coordinators.base import PartitionInfo
 from ..errors import ConfigError, OffsetOutOfRangeError, StormKafkaCompatError
 from ..partition.startup import StartDecision, decide_start
 from ..state.document import encode_document
-from .spout import NOT_CLIENT_SETTINGS, LazyKafka, make_coordinator, topology_instance_id, zk_path_for
+from .spout import (
+    NOT_CLIENT_SETTINGS,
+    LazyKafka,
+    make_coordinator,
+    topology_instance_id,
+    zk_path_for,
+)
 
 log = logging.getLogger(__name__)
 

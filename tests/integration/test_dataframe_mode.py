@@ -44,8 +44,8 @@ def _produce(kafka_topic, partitions, n):
         (p, f"k{i}".encode(), f"v{p}-{i}".encode()) for p in range(partitions) for i in range(n)])
 
 
-def test_a_function_that_returns_acks_everything(spark, zk_server, zk_client, zk_root,  # noqa: F811
-                                                 tansu, kafka_topic):
+def test_a_function_that_returns_acks_everything(
+        spark, zk_server, zk_client, zk_root, tansu, kafka_topic):  # noqa: F811
     topic = _produce(kafka_topic, 2, 30)
     seen = []
 
@@ -61,8 +61,8 @@ def test_a_function_that_returns_acks_everything(spark, zk_server, zk_client, zk
     assert executor.failed_batches == 0
 
 
-def test_a_function_that_raises_once_gets_the_batch_retried(spark, zk_server, zk_client,  # noqa: F811
-                                                            zk_root, tansu, kafka_topic):
+def test_a_function_that_raises_once_gets_the_batch_retried(
+        spark, zk_server, zk_client, zk_root, tansu, kafka_topic):  # noqa: F811
     topic = _produce(kafka_topic, 1, 20)
     calls = []
 
@@ -78,8 +78,8 @@ def test_a_function_that_raises_once_gets_the_batch_retried(spark, zk_server, zk
     assert _offsets(zk_client, zk_root, 1) == [20]
 
 
-def test_returned_failed_rows_are_the_only_ones_retried(spark, zk_server, zk_client,  # noqa: F811
-                                                        zk_root, tansu, kafka_topic):
+def test_returned_failed_rows_are_the_only_ones_retried(
+        spark, zk_server, zk_client, zk_root, tansu, kafka_topic):  # noqa: F811
     topic = _produce(kafka_topic, 2, 15)
     seen = []
     failed_once = set()
