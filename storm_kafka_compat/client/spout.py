@@ -77,7 +77,8 @@ class ClientSpout:
     clock : callable returning int ms
     groups : KafkaGroupOffsets-like, optional
         ``committed(keys)``, ``commit({key: (offset, metadata)})``, ``close()``;
-        built from the config when omitted.
+        built from the config when omitted (and then closed with the spout; a
+        given one is the caller's to close).
     task_index, total_tasks : int
         This spout task among the spout's tasks (``taskId`` is ``task_index + 1``).
     """
@@ -107,6 +108,7 @@ class ClientSpout:
         for server in config.bootstrap_servers:
             kafka.brokers.add(server)
         self._groups = groups
+        self._owns_groups = groups is None
         if job.spout.state_update_interval_ms != config.offset_commit_period_ms:
             log.warning("the driver commits every %d ms (spout.stateUpdateIntervalMs), not "
                         "offsetCommitPeriodMs %d; load the job with job_config_from_dict to "
@@ -202,8 +204,9 @@ class ClientSpout:
         """Release the coordinator and the group client without committing."""
         self.coordinator._on_removed = None
         self.coordinator.close()
-        if self._groups is not None:
+        if self._owns_groups and self._groups is not None:
             self._groups.close()
+            self._groups = None
 
     def close(self) -> CommitReport:
         report = self.commit()
