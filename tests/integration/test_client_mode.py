@@ -242,11 +242,23 @@ def test_moved_from_zookeeper_to_kafka_resumes_exactly(tansu, env, zk_server, zk
             topology_id="clicks-12-1514764800", topology_name="clicks", offset=offset,
             partition=p, broker_host=tansu.host, broker_port=tansu.port, topic=topic),
             makepath=True)
-    # what `offsets migrate --to-kafka-group` does (storm-kafka-migration: same
-    # offset, empty metadata)
+    # `offsets migrate CONFIG --to-kafka-group G --execute`, through its functions
+    from storm_kafka_compat.tools import ToolEnv
+    from storm_kafka_compat.tools.migrate import TO_KAFKA, execute_migrate, plan_migrate
+    legacy = job_config_from_dict({
+        "spout": {"topic": topic, "zkRoot": f"{zk_root}/offsets", "id": "clicks-spout"},
+        "hosts": {"bootstrap": tansu.bootstrap},
+        "topology": {"name": "clicks", "storm.zookeeper.servers": ["127.0.0.1"],
+                     "storm.zookeeper.port": zk_server.port}})
+    tool = ToolEnv(legacy)
+    try:
+        plan = plan_migrate(tool, direction=TO_KAFKA, group=group, groups=groups)
+        execute_migrate(tool, plan, groups=groups)
+    finally:
+        tool.close()
     docs = {p: parse_document(zk_client.get(f"{zk_root}/offsets/clicks-spout/partition_{p}")[0])
             for p in (0, 1)}
-    groups.commit({(topic, p): (d.offset, "") for p, d in docs.items()})
+    assert committed(groups, topic) == {p: d.offset for p, d in docs.items()}
     summary = pipeline(job(tansu, topic, group), groups).run(
         RunOptions(until_caught_up=True, max_messages_per_partition=4))
     assert {(p.partition, p.decision, p.resumed_from) for p in summary.partitions} == {
