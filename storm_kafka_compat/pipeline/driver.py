@@ -426,6 +426,10 @@ class Pipeline:
                 specs = self.plan(options)
                 results = self.execute(specs)
                 taken = self.apply(results, now)   # open trees date from the batch start
+                if specs:
+                    log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
+                              self.summary.batches + 1, len(specs),
+                              sum(1 for s in specs if s.plan.retry), taken, self.clock() - now)
                 self.summary.messages += taken
                 progress_msgs += taken
                 if specs:
