@@ -5,16 +5,22 @@ Each command loads CONFIG, builds a :class:`~storm_kafka_compat.tools.ToolEnv`
 with the ``kafka`` security settings, the pipeline's coordinator), calls the
 tool and renders its data: a table, or one JSON document with ``--json``.
 Anything that writes is a dry run unless ``--execute``.
+
+A CONFIG with ``kafkaSpout.offsetStore: kafka`` (the storm-kafka-client spout)
+keeps its offsets in a consumer group: ``show`` and ``explain`` read the
+group; ``reset`` refuses it and prints the equivalent ``kafka-consumer-groups
+--reset-offsets`` command (Kafka's own tool resets a group).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional
 
 import click
 
-from ..config import load_job_config
+from ..config import JobConfig, load_job_config
+from ..errors import ConfigError
 from .render import as_json, err, table
 
 _config_arg = click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
@@ -36,17 +42,21 @@ def offsets() -> None:
 @_config_arg
 @_json_opt
 def show(config_path: str, as_json_flag: bool) -> int:
-    """Lag per partition: committed offset (ZooKeeper), log start and end.
+    """Lag per partition: committed offset (ZooKeeper document, or the Kafka
+    consumer group of a kafkaSpout offsetStore: kafka CONFIG), log start and end.
 
     --json prints storm-kafka-monitor's document: {topic: {partition:
     {consumerCommittedOffset, logHeadOffset, lag}}}, with -1 as the committed
     offset of a partition that has none (its lag is then head + 1).
     """
-    from ..tools.lag import TABLE_COLUMNS, lag, monitor_json
+    from ..tools.lag import GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag, monitor_json
     with _env(config_path) as env:
         rows = lag(env)
+        kafka_store = env.kafka_store
     if as_json_flag:
         as_json(monitor_json(rows))
+    elif kafka_store:
+        table([r.group_table_row() for r in rows], GROUP_TABLE_COLUMNS)
     else:
         table([r.table_row() for r in rows], TABLE_COLUMNS)
         for r in rows:
@@ -58,6 +68,9 @@ def show(config_path: str, as_json_flag: bool) -> int:
 
 EXPLAIN_COLUMNS = ("TOPIC", "PARTITION", "ZK-PATH", "STORED-OFFSET", "STORED-TOPOLOGY-ID",
                    "DECISION", "START-OFFSET", "REASON")
+#: ``offsets explain`` columns of a Kafka-store CONFIG
+GROUP_EXPLAIN_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "COMMITTED", "COMMITTED-TOPOLOGY-ID",
+                         "STRATEGY", "DECISION", "START-OFFSET", "REASON")
 
 
 @offsets.command()
@@ -66,9 +79,26 @@ EXPLAIN_COLUMNS = ("TOPIC", "PARTITION", "ZK-PATH", "STORED-OFFSET", "STORED-TOP
 @click.option("--topology-id", default=None,
               help="Compare stored ids with this one (default: what a run would use).")
 def explain(config_path: str, as_json_flag: bool, topology_id: Optional[str]) -> int:
-    """Per partition: path, stored document, the start decision and offset, and why."""
+    """Per partition: path, stored document, the start decision and offset, and why.
+
+    For a kafkaSpout offsetStore: kafka CONFIG: the group's commit and its
+    metadata, and storm-kafka-client's firstPollOffsetStrategy decision.
+    """
     from ..tools.explain import explain as run_explain
+    from ..tools.explain import explain_group
     with _env(config_path) as env:
+        if env.kafka_store:
+            groups = explain_group(env, topology_id=topology_id)
+            if as_json_flag:
+                as_json([g.as_dict() for g in groups])
+            else:
+                table([{"GROUP": g.group, "TOPIC": g.topic, "PARTITION": g.partition,
+                        "COMMITTED": g.committed,
+                        "COMMITTED-TOPOLOGY-ID": g.committed_topology_id,
+                        "STRATEGY": g.strategy, "DECISION": g.decision,
+                        "START-OFFSET": g.start_offset, "REASON": g.reason} for g in groups],
+                      GROUP_EXPLAIN_COLUMNS)
+            return 0
         items = run_explain(env, topology_id=topology_id)
     if as_json_flag:
         as_json([e.as_dict() for e in items])
@@ -123,7 +153,18 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
     name, raw = chosen[0]
     value = parse_datetime(raw) if name == "datetime" else raw
     spec = ResetSpec(name, value)
-    with _env(config_path) as env:
+    job = load_job_config(config_path)
+    if job.uses_kafka_offsets:
+        raise ConfigError(
+            f"offsets reset writes the spout's ZooKeeper documents, but {config_path} keeps its "
+            f"offsets in Kafka consumer group {job.kafka_spout.group_id!r} (kafkaSpout."
+            "offsetStore: kafka); stop the job and reset the group with Kafka's tool: "
+            f"{kafka_consumer_groups_reset(job, name, value, partitions, execute)} (or copy "
+            "ZooKeeper offsets into the group with `storm-kafka-compat offsets migrate "
+            f"ZK-CONFIG --to-kafka-group {job.kafka_spout.group_id}`)",
+            key="kafkaSpout.offsetStore", value="kafka")
+    from ..tools import ToolEnv
+    with ToolEnv(job) as env:
         plan = plan_reset(env, spec, partitions=partitions, topology_id=topology_id)
         if export_path:
             Path(export_path).write_text(export_csv(plan))
@@ -141,6 +182,51 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
         err("dry run: nothing written; add --execute to write"
             + (f" ({refused} partition(s) refused)" if refused else ""))
     return 0
+
+
+def _kcg_topics(job: JobConfig, partitions: Optional[str]) -> str:
+    """``--topic``/``--all-topics`` arguments of kafka-consumer-groups for the
+    subscription and a ``--partitions`` list (``T:0,1,2``: no ranges there)."""
+    config = job.kafka_spout
+    topics = list(config.topics or ())
+    if not topics:  # a pattern subscription
+        return "--all-topics"
+    if partitions is None:
+        return " ".join(f"--topic {t}" for t in topics)
+    wanted: Dict[str, List[str]] = {}
+    for raw in partitions.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        topic_part, _, numbers = item.rpartition(":")
+        chosen = [topic_part] if topic_part else topics
+        lo, _, hi = numbers.partition("-")
+        try:
+            rng = range(int(lo), int(hi or lo) + 1)
+        except ValueError:
+            raise ConfigError(f"--partitions item {item!r} is not N, N-M or TOPIC:N; give e.g. "
+                              "0,2,5-7", key="--partitions", value=partitions) from None
+        for t in chosen:
+            wanted.setdefault(t, []).extend(str(n) for n in rng)
+    return " ".join(f"--topic {t}:{','.join(ns)}" for t, ns in wanted.items())
+
+
+def kafka_consumer_groups_reset(job: JobConfig, mode: str, value: Optional[int],
+                                partitions: Optional[str], execute: bool) -> str:
+    """The ``kafka-consumer-groups --reset-offsets`` command equivalent to an
+    ``offsets reset`` of a Kafka-store CONFIG."""
+    from datetime import datetime, timezone
+    config = job.kafka_spout
+    if mode == "datetime":
+        assert value is not None
+        when = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        target = f"--to-datetime {when.strftime('%Y-%m-%dT%H:%M:%S')}.{value % 1000:03d}Z"
+    else:
+        target = {"earliest": "--to-earliest", "latest": "--to-latest",
+                  "offset": f"--to-offset {value}", "shift": f"--shift-by {value}"}[mode]
+    return (f"kafka-consumer-groups --bootstrap-server {','.join(config.bootstrap_servers)} "
+            f"--group {config.group_id} {_kcg_topics(job, partitions)} --reset-offsets "
+            f"{target} {'--execute' if execute else '--dry-run'}")
 
 
 @offsets.command()

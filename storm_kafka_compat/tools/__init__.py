@@ -5,6 +5,17 @@ Kafka access and partition list, built exactly as the pipeline builds them)
 and returns plain data; the CLI (``storm_kafka_compat.cli.offsets_cmd``) only
 parses options, calls them and renders the result.
 
+Two offset stores, as in the pipeline:
+
+* ZooKeeper documents (the legacy spout; the default): partitions from the
+  pipeline's coordinator, one :class:`PartitionState` per partition;
+* a Kafka consumer group (``kafkaSpout.offsetStore: kafka``, the
+  storm-kafka-client spout): partitions from the
+  :class:`~storm_kafka_compat.client.spout.ClientCoordinator` that
+  ``ClientSpout`` builds, the group's commits through
+  :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets`, one
+  :class:`GroupPartitionState` per partition (:meth:`ToolEnv.group_states`).
+
 * :mod:`.lag` -- committed offset, log start/end and lag per partition
   (storm-kafka-monitor's JSON, kafka-consumer-groups' columns);
 * :mod:`.explain` -- what a start would do, through the pipeline's own
@@ -22,6 +33,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ..client.first_poll import CommitMetadata
 from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from ..coordinators.base import PartitionInfo
 from ..state.document import StoredDocument, document_fields
@@ -81,6 +93,65 @@ class PartitionState:
 
 
 @dataclass
+class GroupPartitionState:
+    """One partition of a Kafka-store job as the tools see it.
+
+    ``committed`` is what the group holds, as
+    :meth:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets.committed`
+    returns it: ``(offset, metadata)`` with ``offset`` the next offset to
+    read, or None when the group has no commit for the partition.
+    ``log_start``/``log_end`` are Kafka's earliest and latest offsets (None
+    when Kafka was not asked).
+    """
+
+    info: PartitionInfo
+    group: str
+    committed: Optional[Tuple[int, str]]
+    log_start: Optional[int] = None
+    log_end: Optional[int] = None
+
+    @property
+    def topic(self) -> str:
+        return self.info.topic
+
+    @property
+    def partition(self) -> int:
+        return self.info.partition
+
+    @property
+    def key(self) -> PartitionKey:
+        return self.info.key
+
+    @property
+    def committed_offset(self) -> Optional[int]:
+        """The committed next offset to read, None without a commit."""
+        return self.committed[0] if self.committed is not None else None
+
+    @property
+    def metadata(self) -> Optional[str]:
+        """The commit's metadata string (``""`` when empty or dropped by the
+        broker), None without a commit."""
+        return self.committed[1] if self.committed is not None else None
+
+    @property
+    def commit_metadata(self) -> Optional[CommitMetadata]:
+        """The metadata parsed as storm-kafka-client's, None when absent or not
+        its JSON (a migration tool, a 1.1.1-and-earlier string, another consumer)."""
+        return CommitMetadata.parse(self.metadata)
+
+    @property
+    def committed_topology_id(self) -> Optional[str]:
+        """``topologyId`` of the commit metadata, None when absent or unparsable."""
+        parsed = self.commit_metadata
+        return parsed.topology_id if parsed is not None else None
+
+    @property
+    def location(self) -> str:
+        """``<group>:<topic>-<partition>``, the name ClientSpout gives the partition."""
+        return f"{self.group}:{self.topic}-{self.partition}"
+
+
+@dataclass
 class ToolEnv:
     """What every tool needs, built from a :class:`JobConfig` like the pipeline.
 
@@ -95,12 +166,24 @@ class ToolEnv:
         pipeline's :class:`~storm_kafka_compat.pipeline.spout.LazyKafka` when omitted.
     registry_reader : RegistryReader, optional
         Passed to the ZkCoordinator (tests); by default it connects itself.
+    groups : KafkaGroupOffsets-like, optional
+        ``committed(keys)``, ``commit(...)``, ``active_members()`` of the
+        ``kafkaSpout`` group (Kafka-store jobs only); built on first use from
+        ``kafkaSpout.bootstrapServers``/``groupId`` and the ``kafka`` settings
+        when omitted (and then closed with this object).
+
+    Notes
+    -----
+    The ZooKeeper store is built for every job (``offsets migrate`` reads the
+    documents of a Kafka-store CONFIG that also names them); it connects only
+    when used.
     """
 
     job: JobConfig
     store: Any = None
     kafka: Any = None
     registry_reader: Any = None
+    groups: Any = None
     _owns: List[Any] = field(default_factory=list)
     _infos: Optional[List[PartitionInfo]] = None
 
@@ -113,14 +196,69 @@ class ToolEnv:
             from ..pipeline.spout import LazyKafka
             self.kafka = LazyKafka(self.job)
             self._owns.append(self.kafka)
+        if self.kafka_store:
+            brokers = getattr(self.kafka, "brokers", None)
+            if brokers is not None:  # as ClientSpout does
+                brokers.update(self.job.kafka_spout.bootstrap_servers)
+
+    # --- the Kafka offset store -----------------------------------------------------
+
+    @property
+    def kafka_store(self) -> bool:
+        """The job keeps its offsets in a Kafka consumer group
+        (``kafkaSpout.offsetStore: kafka``)."""
+        return bool(self.job.uses_kafka_offsets)
+
+    @property
+    def group_id(self) -> Optional[str]:
+        """``kafkaSpout.groupId`` of a Kafka-store job, else None."""
+        return str(self.job.kafka_spout.group_id) if self.kafka_store else None
+
+    def group_offsets(self) -> Any:
+        """The consumer group's offsets adapter (built on first use).
+
+        Raises
+        ------
+        ConfigError
+            The job keeps its offsets in ZooKeeper.
+        """
+        from ..errors import ConfigError
+        if not self.kafka_store:
+            raise ConfigError("this CONFIG keeps its offsets in ZooKeeper; the Kafka group "
+                              "store needs a kafkaSpout section with offsetStore: kafka",
+                              key="kafkaSpout.offsetStore", value=None)
+        if self.groups is None:
+            from ..kafka.groups import KafkaGroupOffsets
+            config = self.job.kafka_spout
+            self.groups = KafkaGroupOffsets(list(config.bootstrap_servers),
+                                            str(config.group_id), client_settings(self.job))
+            self._owns.append(self.groups)
+        return self.groups
+
+    def group_states(self, infos: Optional[List[PartitionInfo]] = None, *,
+                     with_log: bool = True) -> List[GroupPartitionState]:
+        """Read the group's committed offset of every partition (one OffsetFetch)
+        and, with ``with_log``, Kafka's log start and end."""
+        infos = self.partitions() if infos is None else infos
+        group = self.group_id
+        assert group is not None
+        found = self.group_offsets().committed([i.key for i in infos]) if infos else {}
+        out = [GroupPartitionState(i, group, found.get(i.key)) for i in infos]
+        if with_log:
+            for s in out:
+                s.log_start = self.offset_for(s.topic, s.partition, EARLIEST_TIME)
+                s.log_end = self.offset_for(s.topic, s.partition, LATEST_TIME)
+        return out
 
     # --- partitions ------------------------------------------------------------------
 
     def partitions(self) -> List[PartitionInfo]:
         """Every partition of the spout (all tasks), from the same coordinator the
-        pipeline builds (:func:`~storm_kafka_compat.pipeline.spout.make_coordinator`),
-        whose manager factory here only records what it is given. Discovered
-        once per object."""
+        pipeline builds (:func:`~storm_kafka_compat.pipeline.spout.make_coordinator`,
+        or for a Kafka-store job ClientSpout's
+        :class:`~storm_kafka_compat.client.spout.ClientCoordinator`), whose
+        manager factory here only records what it is given. Discovered once
+        per object."""
         from ..pipeline.spout import make_coordinator
         if self._infos is not None:
             return list(self._infos)
@@ -131,8 +269,14 @@ class ToolEnv:
             infos.append(info)
             return info
 
-        coordinator = make_coordinator(self.job, self.kafka, manager_factory=record,
-                                       reader=self.registry_reader)
+        coordinator: Any
+        if self.kafka_store:
+            from ..client.spout import ClientCoordinator
+            coordinator = ClientCoordinator(self.job.kafka_spout, self.kafka,
+                                            manager_factory=record)
+        else:
+            coordinator = make_coordinator(self.job, self.kafka, manager_factory=record,
+                                           reader=self.registry_reader)
         try:
             coordinator.refresh()
         finally:

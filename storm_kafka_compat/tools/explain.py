@@ -10,16 +10,27 @@ The topology id compared with the stored one (``ignoreZkOffsets``) is the one
 a run would use: ``topology.id`` when configured, else a new
 ``<name>-1-<epoch seconds>`` (a run is a new submission), unless the caller
 passes one.
+
+For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the decision is
+storm-kafka-client's first-poll rule,
+:func:`storm_kafka_compat.client.first_poll.decide_first_poll`, called by
+:func:`client_first_poll` with exactly the arguments ``ClientSpout`` passes
+when a partition is assigned: the group's committed offset and metadata,
+``firstPollOffsetStrategy``, the run's topology id, the log start and end,
+and the spout's ``auto.offset.reset``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from ..client.first_poll import (OUT_OF_RANGE, FirstPollDecision, NoOffsetResetError,
+                                 decide_first_poll)
+from ..config import EARLIEST_TIME, LATEST_TIME
 from ..errors import CorruptStateError
 from ..partition.startup import INVALID_STATE, decide_start
-from . import PartitionState, ToolEnv
+from . import GroupPartitionState, PartitionState, ToolEnv
 
 
 @dataclass(frozen=True)
@@ -96,3 +107,111 @@ def explain(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Explanat
     tid = topology_id or topology_instance_id(env.job)
     states = sorted(env.states(with_log=False), key=lambda s: (s.topic, s.partition))
     return [explain_state(env, s, tid) for s in states]
+
+
+# --- the Kafka offset store (storm-kafka-client) ------------------------------------------
+
+def client_first_poll(config: Any, committed: Optional[Tuple[int, Optional[str]]], *,
+                      topology_id: str, earliest: int, latest: int, topic: str,
+                      partition: int) -> FirstPollDecision:
+    """The first-poll decision ``ClientSpout`` makes for a newly assigned partition.
+
+    Parameters
+    ----------
+    config : KafkaSpoutConfig
+        The job's ``kafkaSpout`` section (strategy, group, ``auto.offset.reset``).
+    committed : (offset, metadata) or None
+        The group's commit, as ``KafkaGroupOffsets.committed`` returns it.
+    topology_id : str
+        The id the run writes into its commit metadata.
+    earliest, latest : int
+        Log start and end offsets.
+    topic, partition : str, int
+
+    Raises
+    ------
+    NoOffsetResetError
+        The commit is outside the log and ``auto.offset.reset`` is ``none``.
+    """
+    where = f"{topic}/{partition} (group {config.group_id})"
+    return decide_first_poll(config.first_poll_offset_strategy, committed,
+                             topology_id=topology_id, earliest=earliest, latest=latest,
+                             auto_offset_reset=config.auto_offset_reset, where=where)
+
+
+@dataclass(frozen=True)
+class GroupExplanation:
+    """The first-poll decision of one partition of a Kafka-store job.
+
+    ``committed`` and ``start_offset`` are next offsets to read;
+    ``start_offset`` is None when the spout would refuse to start
+    (``auto.offset.reset: none`` and a commit outside the log).
+    """
+
+    topic: str
+    partition: int
+    group: str
+    committed: Optional[int]
+    metadata: Optional[str]
+    committed_topology_id: Optional[str]
+    strategy: str
+    decision: str
+    start_offset: Optional[int]
+    reason: str
+    log_start: int
+    log_end: int
+    topology_id: str
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The JSON object: CONTRACT section 4's keys (``zk_path`` and ``stored``
+        null) plus the group's commit."""
+        return {"topic": self.topic, "partition": self.partition, "group": self.group,
+                "zk_path": None, "stored": None, "committed": self.committed,
+                "metadata": self.metadata, "committed_topology_id": self.committed_topology_id,
+                "strategy": self.strategy, "decision": self.decision,
+                "start_offset": self.start_offset, "reason": self.reason,
+                "log_start_offset": self.log_start, "log_end_offset": self.log_end,
+                "topology_id": self.topology_id}
+
+
+def explain_group_state(env: ToolEnv, state: GroupPartitionState,
+                        topology_id: str) -> GroupExplanation:
+    """Run ClientSpout's first-poll decision on one partition of a Kafka-store job."""
+    config = env.job.kafka_spout
+    earliest = (state.log_start if state.log_start is not None
+                else env.offset_for(state.topic, state.partition, EARLIEST_TIME))
+    latest = (state.log_end if state.log_end is not None
+              else env.offset_for(state.topic, state.partition, LATEST_TIME))
+    try:
+        d = client_first_poll(config, state.committed, topology_id=topology_id,
+                              earliest=earliest, latest=latest, topic=state.topic,
+                              partition=state.partition)
+        decision, start, reason = d.decision, d.start_offset, d.reason
+    except NoOffsetResetError as exc:
+        decision, start = OUT_OF_RANGE, None
+        reason = f"{exc}; the spout refuses to start"
+    return GroupExplanation(
+        topic=state.topic, partition=state.partition, group=state.group,
+        committed=state.committed_offset, metadata=state.metadata,
+        committed_topology_id=state.committed_topology_id,
+        strategy=config.first_poll_offset_strategy, decision=decision, start_offset=start,
+        reason=reason, log_start=earliest, log_end=latest, topology_id=topology_id)
+
+
+def explain_group(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[GroupExplanation]:
+    """Explain the first poll of every partition of a Kafka-store job, ordered by
+    topic and partition.
+
+    Parameters
+    ----------
+    env : ToolEnv
+        A Kafka-store job's (``env.kafka_store``).
+    topology_id : str, optional
+        The id a run would write; default as the pipeline computes it
+        (:func:`~storm_kafka_compat.pipeline.spout.topology_instance_id`). A
+        commit whose metadata names it counts as this topology's.
+    """
+    from ..pipeline.spout import topology_instance_id
+    tid = topology_id or topology_instance_id(env.job)
+    states = sorted(env.group_states(), key=lambda s: (s.topic, s.partition))
+    return [explain_group_state(env, s, tid) for s in states]

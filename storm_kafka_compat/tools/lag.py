@@ -16,6 +16,12 @@ Two renderings:
 
 The lag is ``log end - committed``; it is negative when the stored offset is
 beyond the log end (topic re-created or truncated).
+
+For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the committed offset
+is the consumer group's (what storm-kafka-monitor reads for the
+storm-kafka-client spout) and ``TOPOLOGY-ID`` is the ``topologyId`` of the
+commit metadata (``-`` when absent or not storm-kafka-client's JSON); the
+table has :data:`GROUP_TABLE_COLUMNS`, the JSON is the same document.
 """
 
 from __future__ import annotations
@@ -23,28 +29,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from . import PartitionState, ToolEnv, describe_broker
+from . import GroupPartitionState, PartitionState, ToolEnv, describe_broker
 
 #: table columns (kafka-consumer-groups names first, then ours)
 TABLE_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
                  "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH")
+#: table columns of a Kafka-store job (kafka-consumer-groups' GROUP first)
+GROUP_TABLE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET",
+                       "LOG-END-OFFSET", "LAG", "TOPOLOGY-ID")
 #: storm-kafka-monitor's value for "no committed offset"
 NO_COMMIT = -1
 
 
 @dataclass(frozen=True)
 class LagRow:
-    """Lag of one partition; offsets are next offsets to read."""
+    """Lag of one partition; offsets are next offsets to read.
+
+    ``zk_path`` is None and ``group`` names the consumer group for a
+    Kafka-store job; ``topology_id`` is then the commit metadata's.
+    """
 
     topic: str
     partition: int
-    zk_path: str
+    zk_path: Optional[str]
     committed: Optional[int]
     log_start: Optional[int]
     log_end: Optional[int]
     broker: Optional[str]
     topology_id: Optional[str]
     problem: Optional[str]
+    group: Optional[str] = None
 
     @property
     def lag(self) -> Optional[int]:
@@ -59,6 +73,13 @@ class LagRow:
                 "LOG-END-OFFSET": self.log_end, "LAG": self.lag, "BROKER": self.broker,
                 "TOPOLOGY-ID": self.topology_id, "ZK-PATH": self.zk_path}
 
+    def group_table_row(self) -> Dict[str, Any]:
+        """The row under :data:`GROUP_TABLE_COLUMNS`."""
+        return {"GROUP": self.group, "TOPIC": self.topic, "PARTITION": self.partition,
+                "CURRENT-OFFSET": self.committed, "LOG-START-OFFSET": self.log_start,
+                "LOG-END-OFFSET": self.log_end, "LAG": self.lag,
+                "TOPOLOGY-ID": self.topology_id}
+
 
 def lag_row(state: PartitionState) -> LagRow:
     """The :class:`LagRow` of one partition state."""
@@ -70,9 +91,21 @@ def lag_row(state: PartitionState) -> LagRow:
                   topology_id=state.stored_topology_id, problem=problem)
 
 
+def group_lag_row(state: GroupPartitionState) -> LagRow:
+    """The :class:`LagRow` of one partition of a Kafka-store job."""
+    return LagRow(topic=state.topic, partition=state.partition, zk_path=None,
+                  committed=state.committed_offset, log_start=state.log_start,
+                  log_end=state.log_end, broker=None,
+                  topology_id=state.committed_topology_id, problem=None, group=state.group)
+
+
 def lag(env: ToolEnv) -> List[LagRow]:
-    """Lag of every partition the spout reads, ordered by topic and partition."""
-    rows = [lag_row(s) for s in env.states()]
+    """Lag of every partition the spout reads, ordered by topic and partition:
+    from the ZooKeeper documents, or the consumer group of a Kafka-store job."""
+    if env.kafka_store:
+        rows = [group_lag_row(s) for s in env.group_states()]
+    else:
+        rows = [lag_row(s) for s in env.states()]
     return sorted(rows, key=lambda r: (r.topic, r.partition))
 
 
