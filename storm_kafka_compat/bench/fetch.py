@@ -10,10 +10,13 @@ rate over that whole read (first fetch included).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable, Dict
 
 from ..config import SpoutConfig
+
+log = logging.getLogger(__name__)
 
 #: records per poll / consume call of the raw consumers
 POLL_RECORDS = 10_000
@@ -92,8 +95,9 @@ def access_rate(backend: str, bootstrap: str, spout: SpoutConfig, partitions: in
         from ..kafka.kafka_python import KafkaPythonAccess
         access = KafkaPythonAccess(bootstrap, spout)
     try:
+        from ..errors import FailedFetchError
         offsets = {p: 0 for p in range(partitions)}
-        seen = payload = 0
+        seen = payload = failures = 0
         started = clock()
         deadline = started + timeout_s
         while seen < expected:
@@ -101,11 +105,16 @@ def access_rate(backend: str, bootstrap: str, spout: SpoutConfig, partitions: in
                 raise TimeoutError(f"{backend} adapter read {seen} of {expected} messages "
                                    f"in {timeout_s} s")
             for p in range(partitions):
-                messages = access.fetch(spout.topic, p, offsets[p], max_messages=batch)
+                try:
+                    messages = access.fetch(spout.topic, p, offsets[p], max_messages=batch)
+                except FailedFetchError as exc:   # retried, as the pipeline does; counted
+                    failures += 1
+                    log.warning("%s adapter: %s", backend, exc)
+                    continue
                 if messages:
                     offsets[p] = messages[-1].offset + 1
                     seen += len(messages)
                     payload += sum(len(m.value or b"") for m in messages)
-        return _result(seen, payload, clock() - started)
+        return dict(_result(seen, payload, clock() - started), failed_fetches=failures)
     finally:
         access.close()

@@ -87,8 +87,11 @@ def test_records_become_messages_end_events_dropped_errors_raised():
 class _OutOfRangeConsumer:
     """What librdkafka does with auto.offset.reset=error on a real Kafka."""
 
+    made = []
+
     def __init__(self, config):
         self.assigned = []
+        self.made.append(self)
 
     def assign(self, tps):
         self.assigned.append([(tp.topic, tp.partition, tp.offset) for tp in tps])
@@ -106,7 +109,8 @@ def test_out_of_range_answer_raises_and_the_next_fetch_seeks_again():
         with pytest.raises(OffsetOutOfRangeError) as err:
             a.fetch("t", 0, 42)
         assert err.value.offset == 42
-    assert a._consumer.assigned == [[("t", 0, 42)], [("t", 0, 42)]]
+    [consumer] = _OutOfRangeConsumer.made
+    assert consumer.assigned == [[("t", 0, 42)], [("t", 0, 42)]]
 
 
 class _TimesConsumer:
@@ -185,10 +189,15 @@ def test_tansu_answers_nothing_beyond_the_end(access, kafka_topic):
 
 
 @pytest.mark.integration
-def test_partitions_share_one_consumer(access, kafka_topic):
+def test_partitions_alternate_each_keeping_its_consumer(access, kafka_topic, monkeypatch):
+    from storm_kafka_compat.kafka import confluent
+    monkeypatch.setattr(confluent, "MAX_FETCH_CONSUMERS", 2)   # the third re-assigns the LRU
     topic = kafka_topic(3, [(p, None, b"%d-%d" % (p, i)) for i in range(5) for p in range(3)])
-    for p in (2, 0, 1, 0):
+    for p in (2, 0, 1, 0, 2):
         assert [m.value for m in access.fetch(topic, p, 3)] == [b"%d-3" % p, b"%d-4" % p]
+    assert [m.value for m in access.fetch(topic, 0, 0, max_messages=2)] == [b"0-0", b"0-1"]
+    assert [m.value for m in access.fetch(topic, 0, 2, max_messages=1)] == [b"0-2"]
+    assert len(access._fetchers) == 2
 
 
 @pytest.mark.integration
