@@ -379,13 +379,17 @@ class Pipeline:
         return out
 
     def emit_metrics(self) -> None:
+        """Send one record per metric (``{"time": epoch s, "name", "value"}``) with
+        Storm's names: ``kafkaOffset`` (skipped when Storm would report null),
+        ``kafkaPartition`` (reset at each report) and our ``stormKafkaCompat`` counters."""
         if self.metrics is None:
             return
         now = int(time.time())
         managers = self.spout.managers()
         wildcard = self.job.topology.wildcard_match
-        self.metrics({"time": now, "name": "kafkaOffset",
-                      "value": kafka_offset_metric(self.offset_samples())})
+        offsets = kafka_offset_metric(self.offset_samples())
+        if offsets is not None:   # Storm sends no data point for a null value
+            self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
         self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
             [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
         self.metrics({"time": now, "name": "stormKafkaCompat", "value": {

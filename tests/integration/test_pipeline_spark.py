@@ -145,7 +145,8 @@ def test_fields_grouping_stages_replay_the_root_of_a_failure_two_stages_down(
     assert per_word == expected
     assert sum(p.failed for p in summary.partitions) == len(boom)
     for p in range(2):
-        assert parse_document(doc(zk_client, f"{zk_root}/offsets/spout-1/partition_{p}")).offset == 30
+        path = f"{zk_root}/offsets/spout-1/partition_{p}"
+        assert parse_document(doc(zk_client, path)).offset == 30
 
 
 def test_a_never_acked_tuple_replays_after_the_message_timeout(

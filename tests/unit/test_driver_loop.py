@@ -1,5 +1,7 @@
 """The driver loop without Spark: scripted Kafka, in-memory ZooKeeper, in-process tasks."""
 
+import re
+
 import pytest
 
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
@@ -199,3 +201,77 @@ def test_forcing_single_stage_keeps_the_per_partition_path():
     pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), spark="local", store=MemoryStateStore(),
                     kafka_factory=lambda boot: kafka_with(1, 1), stages=False)
     assert pipe.stage_job() is None
+
+
+# --- Storm semantics of the loop: commit timing, metrics, progress -------------------------
+
+class StepClock(FakeClock):
+    """Advances ``step`` ms at every read (each loop iteration reads it a few times)."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__()
+        self.step = step
+
+    def __call__(self) -> int:
+        self.ms += self.step
+        return self.ms
+
+
+def test_commit_timing_first_check_then_strictly_more_than_the_interval():
+    kafka, store, clock = kafka_with(0, partitions=1), MemoryStateStore(), FakeClock()
+    pipe = Pipeline(job(partitions=1, state_update_interval_ms=1_000), spark="local",
+                    store=store, kafka_factory=lambda boot: kafka, clock=clock,
+                    sleep=clock.sleep)
+    pipe.spout.maybe_refresh(clock())
+    opts = RunOptions()
+
+    def batch_then_check(at_ms):
+        kafka.append("orders", 0, b"x")
+        clock.ms = at_ms
+        pipe.apply(pipe.execute(pipe.plan(opts)), at_ms)
+        before = store.writes
+        pipe.maybe_commit(at_ms)
+        return store.writes - before
+
+    assert batch_then_check(5_000) == 1        # the first check commits at once
+    assert batch_then_check(5_500) == 0
+    assert batch_then_check(6_000) == 0        # exactly the interval: not yet
+    assert batch_then_check(6_001) == 1        # strictly more
+    assert batch_then_check(6_002) == 0
+    assert batch_then_check(6_000) == 1        # the clock went backwards: commit
+    assert parse_document(store.docs["/kafka/spout1/partition_0"]).offset == 6
+
+
+def test_metrics_every_bucket_with_storm_names_and_a_progress_line():
+    kafka, store, clock = kafka_with(40, partitions=2), MemoryStateStore(), StepClock(150)
+    records, lines = [], []
+    pipe = Pipeline(job(metrics_time_bucket_size_in_secs=1), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep,
+                    metrics=lambda r: records.append((clock.ms, r)),
+                    progress=lines.append)
+    summary = pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=2,
+                                  progress_every_s=1.0))
+    assert summary.messages == 80
+    partition_reports = [(t, r) for t, r in records if r["name"] == "kafkaPartition"]
+    assert len(partition_reports) >= 3
+    times = [t for t, _ in partition_reports]
+    assert all(b - a >= 1_000 for a, b in zip(times, times[1:]))   # one per bucket
+    calls = sum(r["value"]["partition_0/fetchAPICallCount"] for _, r in partition_reports)
+    assert 0 < calls <= summary.batches          # reset at each report, never double counted
+    offsets = [r["value"] for _, r in records if r["name"] == "kafkaOffset"]
+    assert offsets and "orders/partition_1/latestCompletedOffset" in offsets[-1]
+    assert "orders/totalSpoutLag" in offsets[-1]
+    assert lines and all(
+        re.fullmatch(r"batch \d+: [\d,]+ msg/s, lag [\d,]+, pending [\d,]+, retries [\d,]+", line)
+        for line in lines)
+
+
+def test_no_kafka_offset_data_point_when_storm_reports_null():
+    kafka, store = kafka_with(3, partitions=1), MemoryStateStore()
+    records = []
+    pipe = Pipeline(job(partitions=1), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, metrics=records.append)
+    pipe.spout.maybe_refresh(0)
+    pipe.offset_samples = lambda: []                  # no partition has offset data
+    pipe.emit_metrics()
+    assert [r["name"] for r in records] == ["kafkaPartition", "stormKafkaCompat"]
