@@ -275,3 +275,38 @@ def test_no_kafka_offset_data_point_when_storm_reports_null():
     pipe.offset_samples = lambda: []                  # no partition has offset data
     pipe.emit_metrics()
     assert [r["name"] for r in records] == ["kafkaPartition", "stormKafkaCompat"]
+
+
+def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
+    from storm_kafka_compat.pipeline.stages import needs_stages, stage_layout
+    from storm_kafka_compat.pipeline.topology import from_spec
+
+    spec = {"bolts": [
+        {"name": "split", "bolt": "tests.bolts:SplitWords", "parallelism": 2},
+        {"name": "count", "bolt": "tests.bolts:CountWords", "parallelism": 3,
+         "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"]}]},
+        {"name": "after", "bolt": "tests.bolts:CountWords", "parallelism": 2,
+         "inputs": [{"from": "count", "grouping": "shuffle"}]},
+        {"name": "late", "bolt": "tests.bolts:ReportOnce",
+         "inputs": [{"from": "split", "grouping": "shuffle"},
+                    {"from": "after", "grouping": "shuffle"}]},
+    ]}
+    topo = from_spec(spec)
+    assert needs_stages(topo)
+    layout = stage_layout(topo)
+    # "after" runs where "count" runs; "late" is fed from stage 0 and stage 1: it gets slots
+    assert layout.stages == (("split",), ("count", "after", "late"))
+    assert layout.slots == ((), (("count", 0), ("count", 1), ("count", 2), ("late", 0)))
+    assert not needs_stages(from_spec(bolts.HOLD_SPEC))
+
+
+def test_a_failed_spark_job_reports_the_python_error_line():
+    from storm_kafka_compat.pipeline.driver import _job_error
+
+    text = ("An error occurred while calling o51.collectAndServe.\n"
+            "org.apache.spark.SparkException: Job aborted due to stage failure: ...\n"
+            "  File \"/x/worker.py\", line 3, in main\n"
+            "ModuleNotFoundError: No module named 'mybolts'\n"
+            "\tat org.apache.spark.api.python.BasePythonRunner...\n")
+    assert _job_error(RuntimeError(text)) == "ModuleNotFoundError: No module named 'mybolts'"
+    assert _job_error(RuntimeError("plain")) == "plain"
