@@ -158,9 +158,11 @@ class ClientSpout:
 
     def storm_conf(self) -> Dict[str, Any]:
         t = self.job.topology
+        from ..pipeline.schemes import EMIT_NULL_TUPLES_KEY
         return {"topology.name": t.name, "topology.message.timeout.secs": t.message_timeout_secs,
                 "topology.max.spout.pending": t.max_spout_pending,
-                "kafka.topic.wildcard.match": t.wildcard_match}
+                "kafka.topic.wildcard.match": t.wildcard_match,
+                EMIT_NULL_TUPLES_KEY: bool(self.config.emit_null_tuples)}
 
     def managers(self) -> Dict[Key, ClientPartitionManager]:
         return self.coordinator.managed()

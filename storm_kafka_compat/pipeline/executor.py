@@ -100,10 +100,12 @@ def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
     proc = _PROCESSORS.get(key)
     if proc is None:
         from .process import process_batch
-        from .schemes import load_scheme
+        from .schemes import EMIT_NULL_TUPLES_KEY, EmitNullTuples, load_scheme
 
         scheme = load_scheme(spec.spout.scheme)
         conf = dict(spec.storm_conf)
+        if conf.get(EMIT_NULL_TUPLES_KEY):
+            scheme = EmitNullTuples(scheme)
         if spec.topology_spec is not None:
             from .topology import from_spec
             topology = from_spec(spec.topology_spec)

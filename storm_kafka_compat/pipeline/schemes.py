@@ -311,3 +311,21 @@ def _looks_like_value_function(obj: Callable[..., Any]) -> bool:
     required = [p for p in params if p.default is p.empty
                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(required) >= 1
+
+
+#: storm conf key carrying storm-kafka-client's ``emitNullTuples`` to the executors
+EMIT_NULL_TUPLES_KEY = "kafka.spout.emit.null.tuples"
+
+
+class EmitNullTuples:
+    """storm-kafka-client's ``emitNullTuples=true``: a record the scheme turns into
+    no tuple (a tombstone, or a translator returning null) is emitted as one tuple
+    of ``None`` values instead of being acked and skipped."""
+
+    def __init__(self, scheme: Scheme) -> None:
+        self.scheme = scheme
+        self.fields = scheme.fields
+
+    def to_tuples(self, message: Any) -> List[List[Any]]:
+        rows = self.scheme.to_tuples(message)
+        return rows if rows else [[None] * len(self.fields)]
