@@ -32,6 +32,13 @@ import yaml
 
 from ..state.document import StoredDocument, parse_document
 
+#: how long a test waits for a started job to process its first message: Spark's
+#: start takes ~20 s on an idle 2-core machine and minutes on a loaded one
+JOB_START_TIMEOUT_S = 300.0
+
+#: JVM options that shorten Spark's start on small machines (C1 only, serial GC)
+FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 #: environment variable the test bolts (``tests.bolts``) append their records to
 RECORD_ENV = "STORM_KAFKA_COMPAT_TEST_RECORD"
 
@@ -76,7 +83,9 @@ def job_config(*, topic: str, zk_root: str, spout_id: str, zk_port: int,
         "hosts": hosts,
         "topology": {"topology.name": "faults", "storm.zookeeper.servers": [zk_host],
                      "storm.zookeeper.port": zk_port, **dict(topology or {})},
-        "spark": {"master": "local[1]", "appName": "skc-faults", **dict(spark or {})},
+        "spark": {"master": "local[1]", "appName": "skc-faults",
+                  "conf": {"spark.driver.extraJavaOptions": FAST_START_JAVA_OPTIONS},
+                  **dict(spark or {})},
         "bolt": bolt,
     }
     if kafka:

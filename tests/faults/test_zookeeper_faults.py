@@ -1,0 +1,114 @@
+"""ZooKeeper faults under a running job: the server stopped for 20 s, and a session
+expired behind a cut TCP proxy. The job keeps processing (or waits), commits once
+ZooKeeper is back, loses nothing, and shows the failure on stderr and in metrics."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from storm_kafka_compat.testing.faults import (
+    JOB_START_TIMEOUT_S,
+    committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
+    read_deliveries, wait_until, write_config)
+from storm_kafka_compat.testing.proxy import TcpProxy
+
+pytestmark = [pytest.mark.fault, pytest.mark.integration]
+
+PARTITIONS = 2
+
+#: fail a commit within a few seconds instead of Storm's 5 x 15 s, so the outage shows
+FAST_ZK = {"storm.zookeeper.connection.timeout": 2000, "storm.zookeeper.retry.times": 1,
+           "storm.zookeeper.retry.interval": 500}
+
+
+def _committed_to(zk_connect, root, log_end):
+    def check():
+        try:
+            return committed_offsets(zk_connect, root, "spout", range(PARTITIONS),
+                                     timeout_s=5) == log_end
+        except Exception:       # ZooKeeper still coming back
+            return False
+    return check
+
+
+def _stop_gracefully(job):
+    job.signal(signal.SIGTERM)
+    return job.wait(timeout_s=90)
+
+
+@pytest.mark.hard_timeout(600)
+def test_zookeeper_stopped_for_20_s(zk_server_factory, tansu_factory, seed, job_factory, tmp_path,
+                                    unique):
+    zk, broker = zk_server_factory(), tansu_factory()
+    topic, root = unique("zkstop"), "/skc-faults/zkstop"
+    log_end = seed(broker, topic, PARTITIONS, 200)
+    config = job_config(topic=topic, zk_root=root, spout_id="spout", zk_port=zk.port,
+                        static={p: broker.bootstrap for p in range(PARTITIONS)},
+                        spout={"stateUpdateIntervalMs": 500, "metricsTimeBucketSizeInSecs": 1},
+                        topology={"topology.id": "faults-zkstop", **FAST_ZK})
+    job = job_factory(write_config(tmp_path / "job.yaml", config), ("--max-messages", "50"))
+    job.start()
+    wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=JOB_START_TIMEOUT_S,
+               what="first commit of the log end", on_timeout=job.stderr_tail)
+
+    zk.stop()
+    stopped = time.monotonic()
+    # the job keeps consuming while its offset store is down
+    log_end = seed(broker, topic, PARTITIONS, 200, start=200)
+    wait_until(lambda: len(read_deliveries(job.record_path)) >= sum(log_end.values()),
+               timeout_s=60, what="processing during the outage", on_timeout=job.stderr_tail)
+    wait_until(lambda: "commit of" in job.stderr(), timeout_s=60,
+               what="a failed commit reported on stderr", on_timeout=job.stderr_tail)
+    time.sleep(max(0.0, 20.0 - (time.monotonic() - stopped)))
+    assert job.running, job.stderr_tail()
+    zk.start()
+
+    wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=90,
+               what="commit after ZooKeeper came back", on_timeout=job.stderr_tail)
+    assert _stop_gracefully(job) == 0, job.stderr_tail()
+
+    counts = delivered_offsets(read_deliveries(job.record_path))
+    assert missing_offsets(counts, log_end) == []
+    stderr = job.stderr()
+    assert "commit of" in stderr and "failed" in stderr and "retrying at the next commit" in stderr
+    failures = [m["commitFailures"] for m in find_metric(job.metrics(), "stormKafkaCompat")]
+    assert failures and max(failures) >= 1, failures
+
+
+@pytest.mark.hard_timeout(600)
+def test_zookeeper_session_expires_behind_a_cut_proxy(zk_server_factory, tansu_factory, seed,
+                                                      job_factory, tmp_path, unique):
+    zk, broker = zk_server_factory(), tansu_factory()
+    topic, root = unique("expiry"), "/skc-faults/expiry"
+    session_ms = 3000
+    log_end = seed(broker, topic, PARTITIONS, 200)
+    with TcpProxy("127.0.0.1", zk.port) as proxy:
+        config = job_config(topic=topic, zk_root=root, spout_id="spout", zk_port=proxy.port,
+                            static={p: broker.bootstrap for p in range(PARTITIONS)},
+                            spout={"stateUpdateIntervalMs": 500,
+                                   "metricsTimeBucketSizeInSecs": 1},
+                            topology={"topology.id": "faults-expiry",
+                                      "storm.zookeeper.session.timeout": session_ms, **FAST_ZK})
+        job = job_factory(write_config(tmp_path / "job.yaml", config), ("--max-messages", "50"))
+        job.start()
+        wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=JOB_START_TIMEOUT_S,
+                   what="first commit of the log end", on_timeout=job.stderr_tail)
+
+        proxy.cut()
+        log_end = seed(broker, topic, PARTITIONS, 200, start=200)
+        # longer than the session timeout: the server expires the session
+        time.sleep(3 * session_ms / 1000.0)
+        proxy.heal()
+
+        wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=90,
+                   what="commit on a new session", on_timeout=job.stderr_tail)
+        assert _stop_gracefully(job) == 0, job.stderr_tail()
+
+    counts = delivered_offsets(read_deliveries(job.record_path))
+    assert missing_offsets(counts, log_end) == []
+    stderr = job.stderr()
+    # kazoo reports the expired session as LOST, then connects with a new one
+    assert "connection state LOST" in stderr, stderr[-3000:]
