@@ -108,6 +108,9 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         "fetch_min_bytes": max(1, spout.min_fetch_byte),
         "receive_buffer_bytes": spout.buffer_size_bytes,
         "request_timeout_ms": spout.socket_timeout_ms,
+        # kafka-python 3 waits bootstrap_timeout_ms (30 s) for an unreachable broker;
+        # socketTimeoutMs is the operator's bound for any broker answer
+        "bootstrap_timeout_ms": spout.socket_timeout_ms,
         "max_poll_records": DEFAULT_MAX_POLL_RECORDS,
     }
     default_idle = KafkaConsumer.DEFAULT_CONFIG["connections_max_idle_ms"]
@@ -322,8 +325,9 @@ class _ErrorMap:
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
             raise FailedFetchError(
-                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); the "
-                "coordinator refreshes and the fetch is retried", **kw) from exc
+                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
+                "that the broker is up and reachable (a running job refreshes its "
+                "partitions and retries)", **kw) from exc
         if isinstance(exc, Errors.KafkaError):
             raise KafkaAccessError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "

@@ -395,7 +395,8 @@ class Pipeline:
         self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
             "commitFailures": self.summary.commit_failures,
             "fetchFailures": self.summary.fetch_failures,
-            "timeouts": self.summary.timeouts}})
+            "timeouts": self.summary.timeouts,
+            "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
 
     def _progress_line(self, rate: float) -> str:
         managers = self.spout.managers()
@@ -420,9 +421,12 @@ class Pipeline:
         metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
         next_metrics_ms = self.clock() + metrics_period_ms
         try:
+            # reach ZooKeeper and Kafka first: a wrong host fails in seconds, not after
+            # Spark's start-up
+            self.spout.maybe_refresh(self.clock())
             if self._spark != "local":
-                self.spark   # start Spark before planning, so signal handlers stay ours
-                restore = self._install_signal_handlers() or restore
+                self.spark   # SparkContext installs its own SIGINT handler: take ours back
+                self._install_signal_handlers()   # `restore` still restores the originals
             while not self._stop.is_set():
                 now = self.clock()
                 self.spout.maybe_refresh(now)

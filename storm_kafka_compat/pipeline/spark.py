@@ -9,12 +9,20 @@ from typing import Any, Optional
 from ..config import SparkConfig
 
 
-def prepare_environment(extra_python_paths: tuple = ()) -> None:
-    """Environment the Python workers need: this interpreter, loopback binding,
-    and the driver's import path (so bolts in the user's project import there)."""
+def under_spark_submit() -> bool:
+    """True when ``spark-submit`` launched this driver: its JVM is already running
+    (``PYSPARK_GATEWAY_PORT``) with the submitted ``--master`` and settings."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def prepare_environment(extra_python_paths: tuple = (), *, local: bool = True) -> None:
+    """Environment the Python workers need: this interpreter, the driver's import
+    path (so bolts in the user's project import there) and, for a local master
+    only, loopback binding (executors on other hosts could not reach it)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     paths = [p for p in (*extra_python_paths, os.getcwd()) if p]
     current = os.environ.get("PYTHONPATH", "")
     merged = [p for p in paths if p not in current.split(os.pathsep)]
@@ -23,12 +31,17 @@ def prepare_environment(extra_python_paths: tuple = ()) -> None:
 
 
 def get_spark(config: Optional[SparkConfig] = None) -> Any:
-    """Get or create the SparkSession described by ``config`` (UI off)."""
-    prepare_environment()
+    """Get or create the SparkSession described by ``config`` (UI off).
+
+    Under ``spark-submit`` the submitted master wins over ``spark.master`` of the
+    CONFIG (whose default is ``local[2]``)."""
+    config = config or SparkConfig()
+    submitted = under_spark_submit()
+    prepare_environment(local=not submitted and config.master.startswith("local"))
     from pyspark.sql import SparkSession
 
-    config = config or SparkConfig()
-    builder = (SparkSession.builder.master(config.master).appName(config.app_name)
+    builder = SparkSession.builder if submitted else SparkSession.builder.master(config.master)
+    builder = (builder.appName(config.app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")

@@ -10,6 +10,7 @@ partition goes away (Storm's ``close()``).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -21,6 +22,7 @@ from ..partition.manager import PartitionManager
 from ..partition.retry import Clock, monotonic_ms
 from ..partition.startup import StartDecision, decide_start
 from ..state.document import encode_document
+from ..state.ownership import OwnershipGuard
 from ..state.paths import partition_path
 
 log = logging.getLogger(__name__)
@@ -31,11 +33,13 @@ NOT_CLIENT_SETTINGS = ("bootstrap_servers", "bootstrap.servers", "backend")
 
 def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
     """The topology id written into documents: ``topology.id`` when configured,
-    else a Storm-style ``<name>-1-<epoch seconds>`` new for each run (a run is a
-    submission, so ``ignoreZkOffsets`` behaves as on a Storm re-submission)."""
+    else a Storm-style ``<name>-<n>-<epoch seconds>`` new for each run (a run is a
+    submission, so ``ignoreZkOffsets`` behaves as on a Storm re-submission). Storm's
+    ``<n>`` is Nimbus's submission counter; here it is the driver's process id, so
+    two jobs started in the same second on one host still differ."""
     if job.topology.id:
         return job.topology.id
-    return f"{job.topology.name}-1-{int(now_s if now_s is not None else time.time())}"
+    return f"{job.topology.name}-{os.getpid()}-{int(now_s if now_s is not None else time.time())}"
 
 
 def zk_path_for(job: JobConfig, info: PartitionInfo) -> str:
@@ -138,6 +142,9 @@ class Spout:
         self.clock = clock
         self.decisions: Dict[Tuple[str, int], StartDecision] = {}
         self.commit_failures = 0
+        #: detects another job writing our documents (Storm never did): one pipelined
+        #: read of the documents we wrote last, per commit
+        self.ownership = OwnershipGuard(topology_id)
         self.coordinator = make_coordinator(job, kafka, manager_factory=self._new_manager,
                                             on_removed=self._removed, task_index=task_index,
                                             total_tasks=total_tasks, reader=registry_reader)
@@ -187,7 +194,10 @@ class Spout:
             return CommitReport()
         docs = {pm.zk_path: self.document(pm, off) for pm, off in due}
         try:
+            for conflict in self.ownership.check(self.store, docs):
+                log.error("%s", conflict.message)
             trips = self.store.write_many(docs)
+            self.ownership.wrote(docs)
         except StateError as exc:
             self.commit_failures += 1
             log.error("commit of %d partitions failed: %s; keeping the state in memory and "

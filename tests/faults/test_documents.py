@@ -79,9 +79,6 @@ def test_corrupt_document_at_start_and_edit_while_running(zk_server_factory, tan
     assert missing_offsets(counts, log_end) == []
 
 
-@pytest.mark.xfail(strict=False, reason="needs the driver to call "
-                   "storm_kafka_compat.state.ownership.OwnershipGuard before each commit "
-                   "(see /work/notes/ownership-wiring.md)")
 @pytest.mark.hard_timeout(600)
 def test_two_jobs_with_the_same_zkroot_and_id(zk_server_factory, tansu_factory, seed,
                                               job_factory, tmp_path, unique):

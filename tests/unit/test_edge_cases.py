@@ -74,3 +74,32 @@ def test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_
     assert summary.fetch_failures >= 4                      # retried every batch, never skipped
     assert p._last_managers[("orders", 0)].emitted_to == 1   # Storm: stuck at the same offset
     assert parse_document(store.docs["/kafka/spout1/partition_1"]).offset == 5   # not starved
+
+
+def test_another_writer_of_our_documents_is_reported(caplog):
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"a", b"b")
+    store = MemoryStateStore()
+    p = pipeline(job(), kafka, store)
+    p.spout.maybe_refresh(0)
+    pm = p.spout.managers()[("orders", 0)]
+    plan = pm.plan_fetch(max_messages=1)
+    pm.fetched(plan, [(0, 1)]); pm.ack(0)
+    p.spout.commit()
+    # a second job with the same zkRoot/id writes over our document
+    store.docs["/kafka/spout1/partition_0"] = encode_document(
+        topology_id="other-job-9-9", topology_name="t", offset=1, partition=0,
+        broker_host="k1", broker_port=9092, topic="orders")
+    plan = pm.plan_fetch(max_messages=1)
+    pm.fetched(plan, [(1, 2)]); pm.ack(1)
+    p.spout.commit()
+    assert p.spout.ownership.conflicts == 1
+    assert "other-job-9-9" in caplog.text and "/kafka/spout1/partition_0" in caplog.text
+
+
+def test_generated_topology_ids_differ_between_processes():
+    from storm_kafka_compat.pipeline.spout import topology_instance_id
+    j = JobConfig(spout=job().spout, topology=TopologyConfig(name="t"), bolt="tests.bolts:record")
+    import os
+    assert topology_instance_id(j, now_s=100) == f"t-{os.getpid()}-100"
