@@ -31,9 +31,13 @@ _COMMANDS = (
 def cli(verbose: int) -> None:
     """Storm's KafkaSpout (storm-kafka, storm-kafka-client) on PySpark."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("storm_kafka_compat")
+    # one handler even when main() runs several times in a process (tests, notebooks)
+    for old in [h for h in root.handlers if getattr(h, "_skc_cli", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler._skc_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(level)
 
