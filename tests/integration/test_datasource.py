@@ -69,21 +69,3 @@ def test_reads_from_zookeeper_positions_and_leaves_final_positions(
             topology_id=TOPOLOGY_ID, topology_name="orders-topo", offset=25, partition=p,
             broker_host=host, broker_port=int(port), topic=topic)
 
-
-def test_memory_sink_commits_through_spark_commit_one_batch_late(
-        spark, zk_server, zk_client, zk_root, tansu, kafka_topic, tmp_path):  # noqa: F811
-    topic = kafka_topic(partitions=1, messages=[(0, None, f"v{i}".encode()) for i in range(6)])
-    options = _options(zk_server, tansu, topic, zk_root, maxMessagesPerPartition=2)
-    register(spark)
-    query = (spark.readStream.format("storm-kafka").options(**options).load()
-             .writeStream.format("memory").queryName("skc_ds_memory")
-             .option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination(120)
-    assert query.exception() is None
-    rows = spark.sql("select offset, value, key from skc_ds_memory order by offset").collect()
-    assert [(r["offset"], r["value"], r["key"]) for r in rows] == [
-        (i, f"v{i}".encode(), None) for i in range(6)]
-    # batches end at 2, 4, 6; Spark commits all but the last one
-    doc = _get(zk_client, f"{zk_root}/orders-spout/partition_0")
-    assert b'"offset":4,' in doc
