@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -57,20 +58,35 @@ class _NoZooKeeper:
               help="Append metric records (JSON lines, Storm names) here instead of stderr.")
 @click.option("--prometheus-port", type=int, default=None,
               help="Serve the metrics for Prometheus on this port (needs the prometheus extra).")
+@click.option("--task-index", type=click.IntRange(min=0), default=0, show_default=True,
+              help="This application's index among --total-tasks applications sharing the "
+                   "topic; it owns partitions L[i::T] of the ordered partition list.")
+@click.option("--total-tasks", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many applications split the topic's partitions (Storm's spout tasks).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
-        metrics_file: Optional[str], prometheus_port: Optional[int], as_json_flag: bool) -> int:
+        metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
+        total_tasks: int, as_json_flag: bool) -> int:
     """Run the pipeline described by CONFIG."""
     from ..pipeline.driver import Pipeline, RunOptions
     from ..pipeline.spark import prepare_environment
 
     job = load_job_config(config_path)
     prepare_environment((os.path.dirname(os.path.abspath(config_path)),))
+    if task_index >= total_tasks:
+        raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
+                               f"{total_tasks} (indexes start at 0)")
+    from ..pipeline.spout import Spout
+    factory: Any = Spout
     extra: Dict[str, Any] = {}
     if job.uses_kafka_offsets:
         # kafkaSpout.offsetStore: kafka -> offsets in the consumer group, no ZooKeeper
         from ..client.spout import ClientSpout
-        extra = {"spout_factory": ClientSpout, "store": _NoZooKeeper()}
+        factory = ClientSpout
+        extra["store"] = _NoZooKeeper()
+    # the spout task this application is: partitions L[task_index::total_tasks]
+    extra["spout_factory"] = functools.partial(factory, task_index=task_index,
+                                               total_tasks=total_tasks)
     if job.dataframe is not None:
         # DataFrame mode: each batch goes to the function as one DataFrame
         from ..pipeline.dataframe import DataFrameExecutor

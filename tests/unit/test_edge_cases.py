@@ -103,3 +103,33 @@ def test_generated_topology_ids_differ_between_processes():
     j = JobConfig(spout=job().spout, topology=TopologyConfig(name="t"), bolt="tests.bolts:record")
     import os
     assert topology_instance_id(j, now_s=100) == f"t-{os.getpid()}-100"
+
+
+def test_case_29_applications_split_partitions_by_task_index():
+    import functools
+    from storm_kafka_compat.pipeline.spout import Spout
+    from tests import bolts
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 4)
+    for p in range(4):
+        kafka.append("orders", p, b"x", b"y")
+    store = MemoryStateStore()
+    seen = {}
+    for index in (0, 1):
+        bolts.SEEN.clear()
+        Pipeline(job(partitions=4), spark="local", store=store, kafka_factory=lambda b: kafka,
+                 sleep=lambda s: None,
+                 spout_factory=functools.partial(Spout, task_index=index, total_tasks=2)
+                 ).run(RunOptions(until_caught_up=True))
+        seen[index] = sorted({r["partition"] for r in bolts.SEEN})
+    assert seen == {0: [0, 2], 1: [1, 3]}
+    assert sorted(store.docs) == [f"/kafka/spout1/partition_{p}" for p in range(4)]
+
+
+def test_run_rejects_a_task_index_outside_total_tasks(tmp_path, capsys):
+    from storm_kafka_compat.cli.main import main
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("spout: {topic: t, zkRoot: /r, id: s}\nhosts: {static: {0: 'h:9092'}}\n"
+                   "topology: {topology.name: n}\nbolt: tests.bolts:record\n")
+    assert main(["run", str(cfg), "--task-index", "2", "--total-tasks", "2"]) == 2
+    assert "--task-index 2" in capsys.readouterr().err
