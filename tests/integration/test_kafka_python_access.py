@@ -65,11 +65,24 @@ def test_tansu_answers_nothing_beyond_the_end(access, kafka_topic):
     assert access.fetch(topic, 0, 50) == []
 
 
-def test_partitions_share_one_consumer(access, kafka_topic):
+def test_each_partition_keeps_its_consumer_and_position(access, kafka_topic, monkeypatch):
+    from storm_kafka_compat.kafka import kafka_python
     topic = kafka_topic(3, [(p, None, b"%d-%d" % (p, i)) for i in range(5) for p in range(3)])
     for p in (2, 0, 1, 0):
         assert [m.value for m in access.fetch(topic, p, 3)] == [b"%d-3" % p, b"%d-4" % p]
-    assert access._consumer is not None
+    assert len(access._fetchers) == 3
+    first = access._fetchers[next(iter(access._fetchers))]
+    assert [m.value for m in access.fetch(topic, 1, 0)] == [b"1-%d" % i for i in range(5)]
+    # a continuing fetch needs no seek: the consumer stayed at the next offset
+    seeks = []
+    monkeypatch.setattr(type(first), "seek", lambda self, tp, off: seeks.append(off))
+    assert access.fetch(topic, 1, 5) == [] and seeks == []
+    monkeypatch.undo()
+    # beyond MAX_FETCH_CONSUMERS the least recently used consumer is closed
+    monkeypatch.setattr(kafka_python, "MAX_FETCH_CONSUMERS", 2)
+    other = kafka_topic(1, [(0, None, b"z")])
+    assert [m.value for m in access.fetch(other, 0, 0)] == [b"z"]
+    assert [(tp.topic, tp.partition) for tp in access._fetchers] == [(topic, 1), (other, 0)]
 
 
 def test_fetch_size_bytes_bounds_one_fetch_but_a_larger_message_comes_back(tansu, kafka_topic):
@@ -154,7 +167,8 @@ def test_auto_offset_reset_none_raises_in_kafka_python():
 def test_the_real_consumer_has_no_reset_policy(access, kafka_topic):
     topic = kafka_topic(1, [(0, None, b"a")])
     access.fetch(topic, 0, 0)
-    assert access._consumer._subscription.has_default_offset_reset_policy() is False
+    fetcher = next(iter(access._fetchers.values()))
+    assert fetcher._subscription.has_default_offset_reset_policy() is False
 
 
 class _RaisingConsumer:
@@ -195,9 +209,11 @@ def test_error_mapping_matches_scripted_kafka(make_exc, expected):
 
     from storm_kafka_compat import errors
     a = KafkaPythonAccess("127.0.0.1:1", spout())
-    a._consumer = _RaisingConsumer(make_exc(E, TopicPartition("t", 0)))
+    tp = TopicPartition("t", 0)
+    a._fetchers[tp] = _RaisingConsumer(make_exc(E, tp))
+    a._positions[tp] = 3
     with pytest.raises(errors.KafkaAccessError) as err:
         a.fetch("t", 0, 3)
     assert type(err.value).__name__ == expected
     assert (err.value.topic, err.value.partition, err.value.offset) == ("t", 0, 3)
-    assert a._position is None          # the next fetch seeks again
+    assert a._positions == {}           # the next fetch seeks again
