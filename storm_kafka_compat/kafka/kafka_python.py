@@ -314,9 +314,23 @@ class KafkaPythonAccess:
             c.seek(tp, offset)
             self._positions[tp] = offset
 
-    def _forget_positions(self) -> None:
-        """After an error nothing is known of the consumers' positions: seek again."""
+    def _forget_positions(self, topic: Optional[str] = None,
+                          partition: Optional[int] = None) -> None:
+        """After an error nothing is known of the consumers' positions: seek again.
+        The failed partition's consumer is closed too, so the retry starts from a
+        fresh one (a consumer once seen to return nothing for 10 s at an offset below
+        the log end kept doing so; a new one read on)."""
         self._positions.clear()
+        if topic is None or partition is None:
+            return
+        from kafka import TopicPartition
+        c = self._fetchers.pop(TopicPartition(topic, partition), None)
+        if c is not None:
+            try:
+                c.close()
+            except Exception:  # best effort
+                log.debug("closing the consumer of %s/%d failed", topic, partition,
+                          exc_info=True)
 
     def _errors(self, topic: Optional[str], partition: Optional[int], offset: Optional[int],
                 what: str) -> "_ErrorMap":
@@ -337,12 +351,12 @@ class _ErrorMap:
     def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> bool:
         if exc is None or isinstance(exc, KafkaAccessError):
             if exc is not None:
-                self.owner._forget_positions()
+                self.owner._forget_positions(self.topic, self.partition)
             return False
         import kafka.errors as Errors
         where = f"{self.topic}/{self.partition}" if self.partition is not None else f"{self.topic}"
         kw = dict(topic=self.topic, partition=self.partition, offset=self.offset)
-        self.owner._forget_positions()
+        self.owner._forget_positions(self.topic, self.partition)
         if isinstance(exc, Errors.OffsetOutOfRangeError):
             raise OffsetOutOfRangeError(
                 f"offset {self.offset} for {where} is out of range (OFFSET_OUT_OF_RANGE); "

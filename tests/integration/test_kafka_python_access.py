@@ -217,3 +217,4 @@ def test_error_mapping_matches_scripted_kafka(make_exc, expected):
     assert type(err.value).__name__ == expected
     assert (err.value.topic, err.value.partition, err.value.offset) == ("t", 0, 3)
     assert a._positions == {}           # the next fetch seeks again
+    assert tp not in a._fetchers        # ... with a fresh consumer
