@@ -284,13 +284,17 @@ class Pipeline:
         managers = self.spout.managers()
         taken_total = 0
         refresh = False
+        task_errors = self._task_errors
+        stats = self._stats
+        processed, acked, failed = stats.processed, stats.acked, stats.failed
         for r in results:
-            pm = managers.get(r.key)
+            key = (r.topic, r.partition)
+            pm = managers.get(key)
             if pm is None:
-                log.info("%s/%d is no longer assigned; dropping its batch result", *r.key)
+                log.info("%s/%d is no longer assigned; dropping its batch result", *key)
                 continue
             if r.error == "bolt_error":
-                n = self._task_errors[r.key] = self._task_errors.get(r.key, 0) + 1
+                n = task_errors[key] = task_errors.get(key, 0) + 1
                 log.error("task for %s/%d failed (%d in a row): %s", r.topic, r.partition, n,
                           r.error_message)
                 if n >= self._max_task_errors:
@@ -299,7 +303,8 @@ class Pipeline:
                         f"{r.error_message}; fix the bolt or scheme (is its module importable "
                         "on the executors?)")
                 continue
-            self._task_errors.pop(r.key, None)
+            if task_errors:
+                task_errors.pop(key, None)
             if r.error == "out_of_range":
                 if self.job.spout.use_start_offset_time_if_offset_out_of_range:
                     earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
@@ -317,19 +322,25 @@ class Pipeline:
                 self.summary.fetch_failures += 1
                 refresh = True
                 continue
-            pm.fetched(r.plan, r.taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
-            pm.ack_ranges(r.acked)
+            taken = r.taken
+            pm.fetched(r.plan, taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
+            if not taken and not r.plan.retry:       # nothing new: the common idle case
+                self._caught_up[key] = True
+                continue
+            if r.acked:
+                pm.ack_ranges(r.acked)
             for offset in r.failed:
                 pm.fail(offset)
             for offset in r.unacked:
-                self._open_trees[(r.key, offset)] = now_ms
-            n = sum(e - s for s, e in r.taken)
+                self._open_trees[(key, offset)] = now_ms
+            n = sum(e - s for s, e in taken)
             taken_total += n
-            self._stats.add(self._stats.processed, r.key, n)
-            self._stats.add(self._stats.acked, r.key, sum(e - s for s, e in r.acked))
-            self._stats.add(self._stats.failed, r.key, len(r.failed))
+            processed[key] = processed.get(key, 0) + n
+            acked[key] = acked.get(key, 0) + sum(e - s for s, e in r.acked)
+            if r.failed:
+                failed[key] = failed.get(key, 0) + len(r.failed)
             if not r.plan.retry:
-                self._caught_up[r.key] = n == 0
+                self._caught_up[key] = n == 0
         if refresh:
             self.spout.coordinator.on_fetch_failure()
         return taken_total
