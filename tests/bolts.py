@@ -30,6 +30,13 @@ def record(t):
              "time": time.time()})
 
 
+def record_slowly(t):
+    """As :func:`record`, then 5 ms of work: paces a job so that a fault test can
+    interrupt it mid-stream however fast the machine is."""
+    record(t)
+    time.sleep(0.005)
+
+
 def fail_marked(t):
     """Fails messages whose value starts with "fail"; records every attempt."""
     value = t.values[0]

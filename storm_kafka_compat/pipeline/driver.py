@@ -277,7 +277,7 @@ class Pipeline:
     def apply(self, results: List[TaskResult], now_ms: int) -> int:
         """Apply task results to the managers; returns messages taken.
 
-        ``now_ms`` is when the batch started: open tuple trees
+        ``now_ms`` is when the results came back: open tuple trees
         (``TaskResult.unacked``) time out ``topology.message.timeout.secs`` after it.
         Their offsets stay pending until then, so they hold the commit back.
         """
@@ -444,7 +444,9 @@ class Pipeline:
                 self.expire_open_trees(now)
                 specs = self.plan(options)
                 results = self.execute(specs)
-                taken = self.apply(results, now)   # open trees date from the batch start
+                # open trees date from when the results came back, after the bolts
+                # ran: at least topology.message.timeout.secs after the emit
+                taken = self.apply(results, self.clock())
                 if specs:
                     log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
                               self.summary.batches + 1, len(specs),
