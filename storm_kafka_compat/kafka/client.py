@@ -29,6 +29,30 @@ TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
 
 
+# --- tuning shared by the fetch backends (kafka_python.py, confluent.py) ----------------
+
+#: client id used when SpoutConfig.clientId is empty
+DEFAULT_CLIENT_ID = "storm-kafka-compat"
+#: floor of the fetch wait (kafka-python fetch_max_wait_ms, librdkafka
+#: fetch.wait.max.ms). Kafka waits this long only when less than the minimum bytes
+#: are available, so with data nothing is delayed; an idle partition is then asked
+#: once per 100 ms instead of busy-polled as storm-kafka does with fetchMaxWait 0 and
+#: minFetchByte 0 (STORM-1680/STORM-1674). tansu 0.6 also needs it: at 0 ms it
+#: returns no partition data, at 1 ms one record per fetch (about 50 records/s), at
+#: 100 ms everything available (measured).
+MIN_FETCH_MAX_WAIT_MS = 100
+#: partitions fetched with a consumer of their own per access object (so a partition
+#: keeps its position and prefetched records between fetches); beyond, the least
+#: recently used consumer is closed
+MAX_FETCH_CONSUMERS = 8
+#: extra time given to one poll round beyond the fetch wait (ms); when a round brings
+#: nothing the log end is asked, so a short round only costs a ListOffsets
+POLL_SLICE_MARGIN_MS = 50
+#: how long to keep polling once the offset is known to be beyond the log end, beyond
+#: the fetch wait (ms): Kafka answers OFFSET_OUT_OF_RANGE there, tansu answers nothing
+BEYOND_END_GRACE_MS = 500
+
+
 class KafkaMessage(NamedTuple):
     """One Kafka record as returned by :meth:`KafkaAccess.fetch`.
 

@@ -51,36 +51,27 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
-from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
-                                             KafkaMessage, slice_messages)
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
+                                             MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
+                                             POLL_SLICE_MARGIN_MS, TIMESTAMP_CREATE_TIME,
+                                             TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
+                                             slice_messages)
 
 log = logging.getLogger(__name__)
 
-#: client id used when SpoutConfig.clientId is empty
-DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: the group id librdkafka insists on; never joined, never committed to
 GROUP_ID = "storm-kafka-compat-assign-only"
-#: floor of fetch.wait.max.ms (see kafka_python.MIN_FETCH_MAX_WAIT_MS)
-MIN_FETCH_MAX_WAIT_MS = 100
-#: partitions fetched with a consumer of their own (and prefetched between
-#: calls) per access object; beyond, the least recently used one is re-assigned
-MAX_FETCH_CONSUMERS = 8
 #: librdkafka's prefetch bound per partition, in fetches of fetchSizeBytes
 PREFETCH_FETCHES = 4
 #: records one fetch() may return when the caller sets no bound
 DEFAULT_MAX_MESSAGES = 100_000
-#: extra time given to the first wait of a fetch beyond fetch.wait.max.ms (ms)
-POLL_SLICE_MARGIN_MS = 50
-#: how long to keep polling once the offset is known to be beyond the log end,
-#: beyond fetch.wait.max.ms (ms): Kafka answers OFFSET_OUT_OF_RANGE, tansu nothing
-BEYOND_END_GRACE_MS = 500
 #: settings this adapter owns; the client mapping may not change them
 RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
             "enable.partition.eof", "bootstrap.servers")

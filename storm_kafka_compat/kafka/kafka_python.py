@@ -51,31 +51,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
-from storm_kafka_compat.kafka.client import KafkaMessage, slice_messages
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
+                                             MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
+                                             POLL_SLICE_MARGIN_MS, KafkaMessage, slice_messages)
 
 log = logging.getLogger(__name__)
 
-#: client id used when SpoutConfig.clientId is empty
-DEFAULT_CLIENT_ID = "storm-kafka-compat"
-#: floor of fetch_max_wait_ms. Kafka waits this long only when less than
-#: fetch_min_bytes is available, so with data nothing is delayed; an idle
-#: partition is then asked once per 100 ms instead of busy-polled as storm-kafka
-#: does with fetchMaxWait 0 and minFetchByte 0 (STORM-1680/STORM-1674). tansu
-#: 0.6 also needs it: at 0 ms it returns no partition data, at 1 ms one record
-#: per fetch (about 50 records/s), at 100 ms everything available (measured).
-MIN_FETCH_MAX_WAIT_MS = 100
-#: partitions fetched with a consumer of their own per access object; beyond,
-#: the least recently used consumer is closed
-MAX_FETCH_CONSUMERS = 8
 #: records one poll may return when the caller sets no bound; the byte budget
 #: (fetchSizeBytes) is what really bounds a fetch
 DEFAULT_MAX_POLL_RECORDS = 100_000
-#: extra time given to one poll round beyond fetchMaxWait (ms); when a round
-#: brings nothing the log end is asked, so a short round only costs a ListOffsets
-POLL_SLICE_MARGIN_MS = 50
-#: how long to keep polling for Kafka's OFFSET_OUT_OF_RANGE once the log end is
-#: known to be below the offset, beyond fetchMaxWait (ms)
-BEYOND_END_GRACE_MS = 500
 #: settings this adapter owns; the client mapping may not change them
 _RESERVED = ("group_id", "enable_auto_commit", "auto_offset_reset", "bootstrap_servers",
              "key_deserializer", "value_deserializer")
