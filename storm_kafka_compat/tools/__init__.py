@@ -50,20 +50,10 @@ def client_settings(job: JobConfig) -> Dict[str, Any]:
     return {k: v for k, v in job.kafka.items() if k not in NOT_CLIENT_SETTINGS}
 
 
-@dataclass
-class PartitionState:
-    """One partition as the tools see it.
-
-    ``stored`` is the document read from ``zk_path`` (None: no node);
-    ``log_start``/``log_end`` are Kafka's earliest and latest offsets (None
-    when Kafka was not asked).
-    """
+class _OnePartition:
+    """``topic``, ``partition`` and ``key`` of a state holding a PartitionInfo ``info``."""
 
     info: PartitionInfo
-    zk_path: str
-    stored: Optional[StoredDocument]
-    log_start: Optional[int] = None
-    log_end: Optional[int] = None
 
     @property
     def topic(self) -> str:
@@ -76,6 +66,22 @@ class PartitionState:
     @property
     def key(self) -> PartitionKey:
         return self.info.key
+
+
+@dataclass
+class PartitionState(_OnePartition):
+    """One partition as the tools see it.
+
+    ``stored`` is the document read from ``zk_path`` (None: no node);
+    ``log_start``/``log_end`` are Kafka's earliest and latest offsets (None
+    when Kafka was not asked).
+    """
+
+    info: PartitionInfo
+    zk_path: str
+    stored: Optional[StoredDocument]
+    log_start: Optional[int] = None
+    log_end: Optional[int] = None
 
     @property
     def stored_offset(self) -> Optional[int]:
@@ -93,7 +99,7 @@ class PartitionState:
 
 
 @dataclass
-class GroupPartitionState:
+class GroupPartitionState(_OnePartition):
     """One partition of a Kafka-store job as the tools see it.
 
     ``committed`` is what the group holds, as
@@ -109,18 +115,6 @@ class GroupPartitionState:
     committed: Optional[Tuple[int, str]]
     log_start: Optional[int] = None
     log_end: Optional[int] = None
-
-    @property
-    def topic(self) -> str:
-        return self.info.topic
-
-    @property
-    def partition(self) -> int:
-        return self.info.partition
-
-    @property
-    def key(self) -> PartitionKey:
-        return self.info.key
 
     @property
     def committed_offset(self) -> Optional[int]:
