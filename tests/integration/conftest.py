@@ -1,6 +1,12 @@
-"""Broker fixtures for integration tests: tansu (the embedded Kafka-protocol broker).
+"""Broker fixtures for integration tests: real Apache Kafka 0.9.0.1, and tansu.
 
-* ``tansu``: one broker for the session (never pause or stop it);
+* ``kafka09``: one Apache Kafka 0.9.0.1 broker for the session (unique topics; never
+  stop it); ``kafka09_factory``: clusters of a test's own (several brokers, kills,
+  retention settings); ``kafka09_topic``: a new topic there, written by a batching
+  producer. Use these wherever broker behaviour matters (high watermark,
+  out-of-range, retention, leader change, group metadata);
+
+* ``tansu``: one tansu broker for the session (never pause or stop it);
 * ``tansu_factory``: brokers of a test's own, which it may pause, kill or restart;
 * ``kafka_topic``: ``make(partitions=1, messages=()) -> topic`` on the session
   broker, produced with one record per batch so the high watermark is exact.
@@ -19,11 +25,12 @@ _BROKERS_KEY = pytest.StashKey[list]()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    """Append the tansu log tail to the report of a failed test."""
+    """Append the tansu and Kafka log tails to the report of a failed test."""
     outcome = yield
     report = outcome.get_result()
     if not report.failed:
         return
+    _kafka_log_sections(item, report)
     brokers = list(item.stash.get(_BROKERS_KEY, []))
     session_broker = getattr(item.session, "_skc_tansu", None)
     if session_broker is not None and "tansu" in getattr(item, "fixturenames", ()):
@@ -80,6 +87,83 @@ def kafka_topic(tansu, unique: Callable[..., str]):
         items = list(messages)
         if items:
             produce_exact(servers, topic, items)
+        return topic
+
+    return make
+
+
+# --- Apache Kafka 0.9.0.1 (real brokers) ------------------------------------------------
+
+_KAFKA_KEY = pytest.StashKey[list]()
+
+
+def _kafka_or_skip() -> None:
+    from storm_kafka_compat.testing.kafka import missing_prerequisite
+    reason = missing_prerequisite()
+    if reason:
+        pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
+
+
+def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Append each Kafka broker's log tail to the report of a failed test."""
+    clusters = list(item.stash.get(_KAFKA_KEY, []))
+    session_cluster = getattr(item.session, "_skc_kafka", None)
+    if session_cluster is not None and "kafka09" in getattr(item, "fixturenames", ()):
+        clusters.insert(0, session_cluster)
+    for cluster in dict.fromkeys(clusters):
+        for broker in cluster.brokers:
+            report.sections.append((f"Kafka broker {broker.broker_id} {broker.bootstrap} log "
+                                    f"tail ({broker.log_path})", broker.log_tail(40)))
+
+
+@pytest.fixture(scope="session")
+def kafka09(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
+    unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
+    _kafka_or_skip()
+    from storm_kafka_compat.testing.kafka import KafkaCluster
+
+    cluster = KafkaCluster(1, tmp_path_factory.mktemp("kafka09"),
+                           settings={"log.retention.check.interval.ms": 1000})
+    cluster.start()
+    request.session._skc_kafka = cluster
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
+    may kill, restart or reconfigure; all are closed at teardown."""
+    _kafka_or_skip()
+    from storm_kafka_compat.testing.kafka import KafkaCluster
+
+    clusters: List[KafkaCluster] = []
+
+    def make(brokers: int = 1, **kwargs: object) -> KafkaCluster:
+        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka09-own"), **kwargs)
+        clusters.append(cluster)
+        request.node.stash.setdefault(_KAFKA_KEY, []).append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in clusters:
+        cluster.close()
+
+
+@pytest.fixture
+def kafka09_topic(kafka09, unique: Callable[..., str]):
+    """Return ``make(partitions=1, messages=(), replication=1, config={}) -> topic`` on
+    the session's Kafka 0.9 broker; messages go through a batching producer."""
+    from storm_kafka_compat.testing.kafka import produce
+
+    def make(partitions: int = 1, messages: Iterable[Message] = (), *,
+             config: Optional[dict] = None) -> str:
+        topic = unique("topic")
+        kafka09.create_topic(topic, partitions, 1, config=config or {})
+        items = list(messages)
+        if items:
+            produce(kafka09.bootstrap, topic, items)
         return topic
 
     return make
