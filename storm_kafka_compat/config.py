@@ -186,13 +186,21 @@ class JobConfig:
     bolt: Optional[str] = None
     #: a topology of bolts with groupings (raw mapping, interpreted by the pipeline)
     topology_spec: Optional[Mapping[str, Any]] = None
-    #: Kafka client settings passed through to the client (security, etc.)
+    #: the ``kafka`` mapping as written (client settings, backend, broker version);
+    #: :attr:`kafka_settings` splits it by client
     kafka: Mapping[str, Any] = field(default_factory=dict)
     #: storm-kafka-client's KafkaSpoutConfig (the ``kafkaSpout`` section), or None
     #: (:class:`storm_kafka_compat.client.config.KafkaSpoutConfig`)
     kafka_spout: Optional[Any] = None
     #: ``module:callable`` of a DataFrame-mode batch function (instead of bolts), or None
     dataframe: Optional[str] = None
+
+    @property
+    def kafka_settings(self) -> Any:
+        """The ``kafka`` mapping split by client
+        (:class:`storm_kafka_compat.kafka.settings.KafkaSettings`)."""
+        from .kafka.settings import kafka_settings_from_dict
+        return kafka_settings_from_dict(self.kafka)
 
     @property
     def uses_kafka_offsets(self) -> bool:
@@ -958,7 +966,10 @@ def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[st
 
 
 def _kafka_settings(value: Any, section: str = "kafka") -> Dict[str, Any]:
-    return dict(_require_mapping(value, section))
+    from .kafka.settings import kafka_settings_from_dict
+    mapping = dict(_require_mapping(value, section))
+    kafka_settings_from_dict(mapping, section)          # raises ConfigError when malformed
+    return mapping
 
 
 # --- the whole job --------------------------------------------------------------------

@@ -31,6 +31,7 @@ from .config import (
     parse_yaml,
 )
 from .errors import ConfigError
+from .kafka.settings import add_java_client_setting
 
 logger = logging.getLogger(__name__)
 
@@ -683,10 +684,10 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
             static[int(num)] = value.strip()
             continue
         if key.startswith(PROPERTIES_KAFKA_PREFIX):
-            kafka[key[len(PROPERTIES_KAFKA_PREFIX):]] = value
+            add_java_client_setting(kafka, key[len(PROPERTIES_KAFKA_PREFIX):], value)
             continue
         if key == PROPERTIES_KAFKA_BARE[0] or key.startswith(PROPERTIES_KAFKA_BARE[1:]):
-            kafka[key] = value
+            add_java_client_setting(kafka, key, value)
             continue
         if key in PROPERTIES_SPARK:
             target = PROPERTIES_SPARK[key]

@@ -45,6 +45,8 @@ def check(config_path: str, as_json: bool) -> int:
     filled in; secrets are shown as ***. Exit code 2 on a configuration error.
     """
     job = load_job_config(config_path)
+    from ..kafka.settings import check_client_settings
+    check_client_settings(job.kafka_settings)       # each key known to its client
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):
         click.echo(f"Note: {note}", err=True)

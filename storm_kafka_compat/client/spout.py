@@ -123,10 +123,9 @@ class ClientSpout:
     def groups(self) -> Any:
         if self._groups is None:
             from ..kafka.groups import KafkaGroupOffsets
-            client = {k: v for k, v in self.job.kafka.items()
-                      if k not in ("bootstrap_servers", "bootstrap.servers", "backend")}
             self._groups = KafkaGroupOffsets(list(self.config.bootstrap_servers),
-                                             str(self.config.group_id), client)
+                                             str(self.config.group_id),
+                                             self.job.kafka_settings.for_kafka_python())
         return self._groups
 
     # --- managers -------------------------------------------------------------------

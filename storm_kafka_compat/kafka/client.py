@@ -27,6 +27,10 @@ from storm_kafka_compat.config import Broker
 #: ``timestamp_type`` values of Kafka record batches
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
+#: ``timestamp``/``timestamp_type`` of a record without one (message format v0, the
+#: only one Kafka 0.9 writes), as Kafka's own clients report it
+NO_TIMESTAMP = -1
+NO_TIMESTAMP_TYPE = -1
 
 
 # --- tuning shared by the fetch backends (kafka_python.py, confluent.py) ----------------
@@ -57,7 +61,9 @@ class KafkaMessage(NamedTuple):
     """One Kafka record as returned by :meth:`KafkaAccess.fetch`.
 
     ``offset`` is the record's own offset (the next offset to read after it is
-    ``offset + 1``). ``timestamp`` is in epoch milliseconds.
+    ``offset + 1``). ``timestamp`` is in epoch milliseconds; a record of a
+    broker older than 0.10 has none: ``timestamp`` and ``timestamp_type`` are
+    then :data:`NO_TIMESTAMP` and :data:`NO_TIMESTAMP_TYPE` (-1).
     """
 
     offset: int

@@ -60,11 +60,16 @@ from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAcces
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
-                                             POLL_SLICE_MARGIN_MS, TIMESTAMP_CREATE_TIME,
+                                             NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
+                                             TIMESTAMP_CREATE_TIME,
                                              TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
                                              slice_messages)
 
 log = logging.getLogger(__name__)
+
+#: librdkafka's timestamp types (TIMESTAMP_NOT_AVAILABLE 0, CREATE_TIME 1,
+#: LOG_APPEND_TIME 2) to Kafka's; a v0 message (Kafka 0.9) has none: (0, -1)
+_TIMESTAMP_TYPES = {1: TIMESTAMP_CREATE_TIME, 2: TIMESTAMP_LOG_APPEND_TIME}
 
 #: the group id librdkafka insists on; never joined, never committed to
 GROUP_ID = "storm-kafka-compat-assign-only"
@@ -183,7 +188,7 @@ def to_messages(records: List[Any], topic: str, partition: int,
         ts_type, ts = m.timestamp()
         headers = m.headers()
         append(new(km, (m.offset(), m.key(), m.value(), ts,
-                        TIMESTAMP_LOG_APPEND_TIME if ts_type == 2 else TIMESTAMP_CREATE_TIME,
+                        _TIMESTAMP_TYPES.get(ts_type, NO_TIMESTAMP_TYPE),
                         tuple(headers) if headers else (), topic, partition)))
     return out
 

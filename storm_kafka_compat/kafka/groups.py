@@ -296,7 +296,9 @@ class KafkaGroupOffsets:
         if "Authorization" in name or "Authentication" in name or "Sasl" in name:
             hint = "check the kafka security settings and the group ACLs"
         elif "Timeout" in name or "NoBrokersAvailable" in name or isinstance(exc, OSError):
-            hint = f"check that a broker answers at {servers}"
+            from .probe import version_hint
+            hint = f"check that a broker answers at {servers}" + version_hint(servers,
+                                                                            self.config)
         else:
             hint = "check the brokers, the topic and the group"
         return GroupAccessError(

@@ -53,6 +53,7 @@ from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAcces
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
+                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
                                              POLL_SLICE_MARGIN_MS, KafkaMessage, slice_messages)
 
 log = logging.getLogger(__name__)
@@ -354,10 +355,14 @@ class _ErrorMap:
         if isinstance(exc, (OSError, TimeoutError)) or (
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
+            hint = ""
+            if "bootstrap" in str(exc).lower() or isinstance(exc, Errors.NoBrokersAvailable):
+                from storm_kafka_compat.kafka.probe import version_hint
+                hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
             raise FailedFetchError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
                 "that the broker is up and reachable (a running job refreshes its "
-                "partitions and retries)", **kw) from exc
+                f"partitions and retries){hint}", **kw) from exc
         if isinstance(exc, Errors.KafkaError):
             raise KafkaAccessError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "
@@ -375,5 +380,7 @@ def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> Failed
 
 def _message(r: Any) -> KafkaMessage:
     headers = tuple((k, v) for k, v in (r.headers or ()))
-    return KafkaMessage(r.offset, r.key, r.value, int(r.timestamp), int(r.timestamp_type),
-                        headers, r.topic, r.partition)
+    # message format v0 (Kafka 0.9) carries no timestamp: kafka-python gives None
+    ts = NO_TIMESTAMP if r.timestamp is None else int(r.timestamp)
+    ts_type = NO_TIMESTAMP_TYPE if r.timestamp_type is None else int(r.timestamp_type)
+    return KafkaMessage(r.offset, r.key, r.value, ts, ts_type, headers, r.topic, r.partition)

@@ -69,7 +69,6 @@ from ..errors import ConfigError, OffsetOutOfRangeError, StormKafkaCompatError
 from ..partition.startup import StartDecision, decide_start
 from ..state.document import encode_document
 from .spout import (
-    NOT_CLIENT_SETTINGS,
     LazyKafka,
     make_coordinator,
     topology_instance_id,
@@ -613,8 +612,8 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         starts, ends = from_offset_map(start), from_offset_map(end)
         infos = self.positions.partitions()          # leaders known before the bootstrap list
         bootstrap = self.positions.kafka.bootstrap
-        kafka_conf = tuple(sorted((k, v) for k, v in self.job.kafka.items()
-                                  if k not in NOT_CLIENT_SETTINGS))
+        # the source's executors read through kafka-python whatever the backend
+        kafka_conf = tuple(sorted(self.job.kafka_settings.for_kafka_python().items()))
         out = []
         for key, stop in sorted(ends.items()):
             if key in starts:

@@ -39,7 +39,7 @@ from ..partition.manager import CommitTimer, PartitionManager
 from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from .executor import TaskResult, TaskSpec, run_task, run_tasks
 from .stages import StageJob, build_stage_job, needs_stages, run_stages_local, run_stages_spark
-from .spout import NOT_CLIENT_SETTINGS, LazyKafka, Spout, topology_instance_id
+from .spout import LazyKafka, Spout, topology_instance_id
 
 log = logging.getLogger(__name__)
 
@@ -216,9 +216,9 @@ class Pipeline:
                 return []
             cap = min(cap, max(1, math.ceil(room / len(managers))))
         bootstrap = self.kafka.bootstrap
-        kafka_conf = tuple(sorted((k, v) for k, v in self.job.kafka.items()
-                                  if k not in NOT_CLIENT_SETTINGS))
-        backend = str(self.job.kafka.get("backend", "kafka-python"))
+        settings = self.job.kafka_settings
+        backend = settings.backend
+        kafka_conf = tuple(sorted(settings.for_backend(backend).items()))
         storm_conf = tuple(sorted(self.spout.storm_conf().items()))
         specs = []
         for pm in managers.values():

@@ -28,7 +28,6 @@ from ..state.paths import partition_path
 log = logging.getLogger(__name__)
 
 #: keys of the CONFIG ``kafka`` mapping that are ours, not client settings
-NOT_CLIENT_SETTINGS = ("bootstrap_servers", "bootstrap.servers", "backend")
 
 
 def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
@@ -61,9 +60,7 @@ class LazyKafka:
             self.brokers.update(hosts.servers)
         elif isinstance(hosts, StaticHosts):
             self.brokers.update(str(b) for b in hosts.partitions.values())
-        configured = job.kafka.get("bootstrap_servers") or job.kafka.get("bootstrap.servers")
-        if configured:
-            self.brokers.update(configured.split(",") if isinstance(configured, str) else configured)
+        self.brokers.update(job.kafka_settings.bootstrap_servers)
 
     def learn(self, broker: Broker) -> None:
         self.brokers.add(str(broker))
@@ -80,9 +77,8 @@ class LazyKafka:
                 self._access = self.factory(list(self.bootstrap))
             else:
                 from ..kafka.kafka_python import KafkaPythonAccess
-                client_conf = {k: v for k, v in self.job.kafka.items()
-                               if k not in NOT_CLIENT_SETTINGS}
-                self._access = KafkaPythonAccess(list(self.bootstrap), self.job.spout, client_conf)
+                self._access = KafkaPythonAccess(list(self.bootstrap), self.job.spout,
+                                                 self.job.kafka_settings.for_kafka_python())
         return self._access
 
     def __getattr__(self, name: str) -> Any:     # offset_for, fetch, leaders, topics

@@ -44,10 +44,9 @@ PartitionKey = Tuple[str, int]
 
 
 def client_settings(job: JobConfig) -> Dict[str, Any]:
-    """The job's ``kafka`` mapping minus the keys that are ours (``backend``,
-    ``bootstrap_servers``): what goes to a Kafka client (security etc.)."""
-    from ..pipeline.spout import NOT_CLIENT_SETTINGS
-    return {k: v for k, v in job.kafka.items() if k not in NOT_CLIENT_SETTINGS}
+    """What the job's kafka-python clients are given (security settings, the
+    brokers' ``api_version``; see :mod:`storm_kafka_compat.kafka.settings`)."""
+    return job.kafka_settings.for_kafka_python()
 
 
 class _OnePartition:

@@ -32,7 +32,7 @@ topology:
   storm.zookeeper.auth.payload: "alice:topsecret"
 bolt: myjob.bolts:count
 kafka:
-  sasl.plain.password: hunter2
+  sasl_plain_password: hunter2
 """
 
 
@@ -59,7 +59,7 @@ def test_check_prints_effective_config(good: Path) -> None:
     assert eff["spout"]["fetchMaxWait"] == 0
     assert eff["spout"]["maxOffsetBehind"] == 2**63 - 1
     assert eff["topology"]["storm.zookeeper.auth.payload"] == "***"
-    assert eff["kafka"]["sasl.plain.password"] == "***"
+    assert eff["kafka"]["sasl_plain_password"] == "***"
     assert "topsecret" not in res.stdout + res.stderr
     assert "hunter2" not in res.stdout + res.stderr
     assert f"{good}: valid" in res.stderr
@@ -153,7 +153,9 @@ def test_convert_properties() -> None:
     assert res.returncode == 0, res.stderr
     conf = yaml.safe_load(res.stdout.split("\n", 1)[1])
     assert conf["spout"]["zkRoot"] == "/kafka-offsets"
-    assert conf["kafka"]["security.protocol"] == "SASL_SSL"
+    # Java client names become kafka-python's
+    assert conf["kafka"]["security_protocol"] == "SASL_SSL"
+    assert conf["kafka"]["sasl_plain_password"] == "s3cret"
     assert "convert: topology.workers not mapped" in res.stderr
 
 

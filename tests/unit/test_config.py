@@ -474,9 +474,16 @@ def test_job_config_minimal() -> None:
 
 def test_job_config_simple_bolt_and_kafka_passthrough() -> None:
     job = job_config_from_dict(job_dict(bolt="myjob.bolts:count", kafka={
-        "security.protocol": "SASL_SSL", "sasl.plain.password": "pw"}))
+        "security_protocol": "SASL_SSL", "sasl_plain_password": "pw"}))
     assert job.bolt == "myjob.bolts:count"
-    assert job.kafka["sasl.plain.password"] == "pw"
+    assert job.kafka["sasl_plain_password"] == "pw"
+    assert job.kafka_settings.for_kafka_python()["sasl_plain_password"] == "pw"
+    # librdkafka's dotted names are for the confluent backend only
+    job = job_config_from_dict(job_dict(kafka={"backend": "confluent",
+                                               "sasl.password": "pw"}))
+    assert job.kafka_settings.for_librdkafka() == {"sasl.password": "pw"}
+    with pytest.raises(ConfigError, match="backend: confluent"):
+        job_config_from_dict(job_dict(kafka={"sasl.password": "pw"}))
 
 
 def test_job_config_topology_of_bolts_is_kept_raw() -> None:
@@ -555,8 +562,8 @@ spark:
   master: local[2]
 bolt: myjob.bolts:count
 kafka:
-  security.protocol: SASL_SSL
-  sasl.plain.password: pw
+  security_protocol: SASL_SSL
+  sasl_plain_password: pw
 """
 
 
@@ -633,7 +640,7 @@ def test_effective_config(tmp_path: Any) -> None:
     assert topo["topology.name"] == "clicks"
     assert topo["storm.zookeeper.session.timeout"] == 20000
     assert topo["storm.zookeeper.auth.payload"] == MASK
-    assert eff["kafka"] == {"security.protocol": "SASL_SSL", "sasl.plain.password": MASK}
+    assert eff["kafka"] == {"security_protocol": "SASL_SSL", "sasl_plain_password": MASK}
     assert eff["bolt"] == "myjob.bolts:count"
     text = json.dumps(eff)
     assert "alice:pw" not in text and '"pw"' not in text

@@ -311,8 +311,9 @@ def test_convert_properties_file() -> None:
                   "retryDelayMultiplier": 1.5, "zkServers": ["zk-offsets.example.com"],
                   "scheme": "string"},
         "spark": {"master": "local[4]", "conf": {"spark.sql.shuffle.partitions": "4"}},
-        "kafka": {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-                  "sasl.plain.password": "s3cret"},
+        # Java client names become kafka-python's
+        "kafka": {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                  "sasl_plain_password": "s3cret"},
         "bolt": "clicks.bolts:count_clicks",
     }
     assert result.unmapped[0].startswith("topology.workers not mapped")
@@ -339,7 +340,7 @@ def test_properties_static_hosts_bootstrap_and_prefixes() -> None:
     assert c["topology"] == {"kafka.topic.wildcard.match": False,
                              "topology.max.spout.pending": 10,
                              "storm.zookeeper.auth.payload": "u:p", "acl": True}
-    assert c["kafka"] == {"ssl.cafile": "/ca.pem"}
+    assert c["kafka"] == {"ssl_cafile": "/ca.pem"}
     assert c["spark"] == {"tasks": 2, "appName": "x"}
     assert result.unmapped == []
 

@@ -1,0 +1,105 @@
+"""The ``kafka`` mapping split by client (storm_kafka_compat.kafka.settings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.kafka.settings import (KafkaSettings, check_client_settings,
+                                               kafka_settings_from_dict, parse_api_version)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("0.9", (0, 9)), ("0.9.0.1", (0, 9, 0, 1)), ([0, 9], (0, 9)), ((0, 10, 2), (0, 10, 2)),
+    ("2.8", (2, 8)), (0.9, (0, 9)), ("auto", None), (None, None), (" 0.10.1 ", (0, 10, 1)),
+])
+def test_api_version_forms(value, expected):
+    assert parse_api_version(value) == expected
+
+
+@pytest.mark.parametrize("value", ["nine", "0", [0], [0, "9"], [0, -1], True, {"v": 1}, "0.9.x"])
+def test_bad_api_version_names_the_value_and_the_forms(value):
+    with pytest.raises(ConfigError) as err:
+        parse_api_version(value)
+    assert repr(value) in str(err.value) and '"0.9"' in str(err.value)
+    assert err.value.key == "kafka.api_version"
+
+
+def test_old_broker_version_reaches_each_client_in_its_own_words():
+    s = kafka_settings_from_dict({"backend": "confluent", "api_version": [0, 9],
+                                  "security_protocol": "SSL", "fetch.queue.backoff.ms": 10})
+    assert s.for_kafka_python() == {"api_version": (0, 9), "security_protocol": "SSL"}
+    assert s.for_librdkafka() == {"api.version.request": False,
+                                  "broker.version.fallback": "0.9.0",
+                                  "security.protocol": "SSL", "fetch.queue.backoff.ms": 10}
+    assert s.for_backend() == s.for_librdkafka()
+    assert s.for_backend("kafka-python") == s.for_kafka_python()
+
+
+def test_new_broker_version_keeps_the_librdkafka_probe():
+    s = kafka_settings_from_dict({"backend": "confluent", "api_version": "2.8"})
+    assert s.for_librdkafka() == {"broker.version.fallback": "2.8.0"}
+    assert s.for_kafka_python() == {"api_version": (2, 8)}
+
+
+def test_librdkafka_fallback_alone_sets_the_kafka_python_version():
+    s = kafka_settings_from_dict({"backend": "confluent", "broker.version.fallback": "0.9.0.1",
+                                  "api.version.request": False})
+    assert s.api_version == (0, 9, 0, 1)
+    assert s.for_kafka_python() == {"api_version": (0, 9, 0, 1)}
+    assert s.for_librdkafka()["broker.version.fallback"] == "0.9.0.1"
+
+
+def test_explicit_sub_sections_go_verbatim_to_their_client():
+    s = kafka_settings_from_dict({"backend": "confluent",
+                                  "kafkaPython": {"metadata_max_age_ms": 1000},
+                                  "librdkafka": {"debug": "fetch"},
+                                  "bootstrap_servers": "a:1, b:2"})
+    assert s.bootstrap_servers == ("a:1", "b:2")
+    assert s.for_kafka_python() == {"metadata_max_age_ms": 1000}
+    assert s.for_librdkafka() == {"debug": "fetch"}
+
+
+def test_dotted_settings_with_the_kafka_python_backend_are_refused():
+    with pytest.raises(ConfigError) as err:
+        kafka_settings_from_dict({"fetch.queue.backoff.ms": 10})
+    assert "fetch.queue.backoff.ms" in str(err.value) and "backend: confluent" in str(err.value)
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ConfigError, match="kafka-python, confluent"):
+        kafka_settings_from_dict({"backend": "rdkafka"})
+
+
+def test_defaults_when_absent():
+    assert kafka_settings_from_dict(None) == KafkaSettings()
+    assert KafkaSettings().for_backend() == {}
+
+
+def test_client_key_check_names_the_unknown_key():
+    check_client_settings(kafka_settings_from_dict({"security_protocol": "SSL",
+                                                    "api_version": "0.9"}))
+    with pytest.raises(ConfigError) as err:
+        check_client_settings(kafka_settings_from_dict({"fetch_queue_backoff_ms": 10}))
+    assert "kafka.fetch_queue_backoff_ms" in str(err.value)
+    assert "fetch.queue.backoff.ms" in str(err.value)
+
+
+def test_librdkafka_key_check_uses_librdkafka():
+    pytest.importorskip("confluent_kafka", reason="the confluent extra is not installed")
+    check_client_settings(kafka_settings_from_dict({"backend": "confluent",
+                                                    "fetch.queue.backoff.ms": 10}))
+    with pytest.raises(ConfigError, match="no.such.setting"):
+        check_client_settings(kafka_settings_from_dict({"backend": "confluent",
+                                                        "no.such.setting": 1}))
+
+
+def test_job_config_rejects_a_malformed_kafka_section():
+    from storm_kafka_compat.config import job_config_from_dict
+    base = {"spout": {"topic": "t", "zkRoot": "/r", "id": "i"},
+            "hosts": {"bootstrap": "127.0.0.1:9092"},
+            "topology": {"topology.name": "n"}, "bolt": "m:f"}
+    job = job_config_from_dict({**base, "kafka": {"api_version": [0, 9]}})
+    assert job.kafka_settings.for_kafka_python() == {"api_version": (0, 9)}
+    with pytest.raises(ConfigError, match="api_version"):
+        job_config_from_dict({**base, "kafka": {"api_version": "zero"}})
