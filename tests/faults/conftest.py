@@ -1,8 +1,9 @@
 """Fixtures of the fault suite (``pytest -m fault``).
 
 The job runs as ``storm-kafka-compat run CONFIG`` in a subprocess (Spark local)
-against a real ZooKeeper (``zk_server_factory``) and tansu brokers
-(``tansu_factory``) the tests may stop, pause or cut. Each test writes its own
+against a real ZooKeeper (``zk_server_factory``), Apache Kafka 0.9 clusters
+(``kafka09_factory``) and tansu brokers (``tansu_factory``) the tests may stop,
+pause, kill or cut. Each test writes its own
 CONFIG; :class:`~storm_kafka_compat.testing.faults.JobProcess` keeps the job's
 stdout, stderr and metrics per start in the test's ``tmp_path``, and the stderr
 of every start is appended to the report of a failed test.
@@ -16,7 +17,8 @@ from typing import Callable, Iterator, List
 import pytest
 
 # the broker fixtures live in tests/integration/conftest.py; import them explicitly
-from tests.integration.conftest import _BROKERS_KEY, tansu_factory  # noqa: F401
+from tests.integration.conftest import (_BROKERS_KEY, _kafka_log_sections,  # noqa: F401
+                                       kafka09, kafka09_factory, kafka09_topic, tansu_factory)
 
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -31,6 +33,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()
     if not report.failed:
         return
+    _kafka_log_sections(item, report)
     for job in item.stash.get(_JOBS_KEY, []):
         for start in range(1, job.starts + 1):
             text = job.stderr(start)
