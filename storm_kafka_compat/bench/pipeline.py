@@ -63,7 +63,7 @@ class _TimedExecutor:
         t1 = self.clock()
         taken = sum(e - s for r in results for s, e in r.taken)
         failed = [r.error_message for r in results if r.error in ("failed_fetch", "out_of_range")]
-        broken = [r.error_message for r in results if r.error == "bolt_error"]
+        broken = [r.error_message for r in results if r.error in ("bolt_error", "client_error")]
         self.batches.append({"seconds": t1 - t0, "taken": taken, "failed_fetches": len(failed)})
         if broken:
             raise RuntimeError(f"benchmark batch failed: {broken[0]}")

@@ -103,7 +103,9 @@ def fetch_rows(specs: Iterable[TaskSpec]) -> Iterator[Tuple[Any, ...]]:
             error, message = "failed_fetch", str(exc)
         except Exception as exc:  # never lose the other partitions' status
             log.exception("fetch for %s/%d failed", plan.topic, plan.partition)
-            error, message = "bolt_error", f"{type(exc).__name__}: {exc}"
+            error, message = "client_error", (
+                f"fetching {plan.topic}/{plan.partition} at offset {plan.offset} failed inside "
+                f"the {spec.backend} client ({type(exc).__name__}: {exc})")
         yield (None, None, plan.topic, plan.partition, None, None, None, None,
                True, error, message, scanned_to, latency)
 

@@ -293,15 +293,22 @@ class Pipeline:
             if pm is None:
                 log.info("%s/%d is no longer assigned; dropping its batch result", *key)
                 continue
-            if r.error == "bolt_error":
+            if r.error in ("bolt_error", "client_error"):
                 n = task_errors[key] = task_errors.get(key, 0) + 1
                 log.error("task for %s/%d failed (%d in a row): %s", r.topic, r.partition, n,
                           r.error_message)
+                if r.error_traceback:
+                    log.info("the task's traceback (%s/%d):\n%s", r.topic, r.partition,
+                             r.error_traceback.rstrip())
                 if n >= self._max_task_errors:
+                    hint = ("fix the bolt or scheme (is its module importable on the "
+                            "executors?)" if r.error == "bolt_error" else
+                            "this is not your bolt: the Kafka client failed; check the kafka "
+                            "settings (api_version for brokers before 0.10) and report the "
+                            "traceback that -v shows")
                     raise PipelineError(
                         f"the task for {r.topic}/{r.partition} failed {n} batches in a row: "
-                        f"{r.error_message}; fix the bolt or scheme (is its module importable "
-                        "on the executors?)")
+                        f"{r.error_message}; {hint}")
                 continue
             if task_errors:
                 task_errors.pop(key, None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
@@ -57,8 +58,12 @@ class TaskResult:
     latency_ms: Optional[int] = None
     tuples: int = 0
     skipped: int = 0
-    error: Optional[str] = None          # "out_of_range" | "failed_fetch" | "bolt_error"
+    #: "out_of_range" | "failed_fetch" | "bolt_error" (the bolt or scheme raised) |
+    #: "client_error" (the Kafka client raised something unexpected while fetching)
+    error: Optional[str] = None
     error_message: str = ""
+    #: the traceback of a bolt_error/client_error, logged by the driver with -v
+    error_traceback: str = ""
 
     @property
     def key(self) -> Tuple[str, int]:
@@ -142,6 +147,14 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
     except FailedFetchError as exc:
         result.error, result.error_message = "failed_fetch", str(exc)
         return None
+    except Exception as exc:  # noqa: BLE001 - a client defect, reported as such
+        log.exception("fetch of %s/%d at %d failed", plan.topic, plan.partition, plan.offset)
+        result.error = "client_error"
+        result.error_message = (f"fetching {plan.topic}/{plan.partition} at offset {plan.offset} "
+                                f"failed inside the {spec.backend} client "
+                                f"({type(exc).__name__}: {exc})")
+        result.error_traceback = traceback.format_exc()
+        return None
     result.latency_ms = int((clock() - started) * 1000)
     messages = list(messages)
     if not plan.retry and messages:
@@ -204,7 +217,14 @@ def run_tasks(specs: Iterable[TaskSpec]) -> Iterator[TaskResult]:
         try:
             yield run_task(spec)
         except Exception as exc:  # never lose the other partitions' results
-            log.exception("task for %s/%d failed", spec.plan.topic, spec.plan.partition)
-            r = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
-            r.error, r.error_message = "bolt_error", f"{type(exc).__name__}: {exc}"
-            yield r
+            yield bolt_error(spec, exc)
+
+
+def bolt_error(spec: TaskSpec, exc: BaseException) -> TaskResult:
+    """The result of a task whose scheme or bolts raised ``exc`` (call it in the
+    ``except`` block: the traceback goes back to the driver)."""
+    log.exception("task for %s/%d failed", spec.plan.topic, spec.plan.partition)
+    r = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
+    r.error, r.error_message = "bolt_error", f"{type(exc).__name__}: {exc}"
+    r.error_traceback = traceback.format_exc()
+    return r

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import (AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Tuple)
 
-from .executor import TaskResult, TaskSpec, fetch_plan
+from .executor import TaskResult, TaskSpec, bolt_error, fetch_plan
 from .process import run_spout_stage, run_stage_group, subtract_offsets
 from .topology import Topology
 
@@ -140,9 +140,7 @@ def _runtime(job: StageJob) -> Tuple[Any, Any]:
 
 
 def _bolt_error(spec: TaskSpec, exc: BaseException) -> Record:
-    log.exception("stage 0 task for %s/%d failed", spec.plan.topic, spec.plan.partition)
-    r = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
-    r.error, r.error_message = "bolt_error", f"{type(exc).__name__}: {exc}"
+    r = bolt_error(spec, exc)
     return ("r", r.topic, r.partition), r
 
 

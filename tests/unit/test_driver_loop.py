@@ -310,3 +310,30 @@ def test_a_failed_spark_job_reports_the_python_error_line():
             "\tat org.apache.spark.api.python.BasePythonRunner...\n")
     assert _job_error(RuntimeError(text)) == "ModuleNotFoundError: No module named 'mybolts'"
     assert _job_error(RuntimeError("plain")) == "plain"
+
+
+def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback():
+    """A defect in the Kafka client (e.g. the None timestamp of 0.9 records) is named
+    as such, with the traceback the driver logs under -v."""
+    from storm_kafka_compat.pipeline.executor import TaskResult, fetch_plan
+
+    class Crashing:
+        def fetch(self, *a, **k):
+            return int(None)                       # TypeError, as kafka-python gave
+
+    spec = _spec_for_client_crash()
+    result = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
+    assert fetch_plan(spec, result, kafka=Crashing()) is None
+    assert result.error == "client_error"
+    assert "inside the kafka-python client (TypeError" in result.error_message
+    assert "int(None)" in result.error_traceback
+
+
+def _spec_for_client_crash():
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.partition.manager import FetchPlan
+    from storm_kafka_compat.pipeline.executor import TaskSpec
+    plan = FetchPlan("t", 0, 5, max_messages=10)
+    return TaskSpec(plan, ("127.0.0.1:9092",), SpoutConfig(hosts=StaticHosts({}), topic="t",
+                                                       zk_root="/r", id="i"),
+                    "m:f", None, (), (), "kafka-python")
