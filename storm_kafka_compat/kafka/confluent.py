@@ -60,7 +60,8 @@ from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAcces
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
-                                             NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
+                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+                                             POLL_SLICE_MARGIN_MS,
                                              TIMESTAMP_CREATE_TIME,
                                              TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
                                              slice_messages)
@@ -187,7 +188,7 @@ def to_messages(records: List[Any], topic: str, partition: int,
             raise map_error(err, topic=topic, partition=partition, offset=offset, what="fetch")
         ts_type, ts = m.timestamp()
         headers = m.headers()
-        append(new(km, (m.offset(), m.key(), m.value(), ts,
+        append(new(km, (m.offset(), m.key(), m.value(), ts if ts_type else NO_TIMESTAMP,
                         _TIMESTAMP_TYPES.get(ts_type, NO_TIMESTAMP_TYPE),
                         tuple(headers) if headers else (), topic, partition)))
     return out

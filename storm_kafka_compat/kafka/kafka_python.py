@@ -356,7 +356,7 @@ class _ErrorMap:
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
             hint = ""
-            if "bootstrap" in str(exc).lower() or isinstance(exc, Errors.NoBrokersAvailable):
+            if "bootstrap" in str(exc).lower():
                 from storm_kafka_compat.kafka.probe import version_hint
                 hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
             raise FailedFetchError(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 #: ApiVersions (api key 18) v0, correlation id 1, client id "skc-probe", empty body
 _REQUEST_BODY = struct.pack(">hhih", 18, 0, 1, 9) + b"skc-probe"
@@ -39,6 +39,10 @@ def predates_api_versions(host: str, port: int, timeout_s: float = 2.0) -> Optio
         sock.close()
 
 
+#: answers of :func:`predates_api_versions` by ``(host, port)``, this process
+_PROBED: Dict[Tuple[str, int], Optional[bool]] = {}
+
+
 def _split(server: str) -> Tuple[str, int]:
     host, _, port = server.strip().rpartition(":")
     return (host.strip("[]") or server.strip()), int(port or 9092)
@@ -57,7 +61,9 @@ def version_hint(bootstrap_servers: Any, client_config: Any = None, *,
             host, port = _split(server)
         except ValueError:
             continue
-        if predates_api_versions(host, port):
+        if (host, port) not in _PROBED:           # once per process: a probe may take 2 s
+            _PROBED[(host, port)] = predates_api_versions(host, port)
+        if _PROBED[(host, port)]:
             return (f"; the broker at {server.strip()} accepts connections but leaves an "
                     "ApiVersions request unanswered, as brokers older than Kafka 0.10 do: if "
                     "the cluster runs such a version, set it in "

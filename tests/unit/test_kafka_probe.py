@@ -50,10 +50,14 @@ def test_nothing_listening_is_unreachable_not_old():
     port = s.getsockname()[1]
     s.close()
     assert predates_api_versions("127.0.0.1", port, timeout_s=0.3) is None
+    from storm_kafka_compat.kafka import probe
+    probe._PROBED.clear()
     assert version_hint(f"127.0.0.1:{port}") == ""
 
 
 def test_hint_names_the_setting_and_is_silent_when_a_version_is_set():
+    from storm_kafka_compat.kafka import probe
+    probe._PROBED.clear()
     srv, port = _server(lambda c: c.close())
     hint = version_hint([f"127.0.0.1:{port}"])
     assert 'api_version: "0.9"' in hint and f"127.0.0.1:{port}" in hint
