@@ -169,7 +169,16 @@ class KafkaPythonAccess:
                 return int(c.beginning_offsets([tp], timeout_ms=timeout_ms)[tp])
             if time == LATEST_TIME:
                 return int(c.end_offsets([tp], timeout_ms=timeout_ms)[tp])
-            found = c.offsets_for_times({tp: time}, timeout_ms=timeout_ms).get(tp)
+            import kafka.errors as Errors
+            try:
+                found = c.offsets_for_times({tp: time}, timeout_ms=timeout_ms).get(tp)
+            except (Errors.IncompatibleBrokerVersion, Errors.UnsupportedVersionError) as exc:
+                raise KafkaAccessError(
+                    f"{topic}/{partition}: the offset for the time {time} (epoch ms) cannot be "
+                    "found: resolving a time needs message timestamps (ListOffsets v1, "
+                    "brokers from Kafka 0.10.1 on; deviation 5) and this broker is older; use "
+                    "startOffsetTime -2 (earliest) or -1 (latest), or `offsets reset "
+                    "--to-offset N`", topic=topic, partition=partition) from exc
             return NO_OFFSET if found is None else int(found.offset)
 
     def fetch(self, topic: str, partition: int, offset: int, *,

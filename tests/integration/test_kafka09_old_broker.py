@@ -129,3 +129,19 @@ def test_config_check_refuses_librdkafka_settings_for_kafka_python(tmp_path, kaf
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["kafka"]["fetch.queue.backoff.ms"] == 10
+
+
+def test_a_time_start_is_refused_with_the_reason_on_a_09_broker(kafka09, kafka09_topic):
+    """0.9 records carry no timestamps and 0.9 has no ListOffsets v1: a
+    startOffsetTime given as a time cannot be resolved (deviation 5); the error
+    says so and what to use instead, while -2/-1 work."""
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.errors import KafkaAccessError
+    from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+    topic = kafka09_topic(1, [(0, None, b"a"), (0, None, b"b")])
+    spout = SpoutConfig(hosts=StaticHosts({}), topic=topic, zk_root="/r", id="i")
+    with KafkaPythonAccess(kafka09.bootstrap, spout, {"api_version": (0, 9)}) as access:
+        assert (access.offset_for(topic, 0, -2), access.offset_for(topic, 0, -1)) == (0, 2)
+        with pytest.raises(KafkaAccessError) as err:
+            access.offset_for(topic, 0, 1_700_000_000_000)
+    assert "0.10.1" in str(err.value) and "startOffsetTime -2" in str(err.value)
