@@ -220,6 +220,7 @@ SCHEME_NAMES: Tuple[str, ...] = (
     "string_key_value",   # KeyValueSchemeAsMultiScheme(StringKeyValueScheme)
     "message_metadata",   # MessageMetadataSchemeAsMultiScheme(StringMessageAndMetadataScheme)
     "string_with_topic",  # StringMultiSchemeWithTopic
+    "record_translator",  # storm-kafka-client's DefaultRecordTranslator (String key/value)
 )
 
 #: Storm scheme class names accepted in ``spout.scheme`` and the name they stand
@@ -235,6 +236,8 @@ for _pkg in ("org.apache.storm", "backtype.storm", "storm"):
         f"{_pkg}.kafka.StringMultiSchemeWithTopic": "string_with_topic",
     })
 del _pkg
+STORM_SCHEME_CLASSES["org.apache.storm.kafka.spout.DefaultRecordTranslator"] = \
+    "record_translator"
 
 #: retry-manager class names that mean the built-in exponential backoff
 RETRY_MANAGER_NAMES: Tuple[str, ...] = (
