@@ -1304,7 +1304,12 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
 def config_warnings(job: JobConfig) -> List[str]:
     """Advice about legal but surprising settings, one sentence each."""
     out: List[str] = []
-    if job.spout.zk_servers is None:
+    if job.uses_kafka_offsets and job.spout.scheme == "raw":
+        out.append("kafkaSpout with spout.scheme raw: bolts get one field, the value bytes; "
+                   "storm-kafka-client's default RecordTranslator emits (topic, partition, "
+                   "offset, key, value): set spout.scheme: record_translator to keep that "
+                   "tuple shape.")
+    if job.spout.zk_servers is None and not job.uses_kafka_offsets:
         out.append("spout.zkServers is unset: offsets are stored in Storm's ZooKeeper "
                    f"({','.join(offset_store_servers(job.spout, job.topology))}), as "
                    "storm-kafka does (STORM-692).")
