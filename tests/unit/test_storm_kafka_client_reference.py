@@ -13,6 +13,8 @@ import pytest
 from storm_kafka_compat.client.config import KafkaSpoutConfig, kafka_spout_config_from_dict
 from storm_kafka_compat.client.manager import ClientPartitionManager
 from storm_kafka_compat.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
+from storm_kafka_compat.client.offset_manager import OffsetManager
+from storm_kafka_compat.client.retry import INT_MAX, RetryService, RetrySettings, TimeInterval
 from storm_kafka_compat.client.spout import ClientSpout
 from storm_kafka_compat.client.testing import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
@@ -242,3 +244,198 @@ def test_records_giving_no_tuple_are_committed_without_emitting():
     pm.fetched(plan, [(0, 10)], scanned_to=10)
     pm.ack_ranges([(0, 10)])                 # the executor acks what the scheme skipped
     assert pm.commit_offset() == 10
+
+
+# --- KafkaSpoutRetryExponentialBackoffTest (9) -----------------------------------------------
+# One RetryService per partition here (Storm keeps one for all partitions, keyed by
+# TopicPartition); a revoked partition drops its manager and with it its schedules.
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def no_wait(clock: Clock) -> RetryService:
+    return RetryService(RetrySettings(TimeInterval.seconds(0), TimeInterval.seconds(0), 1,
+                                      TimeInterval.seconds(0)), clock)
+
+
+def one_second(clock: Clock) -> RetryService:
+    return RetryService(RetrySettings(TimeInterval.seconds(1), TimeInterval.seconds(0), 1,
+                                      TimeInterval.seconds(1)), clock)
+
+
+def test_retry_can_schedule():
+    """testCanScheduleRetry."""
+    r = no_wait(Clock())
+    assert r.schedule(0, 1)
+    assert r.is_scheduled(0) and r.is_ready(0)
+    assert r.due_offsets() == [0] and r.earliest_retriable_offset() == 0
+
+
+def test_retry_can_reschedule():
+    """testCanRescheduleRetry: a second schedule restarts the delay."""
+    clock = Clock()
+    r = one_second(clock)
+    r.schedule(0, 1)
+    clock.ms += 500
+    assert r.schedule(0, 1)
+    clock.ms += 500
+    assert not r.is_ready(0) and r.is_scheduled(0) and r.earliest_retriable_offset() is None
+    clock.ms += 500
+    assert r.is_ready(0) and r.earliest_retriable_offset() == 0 and r.due_offsets() == [0]
+
+
+def test_retry_one_schedule_per_offset():
+    """testCannotContainMultipleSchedulesForId: after a reschedule, one remove clears it."""
+    clock = Clock()
+    r = one_second(clock)
+    r.schedule(0, 1)
+    clock.ms += 500
+    r.schedule(0, 1)
+    r.remove(0)
+    clock.ms += 500
+    assert not r.is_scheduled(0) and not r.is_ready(0) and len(r) == 0
+
+
+def test_retry_can_remove():
+    """testCanRemoveRetry."""
+    r = no_wait(Clock())
+    r.schedule(0, 1)
+    assert r.remove(0)
+    assert not r.is_scheduled(0) and not r.is_ready(0)
+    assert r.earliest_retriable_offset() is None and r.due_offsets() == []
+
+
+def test_retry_partitions_are_independent():
+    """testCanHandleMultipleTopics: schedules of two partitions do not interfere; dropping
+    one partition (retainAll) leaves the other."""
+    clock = Clock()
+    tp1, tp2 = one_second(clock), one_second(clock)
+    tp1.schedule(0, 1)
+    clock.ms += 500
+    tp2.schedule(0, 1)
+    assert not tp1.is_ready(0) and not tp2.is_ready(0)
+    clock.ms += 500
+    assert tp1.is_ready(0) and not tp2.is_ready(0)
+    clock.ms += 500
+    assert tp2.is_ready(0)
+    tp1.clear()                     # the partition is revoked
+    assert not tp1.is_scheduled(0) and tp2.earliest_retriable_offset() == 0
+
+
+def test_retry_several_offsets_of_one_partition():
+    """testCanHandleMultipleMessagesOnPartition."""
+    clock = Clock()
+    r = one_second(clock)
+    r.schedule(0, 1)
+    clock.ms += 500
+    r.schedule(1, 1)
+    clock.ms += 500
+    assert r.is_ready(0) and not r.is_ready(1) and r.earliest_retriable_offset() == 0
+    clock.ms += 500
+    assert r.is_ready(1) and r.earliest_retriable_offset() == 0
+    r.remove(0)
+    assert r.earliest_retriable_offset() == 1
+
+
+def test_retry_max_retries():
+    """testMaxRetries: maxRetries 3 allows the third failure's retry, not the fourth."""
+    r = RetryService(RetrySettings(TimeInterval.seconds(0), TimeInterval.seconds(0), 3,
+                                   TimeInterval.seconds(0)), Clock())
+    assert r.schedule(0, 3) and r.is_scheduled(0)
+    r.remove(0)
+    assert not r.schedule(0, 4) and not r.is_scheduled(0)
+
+
+def test_retry_max_delay():
+    """testMaxDelay: an initial delay of 500 s is capped at maxDelay 2 s."""
+    clock = Clock()
+    r = RetryService(RetrySettings(TimeInterval.seconds(500), TimeInterval.seconds(0), 1,
+                                   TimeInterval.seconds(2)), clock)
+    r.schedule(0, 1)
+    clock.ms += 2000
+    assert r.is_ready(0)
+
+
+def test_retry_exponential_backoff():
+    """testExponentialBackoff: delayPeriod 4 s gives 8, 16, 32 s for failures 2, 3, 4."""
+    clock = Clock()
+    r = RetryService(RetrySettings(TimeInterval.seconds(0), TimeInterval.seconds(4), INT_MAX,
+                                   TimeInterval.seconds(INT_MAX)), clock)
+    for fails, secs in ((2, 8), (3, 16), (4, 32)):
+        r.schedule(0, fails)
+        clock.ms += (secs - 1) * 1000
+        assert not r.is_ready(0)
+        clock.ms += 1000
+        assert r.is_ready(0)
+        r.remove(0)
+
+
+# --- OffsetManagerTest (12) -------------------------------------------------------------------
+
+
+def offsets(committed: int = 0, emitted=(), acked=()) -> OffsetManager:
+    om = OffsetManager("testTopic", 0, committed)
+    for o in emitted:
+        om.add_to_emitted(o, o + 1)
+    for o in acked:
+        om.add_to_acked(o, o + 1)
+    return om
+
+
+@pytest.mark.parametrize("case, emitted, acked, expected", [
+    ("testSkipMissingOffsetsWhenFindingNextCommitOffsetWithGapInMiddleOfAcked, 5 pending",
+     [0, 1, 2, 5, 6], [0, 1, 2, 6], 3),
+    ("testSkipMissingOffsetsWhenFindingNextCommitOffsetWithGapInMiddleOfAcked, 5 acked",
+     [0, 1, 2, 5, 6], [0, 1, 2, 6, 5], 7),
+    ("testSkipMissingOffsetsWhenFindingNextCommitOffsetWithGapBeforeAcked, 5 pending",
+     [5, 6], [6], None),
+    ("testSkipMissingOffsetsWhenFindingNextCommitOffsetWithGapBeforeAcked, 5 acked",
+     [5, 6], [6, 5], 7),
+    ("testFindNextCommittedOffsetWithNoAcks", [], [], None),
+    ("testFindNextCommitOffsetWithOneAck", [0], [0], 1),
+    ("testFindNextCommitOffsetWithMultipleOutOfOrderAcks", [1, 0], [1, 0], 2),
+    ("testFindNextCommitOffsetWithAckedOffsetGap", [2, 1, 0], [2, 0], 1),
+    ("testFindNextOffsetWithAckedButNotEmittedOffsetGap", [2, 0], [2, 0], 3),
+    ("testFindNextCommitOffsetWithUnackedOffsetGap", [1, 0], [0], 1),
+])
+def test_offset_manager_next_commit_offset(case, emitted, acked, expected):
+    """OffsetManagerTest.testFindNextCommit* and testSkipMissingOffsets*: the next offset to
+    commit (the next offset to process), jumping only gaps that were never emitted."""
+    assert offsets(0, emitted, acked).find_next_commit_offset() == expected
+
+
+def test_offset_manager_ack_below_the_commit_has_no_effect():
+    """OffsetManagerTest.testFindNextCommitOffsetWhenTooLowOffsetIsAcked: a partition
+    starting at 10 ignores an ack of offset 0 (the manager drops acks not in flight)."""
+    pm = ClientPartitionManager("t", 0, 10, config=section())
+    pm.ack(0)
+    assert pm.commit_offset() is None
+
+
+def test_offset_manager_commit_drops_what_is_below():
+    """OffsetManagerTest.testCommit: committing 2 forgets 0 and 1, keeps 2."""
+    om = offsets(0, [0, 1, 2], [0, 1, 2])
+    om.commit(2)
+    assert not om.contains(0) and not om.contains(1) and om.contains(2)
+    assert om.is_acked(2) and not om.is_acked(1)
+
+
+def test_offset_manager_nth_uncommitted_offset():
+    """OffsetManagerTest.testGetNthUncommittedOffsetAfterCommittedOffset (Storm throws
+    NoSuchElementException past the end; None here)."""
+    om = offsets(0, [1, 2, 5, 30])
+    assert (om.nth_uncommitted_offset(3), om.nth_uncommitted_offset(4)) == (5, 30)
+    assert om.nth_uncommitted_offset(5) is None
+
+
+def test_offset_manager_committed_flag():
+    """OffsetManagerTest.testCommittedFlagSetOnCommit."""
+    om = offsets()
+    assert not om.committed
+    om.commit(0)
+    assert om.committed
