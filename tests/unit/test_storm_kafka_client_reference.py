@@ -439,3 +439,29 @@ def test_offset_manager_committed_flag():
     assert not om.committed
     om.commit(0)
     assert om.committed
+
+
+def test_the_driver_sends_the_2x_metric_in_client_mode():
+    """Through the driver's metric report: the kafkaOffset record of a client-mode
+    pipeline carries storm-kafka-client 2.x's keys (recordsInPartition)."""
+    from storm_kafka_compat.client.spout import client_spout_factory
+    from storm_kafka_compat.pipeline.driver import Pipeline
+
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, *[b"x"] * 4)
+    job = job_config_from_dict({"kafkaSpout": {"groupId": "g", "bootstrapServers": "k:1",
+                                               "topics": ["orders"], "offsetCommitPeriodMs": 1},
+                                "topology": {"name": "orders", "id": "orders-1-1"},
+                                "bolt": "tests.bolts:record"})
+    records: List[dict] = []
+    pipe = Pipeline(job, spark="local", store=object(), kafka_factory=lambda boot: kafka,
+                    sleep=lambda s: None, metrics=records.append,
+                    spout_factory=client_spout_factory(groups=MemoryGroupOffsets()))
+    pipe.spout.maybe_refresh(0)
+    pipe.emit_metrics()
+    value = [r["value"] for r in records if r["name"] == "kafkaOffset"][-1]
+    assert value["orders/partition_0/recordsInPartition"] == 4
+    assert value["orders/totalRecordsInPartitions"] == 4
+    assert value["orders/partition_0/latestEmittedOffset"] == 0      # nothing emitted yet
+    assert value["orders/partition_0/spoutLag"] == 4
