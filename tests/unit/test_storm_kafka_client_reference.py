@@ -465,3 +465,47 @@ def test_the_driver_sends_the_2x_metric_in_client_mode():
     assert value["orders/totalRecordsInPartitions"] == 4
     assert value["orders/partition_0/latestEmittedOffset"] == 0      # nothing emitted yet
     assert value["orders/partition_0/spoutLag"] == 4
+
+
+# --- KafkaSpoutRebalanceTest (acks and fails after a revocation) -----------------------------
+
+@pytest.mark.parametrize("outcome", ["ack", "fail"],
+                         ids=["spoutMustIgnoreAcksForTuplesItIsNotAssignedAfterRebalance",
+                              "spoutMustIgnoreFailsForTuplesItIsNotAssignedAfterRebalance"])
+def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
+    """KafkaSpoutRebalanceTest: a batch result that comes back for a partition revoked
+    meanwhile is dropped: nothing is committed or retried for it; the assigned partition
+    commits as usual."""
+    from storm_kafka_compat.client.spout import client_spout_factory
+    from storm_kafka_compat.pipeline.driver import Pipeline
+    from storm_kafka_compat.pipeline.executor import TaskResult
+
+    kafka = ScriptedKafka()
+    for topic in ("kept", "revoked"):
+        kafka.create_topic(topic, 1)
+        kafka.append(topic, 0, *[b"x"] * 3)
+    groups = MemoryGroupOffsets()
+    job = job_config_from_dict({"kafkaSpout": {"groupId": "g", "bootstrapServers": "k:1",
+                                               "topics": ["kept", "revoked"],
+                                               "partitionRefreshPeriodMs": 1},
+                                "topology": {"name": "x", "id": "x-1-1"},
+                                "bolt": "tests.bolts:record"})
+    pipe = Pipeline(job, spark="local", store=object(), kafka_factory=lambda boot: kafka,
+                    sleep=lambda s: None, spout_factory=client_spout_factory(groups=groups))
+    pipe.spout.maybe_refresh(0)
+    plans = {k: pm.plan_fetch(3) for k, pm in pipe.spout.managers().items()}
+    kafka.delete_topic("revoked")
+    pipe.spout.maybe_refresh(10)
+    assert list(pipe.spout.managers()) == [("kept", 0)]
+    results = []
+    for (topic, p), plan in plans.items():
+        r = TaskResult(topic, p, plan, taken=[(0, 3)], scanned_to=3)
+        if outcome == "ack" or topic == "kept":
+            r.acked = [(0, 3)]
+        else:
+            r.acked, r.failed = [(0, 1), (2, 3)], [1]
+        results.append(r)
+    pipe.apply(results, now_ms=20)
+    pipe.spout.commit()
+    assert groups.offsets[("kept", 0)][0] == 3
+    assert ("revoked", 0) not in groups.offsets
