@@ -171,3 +171,25 @@ def test_real_yaml_files_are_small():
         assert path.stat().st_size < 8_000, path.name
         if path.suffix in (".yaml", ".yml"):
             yaml.safe_load(path.read_text())
+
+
+# --- through the command line -----------------------------------------------------------------
+
+def test_cli_convert_then_check_names_the_placeholders(tmp_path, capsys):
+    from storm_kafka_compat.cli.main import main
+
+    out = tmp_path / "job.yaml"
+    assert main(["config", "convert", str(REAL / "azure-hdinsight-storm-java-kafka-reader.yaml"),
+                 "--output", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["config", "check", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Error:" in err and "${ENV-KAFKATOPIC}" in err and "--env-filter" in err
+
+
+def test_cli_refuses_a_non_flux_yaml_with_exit_2(capsys):
+    from storm_kafka_compat.cli.main import main
+
+    assert main(["config", "convert",
+                 str(REAL / "storm-2.8.8-storm-perf-KafkaClientSpoutNullBoltTopo.yml")]) == 2
+    assert "is not a Flux topology" in capsys.readouterr().err
