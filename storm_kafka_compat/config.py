@@ -1093,7 +1093,10 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     group = section.get("groupId") or section.get("group_id") or (
         consumer.get("group.id") if isinstance(consumer, Mapping) else None)
     if not group:
-        from .client.config import missing_group_error
+        # the section's own validation names the problem (an unknown key such as
+        # 'groupid', or the missing group) before a derived section could hide it
+        from .client.config import kafka_spout_config_from_dict, missing_group_error
+        kafka_spout_config_from_dict(section, default_servers=("unused:0",))
         raise missing_group_error()
     derived = {"topic": topic, "zkRoot": "/storm-kafka-client", "id": str(group)}
     spout = out.get("spout")

@@ -69,6 +69,14 @@ def test_missing_group_id_is_refused():
         kafka_spout_config_from_dict({"bootstrapServers": "k:1", "topics": ["t"]})
 
 
+def test_a_misspelt_group_id_is_named_before_the_missing_group():
+    """Deriving the spout section from kafkaSpout must not hide the section's own errors."""
+    with pytest.raises(ConfigError, match="unknown key kafkaSpout.groupid .did you mean "
+                                          "groupId"):
+        job_config_from_dict({"kafkaSpout": {"groupid": "g", "bootstrapServers": "k:1",
+                                             "topics": ["t"]}, "topology": {"name": "x"}})
+
+
 def test_config_emit_null_tuples():
     """testSetEmitNullTuplesToTrue."""
     assert section(emitNullTuples=True).emit_null_tuples is True
