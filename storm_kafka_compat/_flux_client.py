@@ -114,7 +114,8 @@ class ClientComponents:
             else:
                 raise ConfigError(f"{where}: {name} must be a ref to a "
                                   f"KafkaSpoutRetryExponentialBackoff$TimeInterval component, "
-                                  f"got {value!r}.", key=where, value=repr(value))
+                                  f"got {self._describe([value])}.", key=where,
+                                  value=name)
         self._extra(where, props, methods)
         return self._new_value("retry", retry)
 

@@ -252,7 +252,8 @@ class _FluxResolver(ClientComponents):
                            factory: Any, where: str) -> _Value:
         if len(args) != 1 or not isinstance(args[0], _Value) or args[0].kind != "gpi":
             raise ConfigError(f"{where}: StaticHosts takes one GlobalPartitionInformation "
-                              f"(a ref), got {args!r}.", key=where, value=repr(args))
+                              f"(a ref), got {self._describe(args)}.", key=where,
+                              value=len(args))
         gpi = args[0].data
         hosts: Dict[str, Any] = {"static": dict(sorted(gpi["partitions"].items()))}
         if gpi["use_topic"]:
@@ -287,7 +288,7 @@ class _FluxResolver(ClientComponents):
             port = int(args[1]) if len(args) == 2 else 9092
             return _Value("broker", f"{args[0]}:{port}")
         raise ConfigError(f"{where}: Broker takes (host[, port]) or factory fromString(text), "
-                          f"got {args!r}.", key=where, value=repr(args))
+                          f"got {self._describe(args)}.", key=where, value=len(args))
 
     # schemes
     def _scheme(self, name: str) -> _Value:
@@ -311,8 +312,8 @@ class _FluxResolver(ClientComponents):
 
     def _wrapped(self, args: List[Any], wrapper: str, where: str) -> Any:
         if len(args) != 1 or not isinstance(args[0], _Value):
-            raise ConfigError(f"{where}: {wrapper} takes one scheme (a ref), got {args!r}.",
-                              key=where, value=repr(args))
+            raise ConfigError(f"{where}: {wrapper} takes one scheme (a ref), got "
+                              f"{self._describe(args)}.", key=where, value=len(args))
         return args[0]
 
     def _build_SchemeAsMultiScheme(self, args: List[Any], props: Dict[str, Any],

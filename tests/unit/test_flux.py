@@ -488,3 +488,20 @@ def test_client_enable_auto_commit_reaches_validation_as_in_storm() -> None:
     assert result.config["kafkaSpout"]["consumer"] == {"enable.auto.commit": True}
     with pytest.raises(ConfigError, match="enable.auto.commit"):
         job_config_from_dict(dict(result.config, topology={"name": "c"}))
+
+
+def test_argument_errors_name_components_not_internal_values() -> None:
+    doc = {"name": "t", "components": [
+        {"id": "gpi", "className": "com.acme.PartitionInfo"},
+        {"id": "hosts", "className": "org.apache.storm.kafka.StaticHosts",
+         "constructorArgs": [{"ref": "gpi"}]},
+        {"id": "sc", "className": "org.apache.storm.kafka.SpoutConfig",
+         "constructorArgs": [{"ref": "hosts"}, "t", "/r", "i"]}],
+        "spouts": [{"id": "ks", "className": "org.apache.storm.kafka.KafkaSpout",
+                    "constructorArgs": [{"ref": "sc"}]}]}
+    with pytest.raises(ConfigError) as err:
+        convert_flux(yaml.safe_dump(doc))
+    text = str(err.value)
+    assert "StaticHosts takes one GlobalPartitionInformation (a ref), got " \
+           "components[gpi] of class com.acme.PartitionInfo" in text
+    assert "_Value" not in text
