@@ -531,8 +531,13 @@ def _check_is_flux(doc: Any, source: str) -> None:
                           f"{type(doc).__name__}.", value=source)
     if not any(k in doc for k in FLUX_KEYS):
         ours = {"spout", "hosts", "kafkaSpout"} & set(map(str, doc))
+        kafka_keys = [str(k) for k in doc if str(k) in ("bootstrap.servers", "kafka.topic",
+                                                         "group.id", "topic")]
         hint = (" It looks like a storm-kafka-compat CONFIG already: run "
-                "'storm-kafka-compat config check' on it.") if ours else ""
+                "'storm-kafka-compat config check' on it.") if ours else (
+            f" It holds Kafka settings ({', '.join(kafka_keys)}) of a topology written in "
+            f"Java: write a CONFIG with a kafkaSpout section from them "
+            f"(docs/configuration.md).") if kafka_keys else ""
         raise ConfigError(f"{source} is not a Flux topology: none of the Flux keys "
                           f"({', '.join(FLUX_KEYS[:6])}) is at the top level (found: "
                           f"{', '.join(map(str, list(doc)[:8]))}).{hint}", value=source)

@@ -117,6 +117,7 @@ def test_storm_perf_topology_properties_yaml_is_not_flux():
     text = refused("storm-2.8.8-storm-perf-KafkaClientSpoutNullBoltTopo.yml")
     assert "is not a Flux topology: none of the Flux keys" in text
     assert "found: bootstrap.servers, kafka.topic" in text
+    assert "write a CONFIG with a kafkaSpout section" in text
 
 
 def test_a_storm_yaml_is_not_flux():
