@@ -48,9 +48,12 @@ def parse_table(text: str) -> List[Dict[str, str]]:
 
 def zk_job(path: Path, cluster: Any, topic: str, zk_root: str, *, spout_id: str = "spout1",
            topology_id: str = "clicks-9-1700000000", name: str = "clicks",
-           bolt: str = "tests.bolts:record", spout: Optional[Dict[str, Any]] = None) -> Path:
+           bolt: str = "tests.bolts:record", spout: Optional[Dict[str, Any]] = None,
+           dataframe: Optional[str] = None) -> Path:
     """A storm-kafka (ZooKeeper store) CONFIG: ZkHosts on the registry the brokers
-    wrote themselves, documents under ``zk_root/spout_id`` in the same ZooKeeper."""
+    wrote themselves, documents under ``zk_root/spout_id`` in the same ZooKeeper;
+    ``dataframe`` (``module:callable``) replaces the bolt (DataFrame mode)."""
+    processing = {"dataframe": dataframe} if dataframe else {"bolt": bolt}
     path.write_text(yaml.safe_dump({
         "spout": {"topic": topic, "zkRoot": zk_root, "id": spout_id, "scheme": "string",
                   **(spout or {})},
@@ -59,7 +62,7 @@ def zk_job(path: Path, cluster: Any, topic: str, zk_root: str, *, spout_id: str 
                      "storm.zookeeper.servers": ["127.0.0.1"],
                      "storm.zookeeper.port": cluster.zookeeper.port},
         "spark": {"master": "local[2]"},
-        "bolt": bolt,
+        **processing,
         "kafka": dict(KAFKA_09)}))
     return path
 
