@@ -186,6 +186,17 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
         {"topologyId": "old-uuid-topology", "taskId": 0,
          "threadName": "storm-kafka-compat-migrate"}]
 
+    # again: unchanged where the broker holds offset and metadata; a commit of the same
+    # offset without metadata (kafka-consumer-groups --reset-offsets) is rewritten
+    with KafkaGroupOffsets(cluster.bootstrap, group, KAFKA_PYTHON_09) as g:
+        g.commit({(topic, 0): (7, "")})
+    again = cli("offsets", "migrate", str(config), "--to-kafka-group", group, "--execute",
+                "--json")
+    assert again.returncode == 0, again.stderr
+    acts = {e["partition"]: e["action"] for e in json.loads(again.stdout)["partitions"]}
+    assert acts == {0: "move", 1: "unchanged", 2: "skip"}
+    assert group_commits(cluster.bootstrap, group, [(topic, p) for p in range(3)]) == commits
+
     # back: another group, committed by a storm-kafka-client topology, into empty paths
     source = unique("group")
     with KafkaGroupOffsets(cluster.bootstrap, source, KAFKA_PYTHON_09) as g:
