@@ -58,8 +58,9 @@ def test_run_commits_storm_kafka_client_metadata_read_back_exactly(tmp_path, kaf
     topic = kafka09_topic(3, [(p, None, f"m{p}-{i}".encode())
                               for p, n in counts.items() for i in range(n)])
     group = unique("group")
+    # EARLIEST: a restart resumes only at commits whose metadata names this topology
     config = client_job(tmp_path / "client.yaml", kafka09, topic, group,
-                        firstPollOffsetStrategy="UNCOMMITTED_EARLIEST")
+                        firstPollOffsetStrategy="EARLIEST", offsetStore="kafka")
     keys = [(topic, p) for p in counts]
 
     before = cli("offsets", "show", str(config), "--json")
@@ -71,7 +72,7 @@ def test_run_commits_storm_kafka_client_metadata_read_back_exactly(tmp_path, kaf
     run = cli("run", str(config), "--until-caught-up", "--json", record=record_file)
     assert run.returncode == 0, run.stderr[-3000:]
     seen = [(r["partition"], r["offset"]) for r in read_records(str(record_file))]
-    assert sorted(set(seen)) == [(p, o) for p, n in counts.items() for o in range(n)]
+    assert sorted(seen) == [(p, o) for p, n in counts.items() for o in range(n)]   # once each
 
     commits = group_commits(kafka09.bootstrap, group, keys)
     assert commits[2] is None                        # empty partition: nothing to commit
@@ -90,6 +91,22 @@ def test_run_commits_storm_kafka_client_metadata_read_back_exactly(tmp_path, kaf
     # the metadata names this topology (tansu shows '-': it drops the metadata)
     assert [(rows[p]["CURRENT-OFFSET"], rows[p]["LAG"], rows[p]["TOPOLOGY-ID"])
             for p in ("0", "1")] == [("400", "0", OURS), ("250", "0", OURS)]
+
+    # a restart of the same topology with EARLIEST: its own commits are resumed (on
+    # tansu, which drops the metadata, EARLIEST would replay everything)
+    from storm_kafka_compat.testing.kafka import produce
+    produce(kafka09.bootstrap, topic, [(0, None, f"n{i}".encode()) for i in range(50)]
+            + [(2, None, f"n{i}".encode()) for i in range(10)])
+    second = tmp_path / "second.jsonl"
+    run = cli("run", str(config), "--until-caught-up", "--json", record=second)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {p["partition"]: (p["decision"], p["resumed_from"])
+            for p in json.loads(run.stdout)["partitions"]} == {
+        0: ("resume", 400), 1: ("resume", 250), 2: ("no_commit", 0)}
+    assert sorted((r["partition"], r["offset"]) for r in read_records(str(second))) == (
+        [(0, o) for o in range(400, 450)] + [(2, o) for o in range(10)])
+    assert {p: v[0] for p, v in group_commits(kafka09.bootstrap, group, keys).items()} == {
+        0: 450, 1: 250, 2: 10}
 
 
 # --- first-poll strategies decided by the metadata on the broker ---------------------------
