@@ -138,3 +138,27 @@ def test_explain_and_reset_then_run_resumes_at_the_target(tmp_path, kafka09, kaf
     assert run("earliest") == [(p, o) for p in range(3) for o in range(30)]
     assert _lags(config) == {str(p): {"consumerCommittedOffset": 30, "logHeadOffset": 30,
                                       "lag": 0} for p in range(3)}
+
+
+def test_each_document_names_its_partitions_leader_from_the_registry(tmp_path, kafka09_factory,
+                                                                     zk_root, unique):
+    """Two brokers, partitions led by either: ZkHosts reads each partition's leader
+    from the state Kafka wrote, fetches from it and records it in the document."""
+    from storm_kafka_compat.testing.kafka import produce
+    cluster = kafka09_factory(2)
+    topic = unique("topic")
+    cluster.create_topic(topic, 4, 1)
+    leaders = cluster.leaders(topic)
+    assert set(leaders.values()) == {1, 2}               # both brokers lead partitions
+    produce(cluster.bootstrap, topic, [(p, None, f"m{p}-{i}".encode())
+                                       for p in range(4) for i in range(25 + p)])
+    config = zk_job(tmp_path / "job.yaml", cluster, topic, zk_root, topology_id=TOPOLOGY_ID)
+    record = tmp_path / "records.jsonl"
+    run = cli("run", str(config), "--until-caught-up", record=record)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(_seen(record)) == [(p, o) for p in range(4) for o in range(25 + p)]
+    zk = cluster.zk()
+    for p, leader in leaders.items():
+        port = cluster.broker(leader).port
+        assert get(zk, f"{zk_root}/spout1/partition_{p}") == storm_document(
+            topic, p, 25 + p, broker=("127.0.0.1", port), topology_id=TOPOLOGY_ID)
