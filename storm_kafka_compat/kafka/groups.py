@@ -394,7 +394,8 @@ class KafkaGroupOffsets:
         servers = self.bootstrap_servers
         if not isinstance(servers, str):
             servers = ",".join(servers)
-        text = f"{type(exc).__name__}: {exc}"
+        # an answer's own coordinator error names itself (partition: error class)
+        text = str(exc) if isinstance(exc, _CoordinatorNotReady) else f"{type(exc).__name__}: {exc}"
         name = type(exc).__name__
         if attempts:
             text = (f"{text}; the group coordinator was still not available after "

@@ -134,3 +134,15 @@ def test_other_errors_fail_at_once():
     with pytest.raises(GroupAccessError, match="UnknownMemberIdError"):
         g.commit({("t", 0): (1, "")})
     assert clock.sleeps == []
+
+
+def test_a_commit_still_refused_by_the_coordinator_names_the_partitions():
+    clock = Clock()
+    tp = TopicPartition("orders", 3)
+    empty = {"g": {"group_state": "Empty", "members": [], "error": None}}
+    g = groups([empty] + [{tp: Errors.NotCoordinatorError}] * 50, clock, timeout_ms=3000)
+    with pytest.raises(GroupAccessError) as info:
+        g.commit({("orders", 3): (1, "")})
+    message = str(info.value)
+    assert "committing offsets" in message and "orders/3: NotCoordinatorError" in message
+    assert "_Coordinator" not in message and "3000 ms" in message
