@@ -234,3 +234,33 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
     # and the documents written earlier did not move
     assert {p: get(zk, f"{zk_root}/spout1/partition_{p}") for p in docs} == docs
     assert parse_document(get(zk, f"{back_root}/spout1/partition_0")).offset == 12
+
+
+def test_migrate_refuses_a_group_with_live_members_on_the_coordinator(tmp_path, kafka09,
+                                                                      kafka09_topic, zk_root,
+                                                                      unique):
+    """A consumer that joined the group through the real coordinator is seen by
+    DescribeGroups; the migration writes nothing and says to stop it."""
+    import time
+
+    from kafka import KafkaConsumer
+    topic = kafka09_topic(1, [(0, None, b"x")] * 5)
+    put(kafka09.zk(), f"{zk_root}/spout1/partition_0",
+        storm_document(topic, 0, 3, broker=("127.0.0.1", kafka09.brokers[0].port)))
+    config = zk_job(tmp_path / "zk.yaml", kafka09, topic, zk_root)
+    group = unique("group")
+    consumer = KafkaConsumer(topic, bootstrap_servers=kafka09.bootstrap, group_id=group,
+                             api_version=(0, 9), session_timeout_ms=6000,
+                             heartbeat_interval_ms=1000, enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=500)
+        assert consumer.assignment(), "the consumer never joined its group"
+        done = cli("offsets", "migrate", str(config), "--to-kafka-group", group, "--execute")
+        assert done.returncode == 1
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("Error: ") and group in last and "stop its consumers" in last
+    finally:
+        consumer.close()
+    assert group_commits(kafka09.bootstrap, group, [(topic, 0)]) == {0: None}
