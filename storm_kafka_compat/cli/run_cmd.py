@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, TextIO
 import click
 
 from ..config import load_job_config
+from ..pipeline.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from .render import as_json, err, table
 
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
@@ -52,8 +53,10 @@ class _NoZooKeeper:
               help="Stop once every partition has nothing pending and a fetch returned nothing.")
 @click.option("--max-batches", type=click.IntRange(min=1), default=None,
               help="Stop after this many batches.")
-@click.option("--max-messages", type=click.IntRange(min=1), default=10_000, show_default=True,
-              help="New messages fetched per partition per batch.")
+@click.option("--max-messages", type=click.IntRange(min=1),
+              default=DEFAULT_MAX_MESSAGES_PER_PARTITION, show_default=True,
+              help="New messages fetched per partition per batch (a task also stops "
+                   "fetching after its time budget).")
 @click.option("--metrics-file", type=click.Path(dir_okay=False), default=None,
               help="Append metric records (JSON lines, Storm names) here instead of stderr.")
 @click.option("--prometheus-port", type=int, default=None,
