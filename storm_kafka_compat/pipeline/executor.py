@@ -158,8 +158,19 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
     result.latency_ms = int((clock() - started) * 1000)
     messages = list(messages)
     if not plan.retry and messages:
-        messages = _fill(kafka, plan, messages, started + FILL_BUDGET_MS / 1000.0, clock)
+        messages = _fill(kafka, plan, messages, started + task_budget_s(spec.spout), clock)
     return messages
+
+
+def task_budget_s(spout: Any) -> float:
+    """How long one task may fetch, and then process, new messages: half of
+    ``stateUpdateIntervalMs`` (at least :data:`MIN_TASK_BUDGET_MS`, at most
+    :data:`FILL_BUDGET_MS`). A batch then lasts about half a commit interval
+    whatever the bolt's speed, so a driver killed between two commits replays
+    at most about one interval and a half of processing (docs/operations.md,
+    "What a crash replays")."""
+    half = spout.state_update_interval_ms / 2.0
+    return max(MIN_TASK_BUDGET_MS, min(FILL_BUDGET_MS, half)) / 1000.0
 
 
 #: how long one task keeps fetching a new-data plan after the first fetch (ms).
@@ -168,6 +179,11 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
 #: by the benchmark: 460 messages per partition per batch before, on 100-byte
 #: records). A retry plan is one fetch, as in storm-kafka.
 FILL_BUDGET_MS = 1000
+#: the smallest task budget (ms), for very short commit intervals
+MIN_TASK_BUDGET_MS = 100
+#: messages processed before the first look at the clock: small, so a slow bolt
+#: (10 ms a tuple) cannot overrun the budget much before its cost is known
+FIRST_CHUNK = 16
 
 
 def _fill(kafka: Any, plan: FetchPlan, messages: List[Any], deadline: float,
@@ -195,20 +211,51 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
     """Fetch and process one plan. ``kafka``/``processor`` are injectable for tests."""
     plan = spec.plan
     result = TaskResult(plan.topic, plan.partition, plan)
+    started = clock()
     messages = fetch_plan(spec, result, kafka=kafka, clock=clock)
     if not messages:
         return result
     proc = processor if processor is not None else _processor_for(spec)
-    outcome = proc(messages, plan)
-    result.taken = outcome.taken
-    result.acked = outcome.acked
-    result.failed = list(outcome.failed)
-    result.unacked = list(getattr(outcome, "incomplete", ()) or ())
-    result.scanned_to = outcome.scanned_to
-    result.skipped = outcome.skipped_null
-    result.tuples = sum(c.get("emitted", 0) for name, c in outcome.stage_counts.items()
-                        if name == "spout")
+    deadline = started + task_budget_s(spec.spout)
+    for outcome in _process_until(proc, messages, plan, deadline, clock):
+        result.taken.extend(outcome.taken)
+        result.acked.extend(outcome.acked)
+        result.failed.extend(outcome.failed)
+        result.unacked.extend(getattr(outcome, "incomplete", ()) or ())
+        if outcome.scanned_to is not None:
+            result.scanned_to = outcome.scanned_to
+        result.skipped += outcome.skipped_null
+        result.tuples += sum(c.get("emitted", 0) for name, c in outcome.stage_counts.items()
+                             if name == "spout")
     return result
+
+
+def _process_until(proc: Callable[[List[Any], FetchPlan], Any], messages: List[Any],
+                   plan: FetchPlan, deadline: float,
+                   clock: Callable[[], float]) -> Iterator[Any]:
+    """Process ``messages`` in chunks until all are done or ``deadline`` passed
+    (at least one chunk, so every task makes progress); yield each chunk's
+    outcome. Messages left over are not taken: their offsets are fetched again
+    by the next batch. A retry plan (a few re-emitted offsets) is one chunk.
+
+    The chunk after the first is sized from the measured cost per message to end
+    near the deadline, so a fast bolt costs two or three calls and a slow one
+    stops within about one message of it.
+    """
+    if plan.retry:
+        yield proc(messages, plan)
+        return
+    i, n, chunk = 0, len(messages), FIRST_CHUNK
+    while i < n:
+        part = messages[i:i + chunk]
+        t0 = clock()
+        yield proc(part, plan)
+        i += len(part)
+        now = clock()
+        if now >= deadline:
+            break
+        per_message = max((now - t0) / len(part), 1e-7)
+        chunk = max(1, int((deadline - now) / per_message))
 
 
 def run_tasks(specs: Iterable[TaskSpec]) -> Iterator[TaskResult]:
