@@ -414,6 +414,7 @@ class Pipeline:
             "commitFailures": self.summary.commit_failures,
             "fetchFailures": self.summary.fetch_failures,
             "timeouts": self.summary.timeouts,
+            "refreshFailures": getattr(self.spout.coordinator, "refresh_failures", 0),
             "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
 
     def _progress_line(self, rate: float) -> str:
