@@ -385,13 +385,24 @@ class Pipeline:
 
     # --- metrics and progress ----------------------------------------------------------
     def offset_samples(self) -> List[OffsetSample]:
+        """Log start and end of every managed partition, for metrics and progress.
+
+        After the first lookup that fails (a leader being elected: each failure
+        costs socketTimeoutMs) the remaining partitions are reported unknown for
+        this round instead of being asked, so the loop goes on fetching."""
         out = []
+        failed = False
         for (topic, partition), pm in self.spout.managers().items():
-            try:
-                earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
-                latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
-            except StormKafkaCompatError:
-                earliest = latest = None
+            earliest = latest = None
+            if not failed:
+                try:
+                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
+                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
+                except StormKafkaCompatError as exc:
+                    earliest = latest = None
+                    failed = True
+                    log.info("log range of %s/%d unknown (%s); not asking for the other "
+                             "partitions until the next report", topic, partition, exc)
             out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
                                     pm.last_completed_offset(), self.job.topology.wildcard_match))
         return out

@@ -337,3 +337,27 @@ def _spec_for_client_crash():
     return TaskSpec(plan, ("127.0.0.1:9092",), SpoutConfig(hosts=StaticHosts({}), topic="t",
                                                        zk_root="/r", id="i"),
                     "m:f", None, (), (), "kafka-python")
+
+
+def test_offset_samples_stop_asking_after_the_first_failed_lookup():
+    """During a leader election each lookup costs socketTimeoutMs: one failure per
+    report, the other partitions reported unknown, the loop goes on."""
+    from storm_kafka_compat.errors import FailedFetchError
+
+    kafka, store = kafka_with(3, partitions=3), MemoryStateStore()
+    pipe = Pipeline(job(partitions=3), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka)
+    pipe.spout.maybe_refresh(0)
+    asked = []
+
+    def offset_for(topic, partition, time):
+        asked.append((partition, time))
+        if partition == 1:
+            raise FailedFetchError("timed out", topic=topic, partition=partition)
+        return 0 if time == -2 else 3
+
+    kafka.offset_for = offset_for
+    samples = pipe.offset_samples()
+    assert [(s.partition, s.earliest, s.latest) for s in samples] == [
+        (0, 0, 3), (1, None, None), (2, None, None)]
+    assert [p for p, _ in asked] == [0, 0, 1]
