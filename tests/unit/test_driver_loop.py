@@ -361,3 +361,40 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
     assert [(s.partition, s.earliest, s.latest) for s in samples] == [
         (0, 0, 3), (1, None, None), (2, None, None)]
     assert [p for p, _ in asked] == [0, 0, 1]
+
+
+def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
+    from storm_kafka_compat.errors import FailedFetchError
+    from storm_kafka_compat.pipeline.driver import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
+
+    kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
+    now = [0]
+    pipe = Pipeline(job(partitions=2), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, clock=lambda: now[0])
+    pipe.spout.maybe_refresh(0)
+    asked, broken = [], [True]
+
+    def offset_for(topic, partition, time):
+        asked.append(now[0])
+        if broken[0]:
+            raise FailedFetchError("timed out", topic=topic, partition=partition)
+        return 3
+
+    kafka.offset_for = offset_for
+    pipe.offset_samples()                                 # fails: paused 5 s
+    now[0] = LOOKUP_PAUSE_MS - 1
+    assert all(s.latest is None for s in pipe.offset_samples()) and len(asked) == 1
+    now[0] = LOOKUP_PAUSE_MS
+    pipe.offset_samples()                                 # fails again: paused 10 s
+    now[0] += 2 * LOOKUP_PAUSE_MS - 1
+    pipe.offset_samples()
+    assert len(asked) == 2
+    for _ in range(10):                                   # the pause stops growing
+        now[0] += LOOKUP_PAUSE_MAX_MS
+        pipe.offset_samples()
+    assert asked[-1] - asked[-2] == LOOKUP_PAUSE_MAX_MS
+    broken[0] = False
+    now[0] += LOOKUP_PAUSE_MAX_MS
+    assert [s.latest for s in pipe.offset_samples()] == [3, 3]
+    now[0] += 1                                           # a good round: no pause
+    assert [s.latest for s in pipe.offset_samples()] == [3, 3]
