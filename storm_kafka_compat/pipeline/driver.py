@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from ..errors import StormKafkaCompatError
+from ..errors import KafkaAccessError, StormKafkaCompatError
 from ..partition.manager import CommitTimer, PartitionManager
 from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from .executor import TaskResult, TaskSpec, run_task, run_tasks
@@ -324,8 +324,17 @@ class Pipeline:
                 task_errors.pop(key, None)
             if r.error == "out_of_range":
                 if self.job.spout.use_start_offset_time_if_offset_out_of_range:
-                    earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
-                    latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    try:
+                        earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
+                        latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    except KafkaAccessError as exc:
+                        # the leader is moving (an unclean election truncated the log):
+                        # the partition stays where it is and the next batch asks again
+                        log.warning("%s/%d: out of range, and its log range cannot be asked "
+                                    "(%s); refreshing partitions", r.topic, r.partition, exc)
+                        self.summary.fetch_failures += 1
+                        refresh = True
+                        continue
                     pm.out_of_range(r.plan, earliest, latest)
                 else:
                     log.warning("%s/%d: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so "

@@ -86,6 +86,34 @@ def test_out_of_range_below_log_start_jumps_and_counts_lost():
     assert sorted(r["offset"] for r in bolts.SEEN) == [6, 7, 8, 9]
 
 
+def test_out_of_range_whose_log_range_cannot_be_asked_is_retried_not_fatal():
+    """Out of range during a leader change: the lookups of the log range fail once;
+    the job refreshes, asks again at the next batch and then jumps."""
+    from storm_kafka_compat.errors import FailedFetchError
+
+    kafka = kafka_with(10, partitions=1)
+    kafka.set_log_start("orders", 0, 6)
+    store = MemoryStateStore({"/kafka/spout1/partition_0": encode_document(
+        topology_id="x", topology_name="t", offset=2, partition=0, broker_host="k1",
+        broker_port=9092, topic="orders")})
+    real, failures = kafka.offset_for, [0]
+
+    def offset_for(topic, partition, time):
+        if time == -2 and failures[0] < 1 and bolts.SEEN == []:
+            failures[0] += 1
+            raise FailedFetchError("leader moving", topic=topic, partition=partition)
+        return real(topic, partition, time)
+
+    pipe = Pipeline(job(partitions=1), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None)
+    pipe.spout.maybe_refresh(0)
+    kafka.offset_for = offset_for
+    summary = pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=7))
+    assert failures[0] == 1 and summary.fetch_failures == 1
+    assert summary.partitions[0].lost == 4
+    assert sorted(r["offset"] for r in bolts.SEEN) == [6, 7, 8, 9]
+
+
 def test_commit_failure_keeps_going_and_commits_later():
     kafka, store = kafka_with(10, partitions=1), MemoryStateStore()
     store.fail_writes = 2
