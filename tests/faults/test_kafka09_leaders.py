@@ -6,7 +6,9 @@ SIGKILLed. Each time the controller elects the surviving replica (about
 ``zookeeper.session.timeout.ms`` = 6 s after the kill) and the coordinator must
 follow it: the job keeps going, every offset reaches the bolt (0 lost), and the
 documents end at the log end in Storm's format, naming the current leader. Once
-with ZkHosts (Kafka's own ``/brokers`` registry) and once with bootstrap hosts.
+with ZkHosts (Kafka's own ``/brokers`` registry) and once with bootstrap hosts, with
+the kafka-python executors, and once with ZkHosts and the confluent (librdkafka)
+executors.
 
 The time from each kill to the first delivery after the stall on the killed
 broker's partitions is printed (``-s`` shows it) and written to
@@ -107,9 +109,14 @@ def _kill_and_follow(cluster, job, topic: str, victim: int, log_end: Dict[int, i
 
 
 @pytest.mark.hard_timeout(1200)
-@pytest.mark.parametrize("coordinator", ["zk", "bootstrap"])
-def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, kafka09_factory,
-                                                             job_factory, tmp_path, unique):
+@pytest.mark.parametrize("coordinator,backend", [
+    pytest.param("zk", "kafka-python", id="zk"),
+    pytest.param("bootstrap", "kafka-python", id="bootstrap"),
+    pytest.param("zk", "confluent", id="zk-confluent"),
+])
+def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, backend,
+                                                             kafka09_factory, job_factory,
+                                                             tmp_path, unique):
     cluster = kafka09_factory(2)
     topic, root = unique("leaders"), f"/skc-faults/leaders-{coordinator}"
     cluster.create_topic(topic, partitions=PARTITIONS, replication=2)
@@ -118,7 +125,8 @@ def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, kafka
                         zk_port=cluster.zookeeper.port, bootstrap=cluster.bootstrap,
                         spout={"stateUpdateIntervalMs": 1000, "metricsTimeBucketSizeInSecs": 2},
                         topology={"topology.id": f"faults-leaders-{coordinator}"},
-                        kafka={"api_version": "0.9"}, bolt="tests.bolts:record_slowly")
+                        kafka={"api_version": "0.9", "backend": backend},
+                        bolt="tests.bolts:record_slowly")
     config["hosts"] = ({"zk": cluster.zk_connect, "refreshFreqSecs": 5}
                        if coordinator == "zk" else
                        {"bootstrap": cluster.bootstrap, "refreshFreqSecs": 5})
@@ -175,9 +183,9 @@ def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, kafka
             broker_port=leader.port, topic=topic), doc.data
     fetch_failures = [m["fetchFailures"] for m in find_metric(job.metrics(), "stormKafkaCompat")]
 
-    summary = {"coordinator": coordinator, "produced": sum(log_end.values()),
+    summary = {"coordinator": coordinator, "backend": backend, "produced": sum(log_end.values()),
                "seen_distinct": sum(seen.values()), "lost": 0,
                "duplicates": sum(n - 1 for n in counts.values() if n > 1),
                "fetch_failures": max(fetch_failures, default=0), "events": figures}
     (tmp_path / "leader-follow.json").write_text(json.dumps(summary, indent=1))
-    print(f"\nleader follow ({coordinator}): {json.dumps(summary)}")
+    print(f"\nleader follow ({coordinator}, {backend}): {json.dumps(summary)}")
