@@ -228,6 +228,7 @@ SCHEME_NAMES: Tuple[str, ...] = (
     "string_key_value",   # KeyValueSchemeAsMultiScheme(StringKeyValueScheme)
     "message_metadata",   # MessageMetadataSchemeAsMultiScheme(StringMessageAndMetadataScheme)
     "string_with_topic",  # StringMultiSchemeWithTopic
+    "record_translator",  # storm-kafka-client's DefaultRecordTranslator (String key/value)
 )
 
 #: Storm scheme class names accepted in ``spout.scheme`` and the name they stand
@@ -243,6 +244,8 @@ for _pkg in ("org.apache.storm", "backtype.storm", "storm"):
         f"{_pkg}.kafka.StringMultiSchemeWithTopic": "string_with_topic",
     })
 del _pkg
+STORM_SCHEME_CLASSES["org.apache.storm.kafka.spout.DefaultRecordTranslator"] = \
+    "record_translator"
 
 #: retry-manager class names that mean the built-in exponential backoff
 RETRY_MANAGER_NAMES: Tuple[str, ...] = (
@@ -972,6 +975,48 @@ def _kafka_settings(value: Any, section: str = "kafka") -> Dict[str, Any]:
     return mapping
 
 
+# --- placeholders left by Flux ------------------------------------------------------------
+
+#: a Flux ``${key}`` / ``${ENV-NAME}`` placeholder
+PLACEHOLDER_RE = re.compile(r"\$\{([^}]+)\}")
+
+
+def find_placeholders(obj: Any, where: str = "") -> List[Tuple[str, str]]:
+    """``(dotted key, placeholder)`` for every ``${...}`` left in a string value of
+    ``obj`` (a CONFIG mapping), in document order."""
+    out: List[Tuple[str, str]] = []
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out.extend(find_placeholders(v, f"{where}.{k}" if where else str(k)))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out.extend(find_placeholders(v, f"{where}[{i}]"))
+    elif isinstance(obj, str):
+        out.extend((where, m.group(0)) for m in PLACEHOLDER_RE.finditer(obj))
+    return out
+
+
+def placeholder_fix(placeholder: str) -> str:
+    """How Flux substitutes ``placeholder`` and the ``config convert`` flag that does it."""
+    name = PLACEHOLDER_RE.fullmatch(placeholder)
+    key = name.group(1) if name else placeholder
+    if key.startswith("ENV-"):
+        return (f"environment variable {key[4:]}: set it and run 'config convert "
+                f"--env-filter' on the Flux file")
+    return (f"key {key!r} of a properties file: run 'config convert --filter FILE' on the "
+            f"Flux file")
+
+
+def _reject_placeholders(d: Mapping[str, Any]) -> None:
+    found = find_placeholders(d)
+    if not found:
+        return
+    listed = "; ".join(f"{where} holds {ph} ({placeholder_fix(ph)})" for where, ph in found)
+    raise ConfigError(f"{len(found)} Flux placeholder(s) were never substituted: {listed}. "
+                      f"Substitute them, or write the values into the CONFIG.",
+                      key=found[0][0], value=found[0][1])
+
+
 # --- the whole job --------------------------------------------------------------------
 
 
@@ -996,6 +1041,7 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
     for k in d:
         if k not in TOP_LEVEL_KEYS:
             raise _unknown_key("", k, TOP_LEVEL_KEYS)
+    _reject_placeholders(d)
     client_section = d.get("kafkaSpout")
     if client_section is not None:
         d = _client_mode_defaults(d, client_section)
@@ -1051,14 +1097,26 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     servers = section.get("bootstrapServers") or section.get("bootstrap_servers")
     if out.get("hosts") is None and servers:
         out["hosts"] = {"bootstrap": servers}
-    if out.get("spout") is None:
-        topics = section.get("topics")
-        topic = section.get("topicPattern") or section.get("topic_pattern") or (
-            topics if isinstance(topics, str) else (topics[0] if topics else None))
-        group = section.get("groupId") or section.get("group_id") or (
-            (section.get("consumer") or {}).get("group.id"))
-        if topic and group:
-            out["spout"] = {"topic": topic, "zkRoot": "/storm-kafka-client", "id": str(group)}
+    topics = section.get("topics")
+    topic = section.get("topicPattern") or section.get("topic_pattern") or (
+        topics if isinstance(topics, str) else (topics[0] if topics else None))
+    consumer = section.get("consumer")
+    group = section.get("groupId") or section.get("group_id") or (
+        consumer.get("group.id") if isinstance(consumer, Mapping) else None)
+    if not group:
+        # the section's own validation names the problem (an unknown key such as
+        # 'groupid', or the missing group) before a derived section could hide it
+        from .client.config import kafka_spout_config_from_dict, missing_group_error
+        kafka_spout_config_from_dict(section, default_servers=("unused:0",))
+        raise missing_group_error()
+    derived = {"topic": topic, "zkRoot": "/storm-kafka-client", "id": str(group)}
+    spout = out.get("spout")
+    if spout is None and topic:
+        out["spout"] = derived
+    elif isinstance(spout, Mapping) and topic:
+        # a spout section giving only the scheme or fetch sizes: the rest is derived
+        given = {spec.storm_name for spec in SPOUT_FIELDS for n in spec.names if n in spout}
+        out["spout"] = {**{k: v for k, v in derived.items() if k not in given}, **spout}
     return out
 
 
@@ -1260,7 +1318,12 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
 def config_warnings(job: JobConfig) -> List[str]:
     """Advice about legal but surprising settings, one sentence each."""
     out: List[str] = []
-    if job.spout.zk_servers is None:
+    if job.uses_kafka_offsets and job.spout.scheme == "raw":
+        out.append("kafkaSpout with spout.scheme raw: bolts get one field, the value bytes; "
+                   "storm-kafka-client's default RecordTranslator emits (topic, partition, "
+                   "offset, key, value): set spout.scheme: record_translator to keep that "
+                   "tuple shape.")
+    if job.spout.zk_servers is None and not job.uses_kafka_offsets:
         out.append("spout.zkServers is unset: offsets are stored in Storm's ZooKeeper "
                    f"({','.join(offset_store_servers(job.spout, job.topology))}), as "
                    "storm-kafka does (STORM-692).")

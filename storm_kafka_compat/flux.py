@@ -12,6 +12,7 @@ This module is pure: text in, mappings out. It uses PyYAML and javaproperties.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -27,9 +28,13 @@ from .config import (
     STORM_SCHEME_CLASSES,
     SPOUT_FIELDS,
     TOPOLOGY_FIELDS,
+    PLACEHOLDER_RE,
+    find_placeholders,
     is_callable_ref,
+    placeholder_fix,
     parse_yaml,
 )
+from ._flux_client import ClientComponents, client_builder_name
 from .errors import ConfigError
 from .kafka.settings import add_java_client_setting
 
@@ -52,8 +57,6 @@ GROUPINGS: Dict[str, str] = {
 #: the name inputs use for the Kafka spout in ``topology.bolts`` (pipeline default)
 SPOUT_NAME = "spout"
 
-_PLACEHOLDER_RE = re.compile(r"\$\{([^}]+)\}")
-
 
 @dataclass
 class Conversion:
@@ -62,8 +65,8 @@ class Conversion:
     Attributes
     ----------
     config : dict
-        The CONFIG mapping (sections ``spout``, ``hosts``, ``topology``,
-        ``spark``, ``bolt``, ``kafka`` as found).
+        The CONFIG mapping (sections ``kafkaSpout``, ``spout``, ``hosts``,
+        ``topology``, ``spark``, ``bolt``, ``kafka`` as found).
     unmapped : list of str
         One sentence per item that could not be carried over, for stderr.
     """
@@ -73,8 +76,9 @@ class Conversion:
 
     def to_yaml(self) -> str:
         """The CONFIG as YAML text, sections in CONFIG order."""
-        order = ("spout", "hosts", "topology", "spark", "bolt", "kafka")
+        order = ("kafkaSpout", "spout", "hosts", "topology", "spark", "bolt", "kafka")
         ordered = {k: self.config[k] for k in order if k in self.config}
+        ordered.update({k: v for k, v in self.config.items() if k not in ordered})
         return yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False,
                               allow_unicode=True)
 
@@ -102,7 +106,7 @@ def substitute(text: str, properties: Optional[Mapping[str, str]] = None,
             return str(env[key[4:]])
         return m.group(0)
 
-    return _PLACEHOLDER_RE.sub(repl_env, _PLACEHOLDER_RE.sub(repl_prop, text))
+    return PLACEHOLDER_RE.sub(repl_env, PLACEHOLDER_RE.sub(repl_prop, text))
 
 
 def load_properties(text: str, *, source: str = "<properties>") -> Dict[str, str]:
@@ -138,12 +142,13 @@ def python_placeholder(class_name: str) -> str:
 class _Value:
     """A resolved component: what it stands for in our CONFIG."""
 
-    kind: str                      # hosts, gpi, broker, scheme, spout_config, kafka_spout, java
-    data: Any = None
+    kind: str                      # hosts, gpi, broker, scheme, spout_config, kafka_spout, java,
+    data: Any = None               # and the storm-kafka-client kinds of _flux_client
     class_name: str = ""
+    cid: str = ""                  # the component id, when built from ``components``
 
 
-class _FluxResolver:
+class _FluxResolver(ClientComponents):
     """Builds components on demand, following ``ref``/``reflist``."""
 
     def __init__(self, components: Mapping[str, Mapping[str, Any]],
@@ -180,13 +185,14 @@ class _FluxResolver:
         finally:
             self._stack.pop()
         self.used.add(cid)
+        built.cid = cid
         self.cache[cid] = built
         return built
 
     # construction -----------------------------------------------------------
     def build(self, comp: Mapping[str, Any], where: str) -> _Value:
         class_name = str(comp.get("className", ""))
-        simple = _simple_name(class_name)
+        simple = _simple_name(class_name) or client_builder_name(class_name)
         args = [self.value(a, where) for a in (comp.get("constructorArgs") or [])]
         props: Dict[str, Any] = {}
         for prop in comp.get("properties") or []:
@@ -202,6 +208,25 @@ class _FluxResolver:
         built: _Value = builder(args, props, methods, factory, where)
         built.class_name = class_name
         return built
+
+    def _new_value(self, kind: str, data: Any) -> _Value:
+        return _Value(kind, data)
+
+    def _placeholder(self, class_name: str) -> str:
+        return python_placeholder(class_name)
+
+    def _describe(self, args: Sequence[Any]) -> str:
+        """Constructor arguments as a reader names them (never an internal repr)."""
+        if not args:
+            return "no constructorArgs"
+        parts = []
+        for a in args:
+            if isinstance(a, _Value):
+                where = f"components[{a.cid}]" if a.cid else "a component"
+                parts.append(f"{where} of class {a.class_name or '?'}")
+            else:
+                parts.append(repr(a))
+        return ", ".join(parts)
 
     def _extra(self, where: str, props: Mapping[str, Any], methods: Sequence[Any],
                known_props: Sequence[str] = ()) -> None:
@@ -228,7 +253,8 @@ class _FluxResolver:
                            factory: Any, where: str) -> _Value:
         if len(args) != 1 or not isinstance(args[0], _Value) or args[0].kind != "gpi":
             raise ConfigError(f"{where}: StaticHosts takes one GlobalPartitionInformation "
-                              f"(a ref), got {args!r}.", key=where, value=repr(args))
+                              f"(a ref), got {self._describe(args)}.", key=where,
+                              value=len(args))
         gpi = args[0].data
         hosts: Dict[str, Any] = {"static": dict(sorted(gpi["partitions"].items()))}
         if gpi["use_topic"]:
@@ -263,7 +289,7 @@ class _FluxResolver:
             port = int(args[1]) if len(args) == 2 else 9092
             return _Value("broker", f"{args[0]}:{port}")
         raise ConfigError(f"{where}: Broker takes (host[, port]) or factory fromString(text), "
-                          f"got {args!r}.", key=where, value=repr(args))
+                          f"got {self._describe(args)}.", key=where, value=len(args))
 
     # schemes
     def _scheme(self, name: str) -> _Value:
@@ -287,8 +313,8 @@ class _FluxResolver:
 
     def _wrapped(self, args: List[Any], wrapper: str, where: str) -> Any:
         if len(args) != 1 or not isinstance(args[0], _Value):
-            raise ConfigError(f"{where}: {wrapper} takes one scheme (a ref), got {args!r}.",
-                              key=where, value=repr(args))
+            raise ConfigError(f"{where}: {wrapper} takes one scheme (a ref), got "
+                              f"{self._describe(args)}.", key=where, value=len(args))
         return args[0]
 
     def _build_SchemeAsMultiScheme(self, args: List[Any], props: Dict[str, Any],
@@ -364,9 +390,18 @@ class _FluxResolver:
 
     def _build_KafkaSpout(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
                           factory: Any, where: str) -> _Value:
+        if len(args) == 1 and isinstance(args[0], _Value) and args[0].kind == "java":
+            arg = args[0]
+            raise ConfigError(
+                f"{where}: KafkaSpout's SpoutConfig is {self._describe(args)}, a class this "
+                f"converter does not know (a SpoutConfig subclass of your project?). Its "
+                f"constructor and fields cannot be read from Flux: change its className to "
+                f"org.apache.storm.kafka.SpoutConfig (constructorArgs hosts, topic, zkRoot, id; "
+                f"SpoutConfig fields as properties) and convert again, or write the spout "
+                f"section by hand (docs/configuration.md).", key=where, value=arg.class_name)
         if len(args) != 1 or not isinstance(args[0], _Value) or args[0].kind != "spout_config":
             raise ConfigError(f"{where}: KafkaSpout takes one SpoutConfig (a ref), got "
-                              f"{args!r}.", key=where, value=repr(args))
+                              f"{self._describe(args)}.", key=where, value=len(args))
         self._extra(where, props, methods)
         return _Value("kafka_spout", args[0].data)
 
@@ -406,9 +441,7 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
         arguments Storm would reject.
     """
     doc = parse_yaml(substitute(text, properties, env), source=source)
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f"{source} is not a Flux topology (a mapping with name, components, "
-                          f"spouts, bolts, streams).", value=source)
+    _check_is_flux(doc, source)
     unmapped: List[str] = []
     for key in doc:
         if key not in ("name", "config", "components", "spouts", "bolts", "streams"):
@@ -433,9 +466,9 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
         sid = str(sp.get("id"))
         where = f"spouts[{sid}]"
         built = resolver.build(sp, where)
-        if built.kind != "kafka_spout":
-            unmapped.append(f"{where}: spout {sp.get('className')} not mapped: only the "
-                            f"storm-kafka KafkaSpout is.")
+        if built.kind not in ("kafka_spout", "client_spout"):
+            unmapped.append(f"{where}: spout {sp.get('className')} not mapped: only "
+                            f"storm-kafka's and storm-kafka-client's KafkaSpout are.")
             continue
         if spout_id is not None:
             unmapped.append(f"{where}: a second KafkaSpout is not mapped: one CONFIG holds one "
@@ -443,19 +476,30 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
             continue
         spout_id = sid
         config["spout"] = built.data["spout"]
+        tasks = sp.get("numTasks", sp.get("parallelism"))
+        if tasks is not None:
+            config["spark"] = {"tasks": tasks}
+        if built.kind == "client_spout":
+            config["kafkaSpout"] = built.data["kafkaSpout"]
+            if not config["kafkaSpout"].get("groupId"):
+                unmapped.append(f"{where}: no group id (setGroupId or setProp group.id): Storm "
+                                f"builds the spout without one, but no commit can succeed "
+                                f"without a consumer group; set kafkaSpout.groupId (the group "
+                                f"the Storm topology committed to, to resume from it).")
+            continue
         hosts = built.data["hosts"]
         if isinstance(hosts, _Value) and hosts.kind == "hosts":
             config["hosts"] = hosts.data
         else:
             unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "
                             f"not mapped: write hosts (zk, static or bootstrap) by hand.")
-        tasks = sp.get("numTasks", sp.get("parallelism"))
-        if tasks is not None:
-            config["spark"] = {"tasks": tasks}
     if spout_id is None:
-        raise ConfigError(f"{source} has no storm-kafka KafkaSpout "
-                          f"(org.apache.storm.kafka.KafkaSpout or storm.kafka.KafkaSpout) "
-                          f"under spouts; nothing to convert.", key="spouts", value=source)
+        listed = ", ".join(str(sp.get("className")) for sp in doc.get("spouts") or []) or "none"
+        raise ConfigError(f"{source} has no KafkaSpout under spouts (found: {listed}); the "
+                          f"converter reads storm-kafka's org.apache.storm.kafka.KafkaSpout "
+                          f"(storm.kafka.KafkaSpout) and storm-kafka-client's "
+                          f"org.apache.storm.kafka.spout.KafkaSpout.", key="spouts",
+                          value=source)
     config["topology"] = topology
 
     # bolts and streams
@@ -469,10 +513,44 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
         if cid not in resolver.used:
             unmapped.append(f"components[{cid}] ({components[cid].get('className')}) not "
                             f"mapped: not used by the KafkaSpout.")
-    for where, value in _unresolved(config):
-        unmapped.append(f"{where}: placeholder {value!r} was not substituted; give a --filter "
-                        f"file with the key (or --env-filter for ${{ENV-...}}).")
+    for where, placeholder in find_placeholders(config):
+        unmapped.append(f"{where}: placeholder {placeholder} was not substituted; "
+                        f"{placeholder_fix(placeholder)}.")
     return Conversion(config, unmapped)
+
+
+#: top-level keys of a Flux topology file
+FLUX_KEYS: Tuple[str, ...] = ("name", "config", "components", "spouts", "bolts", "streams",
+                              "includes", "topologySource")
+
+
+def _check_is_flux(doc: Any, source: str) -> None:
+    """Refuse, with the reason, YAML that is not a convertible Flux topology."""
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"{source} is not a Flux topology: a Flux file is a YAML mapping "
+                          f"with name, components, spouts, bolts and streams; this one is "
+                          f"{type(doc).__name__}.", value=source)
+    if not any(k in doc for k in FLUX_KEYS):
+        ours = {"spout", "hosts", "kafkaSpout"} & set(map(str, doc))
+        kafka_keys = [str(k) for k in doc if str(k) in ("bootstrap.servers", "kafka.topic",
+                                                         "group.id", "topic")]
+        hint = (" It looks like a storm-kafka-compat CONFIG already: run "
+                "'storm-kafka-compat config check' on it.") if ours else (
+            f" It holds Kafka settings ({', '.join(kafka_keys)}) of a topology written in "
+            f"Java: write a CONFIG with a kafkaSpout section from them "
+            f"(docs/configuration.md).") if kafka_keys else ""
+        raise ConfigError(f"{source} is not a Flux topology: none of the Flux keys "
+                          f"({', '.join(FLUX_KEYS[:6])}) is at the top level (found: "
+                          f"{', '.join(map(str, list(doc)[:8]))}).{hint}", value=source)
+    if "topologySource" in doc:
+        raise ConfigError(f"{source} names a topologySource ({doc['topologySource']}): the "
+                          f"topology is built by Java code, which cannot be read; write the "
+                          f"CONFIG by hand (docs/configuration.md).", value=source)
+    if not doc.get("spouts"):
+        what = "only components" if doc.get("components") else "no spouts"
+        raise ConfigError(f"{source} is a Flux fragment with {what} and no spouts section "
+                          f"(an include of another file?); convert the topology file that "
+                          f"defines the KafkaSpout under spouts.", key="spouts", value=source)
 
 
 def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
@@ -543,19 +621,6 @@ def _flux_bolts(doc: Mapping[str, Any], spout_id: str,
     return bolts
 
 
-def _unresolved(obj: Any, where: str = "") -> List[Tuple[str, str]]:
-    out: List[Tuple[str, str]] = []
-    if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            out.extend(_unresolved(v, f"{where}.{k}" if where else str(k)))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out.extend(_unresolved(v, f"{where}[{i}]"))
-    elif isinstance(obj, str) and _PLACEHOLDER_RE.search(obj):
-        out.append((where, obj))
-    return out
-
-
 # --- .properties to CONFIG -----------------------------------------------------------------
 
 #: ``.properties`` keys that set a hosts entry: key -> CONFIG hosts key
@@ -578,6 +643,26 @@ PROPERTIES_KAFKA_BARE: Tuple[str, ...] = ("security.protocol", "sasl.", "ssl.")
 #: Spark keys: ``spark.master``, ``spark.app.name``, ``spark.tasks``; other ``spark.*`` -> conf
 PROPERTIES_SPARK: Dict[str, str] = {"spark.master": "master", "spark.app.name": "appName",
                                     "spark.tasks": "tasks"}
+
+#: prefixes of Storm's own settings: known, but without an equivalent unless listed
+STORM_CONFIG_PREFIXES: Tuple[str, ...] = ("topology.", "storm.", "worker.", "supervisor.",
+                                          "nimbus.", "drpc.", "ui.", "logviewer.")
+#: names real topologies use for what our keys mean (suggested when a key is not understood)
+PROPERTIES_SYNONYMS: Dict[str, str] = {
+    "kafka.zookeeper.hosts": "kafka.zkHosts",
+    "kafka.zk.hosts": "kafka.zkHosts",
+    "kafka.zookeeper": "kafka.zkHosts",
+    "zookeeper.connect": "kafka.zookeeper.connect",
+    "kafka.broker.hosts": "kafka.bootstrap.servers",
+    "kafka.brokers": "kafka.bootstrap.servers",
+    "bootstrap.servers": "kafka.bootstrap.servers",
+    "metadata.broker.list": "kafka.bootstrap.servers",
+    "topic": "kafka.topic",
+    "kafka.zkroot": "kafka.zkRoot",
+    "kafka.zk.root": "kafka.zkRoot",
+    "kafka.consumer.id": "kafka.id",
+    "kafka.spout.id": "kafka.id",
+}
 
 #: short Java class names accepted as ``kafka.scheme`` values and their scheme names
 SCHEME_CLASSES: Dict[str, str] = {name.rsplit(".", 1)[1]: scheme
@@ -651,6 +736,7 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
     spout_specs = {s.storm_name: s for s in SPOUT_FIELDS}
     spout_specs["forceFromStart"] = spout_specs["ignoreZkOffsets"]
     topo_specs = {s.storm_name: s for s in TOPOLOGY_FIELDS}
+    not_understood: List[str] = []
 
     for key, value in props.items():
         if key in topo_specs or key in AUTH_KEYS:
@@ -718,9 +804,12 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
                 jt = spec.java_type
                 spout[field_name] = _to_type(value, jt, key) if jt != "String" else value
             continue
-        unmapped.append(f"{key} not mapped (no equivalent; see docs/configuration.md for the "
-                        f".properties keys).")
+        if key.startswith(STORM_CONFIG_PREFIXES):
+            unmapped.append(f"{key} not mapped (a Storm setting with no equivalent here).")
+        else:
+            not_understood.append(key)
 
+    unmapped.extend(_not_understood(not_understood, len(props), source))
     if static:
         hosts["static"] = dict(sorted(static.items()))
     if spark_conf:
@@ -733,6 +822,36 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
 
 
 # --- files -------------------------------------------------------------------------------
+
+
+def _properties_keys() -> List[str]:
+    """Every key :func:`convert_properties` understands (prefix forms written with one field)."""
+    keys = list(PROPERTIES_HOSTS) + [f"kafka.{s.storm_name}" for s in SPOUT_FIELDS]
+    keys += [s.storm_name for s in TOPOLOGY_FIELDS] + list(AUTH_KEYS) + ["acl", "bolt"]
+    keys += list(PROPERTIES_SPARK) + [f"{PROPERTIES_STATIC_PREFIX}0"]
+    return keys
+
+
+def _not_understood(keys: Sequence[str], total: int, source: str) -> List[str]:
+    """One line per key not understood (with the key it probably means) and a summary."""
+    if not keys:
+        return []
+    known = _properties_keys()
+    lines = []
+    for key in keys:
+        guess = PROPERTIES_SYNONYMS.get(key) or PROPERTIES_SYNONYMS.get(key.lower())
+        if guess is None:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            guess = close[0] if close else None
+        hint = f"; if it means {guess}, rename it to {guess}" if guess else ""
+        lines.append(f"{key} not understood (no key of this name{hint}).")
+    lines.append(f"{len(keys)} of {total} keys of {source} were not understood: "
+                 f"{', '.join(keys)}. This converter reads its own key names "
+                 f"(docs/configuration.md, 'From .properties'), not a topology's: rename them "
+                 f"(kafka.zkHosts, kafka.topic, kafka.zkRoot, kafka.id, topology.name, ...). "
+                 f"If this file is a Flux --filter file, convert the Flux topology instead: "
+                 f"'config convert TOPOLOGY.yaml --filter {source}'.")
+    return lines
 
 
 def detect_format(path: str, text: str) -> str:

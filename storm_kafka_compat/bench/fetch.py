@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from ..config import SpoutConfig
+from ..kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +29,17 @@ def _result(messages: int, payload: int, elapsed: float) -> Dict[str, Any]:
 
 
 def raw_kafka_python(bootstrap: str, topic: str, partitions: int, expected: int, *,
-                     timeout_s: float = 300.0,
+                     settings: Optional[KafkaSettings] = None, timeout_s: float = 300.0,
                      clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
-    """A kafka-python ``KafkaConsumer``: assign, seek to 0, ``poll`` until ``expected``."""
+    """A kafka-python ``KafkaConsumer``: assign, seek to 0, ``poll`` until ``expected``.
+    ``settings`` gives the client its share of the job's ``kafka`` mapping (the
+    brokers' ``api_version``)."""
     from kafka import KafkaConsumer, TopicPartition
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              group_id=None, max_poll_records=POLL_RECORDS,
                              max_partition_fetch_bytes=4 << 20, fetch_max_bytes=16 << 20,
-                             client_id="skc-bench-raw")
+                             client_id="skc-bench-raw",
+                             **(settings or KafkaSettings()).for_kafka_python())
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
@@ -58,12 +62,13 @@ def raw_kafka_python(bootstrap: str, topic: str, partitions: int, expected: int,
 
 
 def raw_confluent(bootstrap: str, topic: str, partitions: int, expected: int, *,
-                  timeout_s: float = 300.0,
+                  settings: Optional[KafkaSettings] = None, timeout_s: float = 300.0,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """A confluent-kafka ``Consumer``: assign at 0, ``consume`` until ``expected``."""
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "skc-bench-raw",
-                         "enable.auto.commit": False, "client.id": "skc-bench-raw"})
+                         "enable.auto.commit": False, "client.id": "skc-bench-raw",
+                         **(settings or KafkaSettings()).for_librdkafka()})
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         seen = payload = 0
@@ -83,17 +88,19 @@ def raw_confluent(bootstrap: str, topic: str, partitions: int, expected: int, *,
 
 
 def access_rate(backend: str, bootstrap: str, spout: SpoutConfig, partitions: int,
-                expected: int, *, batch: int = 10_000, timeout_s: float = 300.0,
+                expected: int, *, settings: Optional[KafkaSettings] = None,
+                batch: int = 10_000, timeout_s: float = 300.0,
                 clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """This project's adapter (``kafka-python`` or ``confluent``) in one thread:
     ``fetch(max_messages=batch)`` round-robin over the partitions, as the
     pipeline's tasks call it."""
+    client = (settings or KafkaSettings()).for_backend(backend)
     if backend == "confluent":
         from ..kafka.confluent import ConfluentAccess
-        access: Any = ConfluentAccess(bootstrap, spout)
+        access: Any = ConfluentAccess(bootstrap, spout, client)
     else:
         from ..kafka.kafka_python import KafkaPythonAccess
-        access = KafkaPythonAccess(bootstrap, spout)
+        access = KafkaPythonAccess(bootstrap, spout, client)
     try:
         from ..errors import FailedFetchError
         offsets = {p: 0 for p in range(partitions)}

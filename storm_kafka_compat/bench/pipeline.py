@@ -17,7 +17,7 @@ offset 0 of the main topic under its own spout id.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from ..config import job_config_from_dict
 
@@ -28,17 +28,20 @@ def noop_bolt(t: Any) -> None:
 
 
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
-              backend: str, master: str = "local[2]") -> Any:
-    """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt)."""
+              backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
+              bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
+              scheme: str = "string") -> Any:
+    """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt);
+    ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``)."""
     return job_config_from_dict({
-        "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": "string",
+        "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": scheme,
                   "stateUpdateIntervalMs": 2000},
         "hosts": {"static": {p: bootstrap for p in range(partitions)}},
         "topology": {"topology.name": "bench", "topology.id": f"bench-{spout_id}",
                      "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port},
         "spark": {"master": master, "appName": "storm-kafka-compat-bench"},
-        "bolt": "storm_kafka_compat.bench.pipeline:noop_bolt",
-        "kafka": {"backend": backend},
+        "bolt": bolt,
+        "kafka": {**(kafka or {}), "backend": backend},
     })
 
 
@@ -75,6 +78,7 @@ class _TimedExecutor:
 
 def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
                   backend: str, spout_id: str, expected: int,
+                  kafka: Optional[Dict[str, Any]] = None,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """Run the pipeline over ``topic`` from offset 0 until caught up; its rate.
 
@@ -89,7 +93,7 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
     """
     from ..pipeline.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
-                    spout_id=spout_id, backend=backend)
+                    spout_id=spout_id, backend=backend, kafka=kafka)
     timed = _TimedExecutor(spark, clock)
     pipe = Pipeline(job, spark=spark, executor=timed)
     t0 = clock()

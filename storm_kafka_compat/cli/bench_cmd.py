@@ -40,14 +40,28 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
     def add(figure: str, value: Any, unit: str, note: str = "", digits: int = 1) -> None:
         rows.append({"FIGURE": figure, "VALUE": _fmt(value, digits), "UNIT": unit, "NOTE": note})
 
+    def spread(f: Dict[str, Any]) -> str:
+        if "min" not in f:
+            return ""
+        return (f"min/median/max {f['min']:,.0f}/{f['median']:,.0f}/{f['max']:,.0f} over "
+                f"{len(f['runs'])} rounds; ")
+
     for kind in ("raw", "adapter"):
         for backend, f in r["fetch"][kind].items():
             add(f"fetch {kind} {backend}", f["msgs_per_s"], "msg/s",
-                f"{f['messages']:,} in {f['seconds']:.2f} s", 0)
+                f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s", 0)
+    for backend, f in r.get("plain", {}).items():
+        add(f"plain PySpark job {backend}", f["msgs_per_s"], "msg/s",
+            f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s", 0)
     for backend, f in r["pipeline"].items():
         add(f"pipeline {backend}", f["msgs_per_s"], "msg/s",
-            f"{f['messages']:,} in {f['seconds']:.2f} s, {f['batches']} batches, "
+            f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s, {f['batches']} batches, "
             f"{f['commits']} docs in {f['commit_round_trips']} ZK round trips", 0)
+    for backend, lat in r.get("latency", {}).items():
+        note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
+                f"{lat['samples']:,} samples")
+        add(f"latency p50 {backend}", lat["p50_ms"], "ms", note, 0)
+        add(f"latency p99 {backend}", lat["p99_ms"], "ms", note, 0)
     for scenario, m in r["memory"].items():
         add(f"pending {scenario} ranges", m["ranges_bytes_per_offset"], "B/offset",
             f"{m['in_flight']:,} in flight, {m['failures']:,} failed", 3)
@@ -60,7 +74,8 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         add(f"plan {pl['partitions']:,} partitions", pl["plan_ms"], "ms/batch",
             f"apply {pl['apply_ms']:.2f} ms", 2)
     ratios = r["ratios"]
-    for group in ("pipeline_over_raw", "adapter_over_raw", "pipeline_over_adapter",
+    for group in ("pipeline_over_plain", "pipeline_over_raw", "plain_over_raw",
+                  "adapter_over_raw", "pipeline_over_adapter",
                   "confluent_over_kafka_python", "map_over_ranges"):
         for key, value in ratios[group].items():
             if value is not None:
@@ -89,17 +104,30 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
               help="Partition counts of the driver planning figures.")
 @click.option("--warmup-messages", type=click.IntRange(min=1), default=500, show_default=True,
               help="Messages per partition of the warm-up pipeline run.")
-@click.option("--no-pipeline", is_flag=True, help="Skip the Spark pipeline figures.")
+@click.option("--no-pipeline", is_flag=True, help="Skip the Spark figures (plain job, "
+              "pipeline, latency).")
+@click.option("--broker", type=click.Choice(["kafka09", "tansu"]), default="kafka09",
+              show_default=True, help="kafka09: a real Apache Kafka 0.9.0.1 broker (needs Java "
+              "and npm, else tansu is used and the report says so); tansu: the embedded "
+              "Kafka-protocol broker.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds of the raw, plain-job and pipeline figures (min/median/max).")
+@click.option("--latency-seconds", type=click.FloatRange(min=0), default=10.0,
+              show_default=True, help="How long the latency run produces (0 skips it).")
 def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backends: str,
           memory_window: int, zk_partitions: Tuple[int, ...], plan_partitions: Tuple[int, ...],
-          warmup_messages: int, no_pipeline: bool) -> int:
-    """Measure fetch, pipeline, memory, ZooKeeper and planning figures on embedded servers.
+          warmup_messages: int, no_pipeline: bool, broker: str, repeat: int,
+          latency_seconds: float) -> int:
+    """Measure fetch, plain-job, pipeline, latency, memory, ZooKeeper and planning
+    figures on embedded servers.
 
-    Starts a ZooKeeper (pyspark's jars) and the tansu broker on loopback,
-    produces one topic, and measures in one run: raw single-consumer fetch
-    rates, the pipeline's end-to-end rate with each backend, pending-tracking
-    memory, ZooKeeper commit latency and round trips, and driver planning
-    time, with their ratios. Progress goes to stderr.
+    Starts a ZooKeeper (pyspark's jars) and a real Apache Kafka 0.9.0.1 broker
+    (or tansu) on loopback, writes one topic with a batching producer, and
+    measures side by side in one run, repeated: raw single-consumer rates, the
+    plain PySpark job a user would write by hand and the pipeline, per backend;
+    then the end-to-end latency at half the pipeline's median rate,
+    pending-tracking memory, ZooKeeper commit latency and round trips, and
+    driver planning time, with their ratios. Progress goes to stderr.
     """
     from ..bench.runner import BACKENDS, BenchOptions, run_bench
 
@@ -111,7 +139,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
     options = BenchOptions(messages=messages, partitions=partitions, size=size, backends=chosen,
                            memory_window=memory_window, zk_partitions=zk_partitions,
                            plan_partitions=plan_partitions, warmup_messages=warmup_messages,
-                           pipeline=not no_pipeline)
+                           pipeline=not no_pipeline, broker=broker, repeat=repeat,
+                           latency_seconds=latency_seconds)
     report = run_bench(options, log_line=err)
     report["command"] = "storm-kafka-compat " + " ".join(sys.argv[1:]) if sys.argv else "bench"
     if as_json_flag:

@@ -63,6 +63,8 @@ def show(config_path: str, as_json_flag: bool) -> int:
             if r.problem:
                 err(f"note: {r.topic}/{r.partition} at {r.zk_path}: stored document unusable "
                     f"({r.problem}); see `offsets explain`")
+            elif r.outside is not None:
+                err(f"note: {r.topic}/{r.partition}: {r.outside.note}")
     return 0
 
 

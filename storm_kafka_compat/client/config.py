@@ -66,6 +66,20 @@ del _storm, _attr
 RETRY_KEYS: Tuple[str, ...] = ("initialDelay", "delayPeriod", "maxRetries", "maxDelay")
 
 
+def missing_group_error(section: str = "kafkaSpout") -> ConfigError:
+    """The error for a Kafka-store ``kafkaSpout`` without a group id.
+
+    Storm's builder accepts a missing ``group.id`` (``KafkaSpoutConfigTest.testBasic``),
+    but the spout then cannot commit (kafka-clients refuses commits without a group), so
+    every guarantee fails at its first commit. Here the CONFIG is refused up front
+    (docs/storm-kafka-client.md, "Differences from the Java spout").
+    """
+    return ConfigError(f"{section}.groupId is missing; the Kafka offset store commits to a "
+                       "consumer group: set groupId (or consumer.group.id) to the group the "
+                       "Storm topology used. Storm accepts a spout without one, but none of "
+                       "its commits can succeed.", key=f"{section}.groupId", value=None)
+
+
 @dataclass(frozen=True)
 class KafkaSpoutConfig:
     """storm-kafka-client's ``KafkaSpoutConfig`` (what this engine uses of it)."""
@@ -287,9 +301,7 @@ def kafka_spout_config_from_dict(mapping: Any, *, section: str = "kafkaSpout",
     cfg = KafkaSpoutConfig(**values)
     if cfg.uses_kafka_store:
         if not cfg.group_id:
-            raise ConfigError(f"{section}.groupId is missing; the Kafka offset store commits to "
-                              "a consumer group: set groupId (or consumer.group.id).",
-                              key=f"{section}.groupId", value=None)
+            raise missing_group_error(section)
         if not cfg.bootstrap_servers:
             raise ConfigError(f"{section}.bootstrapServers is missing; set it, or use "
                               "'hosts: {bootstrap: ...}' or kafka.bootstrap_servers.",

@@ -379,6 +379,17 @@ class ClientPartitionManager:
         return {"latestEmittedOffset": self.emitted_to,
                 "latestCompletedOffset": self.last_completed_offset()}
 
+    def offset_metric_values(self) -> Tuple[int, int]:
+        """``(latestEmittedOffset, latestCompletedOffset)`` of storm-kafka-client 2.x's
+        ``kafkaOffset`` metric: the highest offset emitted (0 before the first) and the
+        committed offset. Storm feeds its OffsetManager only under AT_LEAST_ONCE (its
+        other guarantees report 0 and the first fetch offset forever); here they report
+        the last offset fetched and the last commit."""
+        if self.guarantee == AT_LEAST_ONCE:
+            latest = self.offsets.latest_emitted_offset
+            return (0 if latest is None else latest), self.offsets.committed_offset
+        return max(self.emitted_to - 1, 0), self.committed_to
+
     def take_metrics(self) -> Dict[str, Any]:
         values = self.counters.as_metrics()
         values["numUncommittedOffsets"] = self.offsets.num_uncommitted_offsets

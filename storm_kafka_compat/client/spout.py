@@ -29,6 +29,7 @@ from ..pipeline.spout import CommitReport
 from .config import AT_LEAST_ONCE, KafkaSpoutConfig
 from .first_poll import CommitMetadata, FirstPollDecision, decide_first_poll
 from .manager import ClientPartitionManager
+from .metrics import ClientOffsetSample, kafka_offset_metric_v2
 from .retry import Clock
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,25 @@ class ClientSpout:
 
     def managers(self) -> Dict[Key, ClientPartitionManager]:
         return self.coordinator.managed()
+
+    def kafka_offset_metric(self, offset_for: Callable[[str, int, int], int]
+                            ) -> Optional[Dict[str, int]]:
+        """storm-kafka-client 2.x's ``kafkaOffset`` data point (``client/metrics.py``) for
+        the assigned partitions; ``offset_for(topic, partition, time)`` asks Kafka for the
+        log start (``EARLIEST_TIME``) and end (``LATEST_TIME``)."""
+        samples = []
+        for (topic, partition), pm in sorted(self.managers().items()):
+            try:
+                earliest: Optional[int] = offset_for(topic, partition, EARLIEST_TIME)
+                latest: Optional[int] = offset_for(topic, partition, LATEST_TIME)
+            except StormKafkaCompatError as exc:
+                log.error("cannot read the log offsets of %s/%d for kafkaOffset: %s", topic,
+                          partition, exc)
+                earliest = latest = None
+            emitted, committed = pm.offset_metric_values()
+            samples.append(ClientOffsetSample(topic, partition, earliest, latest, emitted,
+                                              committed))
+        return kafka_offset_metric_v2(samples)
 
     def maybe_refresh(self, now_ms: int) -> bool:
         return self.coordinator.maybe_refresh(now_ms)

@@ -16,6 +16,18 @@ operation                  Kafka request
 
 Every offset here is the next offset to read, as Kafka commits it.
 
+Coordinator errors are retried: a group's first request on a cluster answers
+``GROUP_COORDINATOR_NOT_AVAILABLE`` while Kafka creates ``__consumer_offsets``
+(measured on Apache Kafka 0.9.0.1: the first ``offsets migrate --to-kafka-group``
+failed, the next one worked), and ``NOT_COORDINATOR`` or
+``COORDINATOR_LOAD_IN_PROGRESS`` while the coordinator moves or loads. Each
+operation retries these (:func:`is_retriable_coordinator_error`) with a doubling
+backoff until ``coordinator_timeout_ms`` has passed, forgetting the cached
+coordinator before each new attempt; any other error fails at once.
+
+Against Apache Kafka 0.9.0.1 (tests/integration/test_kafka09_groups.py), the
+commit metadata string is kept and read back exactly.
+
 Against tansu 0.6 (the embedded broker), measured:
 
 * OffsetCommit and OffsetFetch work; **the commit metadata string is not
@@ -31,7 +43,8 @@ Against tansu 0.6 (the embedded broker), measured:
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
 from storm_kafka_compat.errors import ConfigError, KafkaAccessError
 
@@ -45,6 +58,21 @@ Committed = Tuple[int, str]
 DEFAULT_BOOTSTRAP_TIMEOUT_MS = 10_000
 #: per-request deadline when the kafka settings give none (ms)
 DEFAULT_REQUEST_TIMEOUT_MS = 10_000
+#: how long one operation keeps retrying coordinator errors (ms)
+DEFAULT_COORDINATOR_TIMEOUT_MS = 30_000
+#: first and largest pause between two attempts after a coordinator error (s)
+COORDINATOR_BACKOFF_INITIAL_S = 0.2
+COORDINATOR_BACKOFF_MAX_S = 2.0
+#: Kafka error codes of a coordinator being elected, moved or loaded:
+#: 14 COORDINATOR_LOAD_IN_PROGRESS (0.9: GROUP_LOAD_IN_PROGRESS),
+#: 15 COORDINATOR_NOT_AVAILABLE (0.9: GROUP_COORDINATOR_NOT_AVAILABLE),
+#: 16 NOT_COORDINATOR (0.9: NOT_COORDINATOR_FOR_GROUP)
+RETRIABLE_COORDINATOR_ERRNOS = frozenset({14, 15, 16})
+#: the same errors by the names kafka-python (3.x and 2.x) gives their classes
+RETRIABLE_COORDINATOR_NAMES = ("CoordinatorLoadInProgress", "CoordinatorNotAvailable",
+                               "NotCoordinator", "GroupLoadInProgress",
+                               "GroupCoordinatorNotAvailable")
+_T = TypeVar("_T")
 #: consumer settings that make no sense for the admin client; silently dropped
 #: when found in the job's ``kafka`` mapping (they tune fetching)
 _IGNORED_CONSUMER_KEYS = ("group_id", "enable_auto_commit", "auto_offset_reset",
@@ -74,6 +102,25 @@ class ActiveGroupError(GroupAccessError):
                  members: Iterable[str] = ()) -> None:
         super().__init__(message, group_id=group_id)
         self.members = tuple(members)
+
+
+def is_retriable_coordinator_error(error: Any) -> bool:
+    """Whether ``error`` (a kafka-python error instance or class, or the text
+    DescribeGroups reports) says the group's coordinator is not ready yet:
+    retry after a pause, asking for the coordinator again."""
+    if error is None:
+        return False
+    if isinstance(error, str):
+        return any(name in error for name in RETRIABLE_COORDINATOR_NAMES)
+    errno = getattr(error, "errno", None)
+    if isinstance(errno, int) and errno in RETRIABLE_COORDINATOR_ERRNOS:
+        return True
+    name = error.__name__ if isinstance(error, type) else type(error).__name__
+    return any(name.startswith(n) for n in RETRIABLE_COORDINATOR_NAMES)
+
+
+class _CoordinatorNotReady(Exception):
+    """A partition- or group-level coordinator error inside an answer (retried)."""
 
 
 def admin_config(bootstrap_servers: Any, client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
@@ -137,6 +184,12 @@ class KafkaGroupOffsets:
         The consumer group.
     client_config : mapping
         The job's ``kafka`` settings (security etc.; see :func:`admin_config`).
+    coordinator_timeout_ms : int
+        How long one operation retries coordinator errors before failing.
+    sleep, clock : callable
+        ``sleep(seconds)`` and a monotonic ``clock()`` in seconds (injected by tests).
+    admin : object, optional
+        A ``KafkaAdminClient``-like to use instead of building one (tests).
 
     Raises
     ------
@@ -152,14 +205,22 @@ class KafkaGroupOffsets:
     """
 
     def __init__(self, bootstrap_servers: Any, group_id: str,
-                 client_config: Mapping[str, Any] = {}) -> None:
+                 client_config: Mapping[str, Any] = {}, *,
+                 coordinator_timeout_ms: int = DEFAULT_COORDINATOR_TIMEOUT_MS,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, admin: Any = None) -> None:
         if not isinstance(group_id, str) or not group_id:
             raise ConfigError(f"Kafka consumer group id {group_id!r} must be a non-empty "
                               "string; pass the group's name", key="group_id", value=group_id)
         self.group_id = group_id
         self.bootstrap_servers = bootstrap_servers
         self.config = admin_config(bootstrap_servers, client_config)
-        self._admin: Any = None
+        self.coordinator_timeout_ms = coordinator_timeout_ms
+        self._sleep = sleep
+        self._clock = clock
+        self._admin: Any = admin
+        if admin is not None:
+            return
         try:
             self._admin = _admin_class()(**self.config)
         except Exception as exc:  # noqa: BLE001 - mapped below
@@ -186,10 +247,8 @@ class KafkaGroupOffsets:
         if not keys:
             return {}
         tps = [TopicPartition(t, p) for t, p in keys]
-        try:
-            answer = self._admin.list_group_offsets({self.group_id: tps}).get(self.group_id, {})
-        except Exception as exc:  # noqa: BLE001 - mapped below
-            raise self._error(exc, "reading committed offsets") from exc
+        answer = self._retrying("reading committed offsets", lambda: self._admin.list_group_offsets(
+            {self.group_id: tps}).get(self.group_id, {}))
         out: Dict[TopicPartitionKey, Optional[Committed]] = {}
         for (t, p), tp in zip(keys, tps):
             found = answer.get(tp)
@@ -234,10 +293,17 @@ class KafkaGroupOffsets:
                 "consumers before writing its offsets", group_id=self.group_id, members=members)
         request = {TopicPartition(t, int(p)): OffsetAndMetadata(int(o), str(m or ""), -1)
                    for (t, p), (o, m) in offsets.items()}
-        try:
+
+        def alter() -> Dict[Any, Any]:
             result = self._admin.alter_group_offsets(self.group_id, request)
-        except Exception as exc:  # noqa: BLE001 - mapped below
-            raise self._error(exc, "committing offsets") from exc
+            # an OffsetCommit answers coordinator errors per partition
+            retry = [(tp, err) for tp, err in result.items() if is_retriable_coordinator_error(err)]
+            if retry:
+                raise _CoordinatorNotReady(", ".join(
+                    f"{tp.topic}/{tp.partition}: {err.__name__}" for tp, err in retry))
+            return result
+
+        result = self._retrying("committing offsets", alter)
         failed = [(tp, err) for tp, err in sorted(result.items(), key=lambda kv: tuple(kv[0]))
                   if err is not None and getattr(err, "errno", 0) != 0]
         if failed:
@@ -255,10 +321,14 @@ class KafkaGroupOffsets:
     def active_members(self) -> List[str]:
         """Member ids of the group's live members (``[]`` when the group is
         empty, dead or unknown)."""
-        try:
-            described = self._admin.describe_groups([self.group_id]).get(self.group_id, {})
-        except Exception as exc:  # noqa: BLE001 - mapped below
-            raise self._error(exc, "describing the group") from exc
+
+        def describe() -> Dict[str, Any]:
+            found = self._admin.describe_groups([self.group_id]).get(self.group_id, {})
+            if is_retriable_coordinator_error(found.get("error")):
+                raise _CoordinatorNotReady(str(found["error"]))
+            return found
+
+        described = self._retrying("describing the group", describe)
         if described.get("error"):
             if "GroupIdNotFound" in str(described["error"]):
                 return []
@@ -285,15 +355,54 @@ class KafkaGroupOffsets:
 
     # --- internals ------------------------------------------------------------
 
-    def _error(self, exc: BaseException, what: str) -> GroupAccessError:
+    def _retrying(self, what: str, call: Callable[[], _T]) -> _T:
+        """``call()``, retried on coordinator errors until the deadline; any other
+        error (or the last coordinator error) becomes a :class:`GroupAccessError`."""
+        deadline = self._clock() + self.coordinator_timeout_ms / 1000.0
+        delay = COORDINATOR_BACKOFF_INITIAL_S
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return call()
+            except Exception as exc:  # noqa: BLE001 - mapped below
+                if not (isinstance(exc, _CoordinatorNotReady)
+                        or is_retriable_coordinator_error(exc)):
+                    raise self._error(exc, what) from exc
+                if self._clock() + delay > deadline:
+                    raise self._error(exc, what, attempts=attempts) from exc
+                log.info("%s for Kafka consumer group %r: the coordinator is not ready (%s); "
+                         "retrying in %.1f s", what, self.group_id, exc, delay)
+                self._forget_coordinator()
+                self._sleep(delay)
+                delay = min(delay * 2, COORDINATOR_BACKOFF_MAX_S)
+
+    def _forget_coordinator(self) -> None:
+        """Drop kafka-python's cached coordinator of the group, so the next attempt
+        asks FindCoordinator again (after NOT_COORDINATOR the cache is stale)."""
+        cluster = getattr(getattr(self._admin, "_manager", None), "cluster", None)
+        coordinators = getattr(cluster, "_coordinators", None)
+        if isinstance(coordinators, dict):
+            for key in [k for k in coordinators if isinstance(k, tuple) and len(k) == 2
+                        and k[1] == self.group_id]:
+                coordinators.pop(key, None)
+
+    def _error(self, exc: BaseException, what: str, *,
+               attempts: int = 0) -> GroupAccessError:
         if isinstance(exc, GroupAccessError):
             return exc
         servers = self.bootstrap_servers
         if not isinstance(servers, str):
             servers = ",".join(servers)
-        text = f"{type(exc).__name__}: {exc}"
+        # an answer's own coordinator error names itself (partition: error class)
+        text = str(exc) if isinstance(exc, _CoordinatorNotReady) else f"{type(exc).__name__}: {exc}"
         name = type(exc).__name__
-        if "Authorization" in name or "Authentication" in name or "Sasl" in name:
+        if attempts:
+            text = (f"{text}; the group coordinator was still not available after "
+                    f"{attempts} attempt(s) in {self.coordinator_timeout_ms} ms")
+            hint = ("check that the brokers' __consumer_offsets topic has a leader "
+                    "(offsets.topic.replication.factor live brokers) and retry")
+        elif "Authorization" in name or "Authentication" in name or "Sasl" in name:
             hint = "check the kafka security settings and the group ACLs"
         elif "Timeout" in name or "NoBrokersAvailable" in name or isinstance(exc, OSError):
             from .probe import version_hint

@@ -139,6 +139,9 @@ class PartitionManager:
         self.committed_to = start_offset
         #: next offset to fetch for new messages
         self.emitted_to = start_offset
+        #: where this manager started: offsets from here to ``emitted_to`` were read
+        #: by it (what a move past the log end does not count as lost)
+        self.started_at = start_offset
         self.pending = OffsetRanges()
         self.number_acked = 0
         self.number_failed = 0
@@ -316,10 +319,17 @@ class PartitionManager:
                 # retry records are a subset of pending, so `dropped` counts both
                 dropped = self.pending.remove_from(latest)
                 self._clear_retries_from(latest)
-                lost += dropped
+                # the messages in the log below the log end that this manager has not
+                # read (all of a re-created topic's when it started beyond them); those
+                # it read before a truncation are not counted
+                unread = max(0, min(latest, self.started_at) - earliest)
+                lost += dropped + unread
                 log.warning("%s/%d: offset %d is beyond the log end %d (topic re-created or "
-                            "truncated); continuing at the log end, %d pending offsets dropped",
-                            self.topic, self.partition, requested, latest, dropped)
+                            "log truncated); continuing at the log end: %d pending offsets "
+                            "dropped, %d messages in [%d, %d) never read; to read them, stop "
+                            "the job and run `offsets reset --to-earliest`", self.topic,
+                            self.partition, requested, latest, dropped, unread,
+                            earliest, min(latest, self.started_at) if unread else earliest)
                 self.emitted_to = latest
         else:
             new_offset = earliest

@@ -150,3 +150,69 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
 def stored_summary(stored: Optional[StoredState]) -> Any:
     """The parsed document for display, or None."""
     return getattr(stored, "parsed", None) if stored is not None else None
+
+
+#: ``OutsideLog.where`` values
+BELOW_START = "below_start"
+BEYOND_END = "beyond_end"
+
+
+@dataclass(frozen=True)
+class OutsideLog:
+    """What a start at an offset outside the log ``[earliest, latest)`` would do.
+
+    ``skipped`` is how many messages the start passes over: deleted by retention
+    (below the log start), or in the log but never read (beyond the log end: the
+    start moves to the log end, deviation 1). ``moves_to`` is where the first
+    fetch lands, None when ``useStartOffsetTimeIfOffsetOutOfRange`` is false and
+    the partition would fail every fetch instead (Storm's behaviour).
+    """
+
+    where: str
+    offset: int
+    earliest: int
+    latest: int
+    skipped: int
+    moves_to: Optional[int]
+
+    @property
+    def note(self) -> str:
+        """One sentence for an operator."""
+        if self.where == BELOW_START:
+            what = (f"offset {self.offset} is below the log start {self.earliest} (retention "
+                    f"deleted {self.skipped} messages it had not processed)")
+        else:
+            what = (f"offset {self.offset} is beyond the log end {self.latest} (topic "
+                    "re-created or log truncated)")
+        if self.moves_to is None:
+            return (f"{what}; useStartOffsetTimeIfOffsetOutOfRange is false, so every fetch "
+                    "fails: move it with `offsets reset`")
+        if self.where == BELOW_START:
+            return f"{what}; a start moves to {self.moves_to}, counting them as lost"
+        return (f"{what}; a start moves to {self.moves_to} and never reads the {self.skipped} "
+                f"messages in [{self.earliest}, {self.latest}): `offsets reset --to-earliest` "
+                "reads them")
+
+    def as_dict(self) -> dict:
+        return {"where": self.where, "skipped": self.skipped, "moves_to": self.moves_to,
+                "note": self.note}
+
+
+def outside_log(offset: Optional[int], earliest: Optional[int], latest: Optional[int], *,
+                use_start_offset_time: bool = True) -> Optional[OutsideLog]:
+    """The :class:`OutsideLog` of a start at ``offset`` (the next offset to read),
+    or None when it is inside ``[earliest, latest]`` or something is unknown.
+
+    What a start does there is :meth:`PartitionManager.out_of_range
+    <storm_kafka_compat.partition.manager.PartitionManager.out_of_range>`: below
+    the start it moves to the log start, beyond the end to the log end.
+    """
+    if offset is None or earliest is None or latest is None or offset < 0:
+        return None
+    if offset < earliest:
+        return OutsideLog(BELOW_START, offset, earliest, latest, earliest - offset,
+                          earliest if use_start_offset_time else None)
+    if offset > latest:
+        return OutsideLog(BEYOND_END, offset, earliest, latest, max(0, latest - earliest),
+                          latest if use_start_offset_time else None)
+    return None

@@ -445,7 +445,9 @@ class Pipeline:
         now = int(time.time())
         managers = self.spout.managers()
         wildcard = self.job.topology.wildcard_match
-        offsets = kafka_offset_metric(self.offset_samples())
+        client_metric = getattr(self.spout, "kafka_offset_metric", None)  # 2.x names
+        offsets = client_metric(self.kafka.offset_for) if client_metric is not None \
+            else kafka_offset_metric(self.offset_samples())
         if offsets is not None:   # Storm sends no data point for a null value
             self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
         self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(

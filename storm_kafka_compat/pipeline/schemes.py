@@ -2,7 +2,8 @@
 
 A scheme has ``fields`` (the output field names) and ``to_tuples(message)``,
 returning a list of value lists, one per tuple. A message whose value is null
-(a tombstone) gives no tuple whatever the scheme, and a message giving no tuple
+(a tombstone) gives no tuple whatever the scheme (except ``record_translator``,
+below), and a message giving no tuple
 is acked and skipped by the pipeline; every tuple of one message shares the
 message id (partition, offset).
 
@@ -17,7 +18,13 @@ name                      fields                       Storm class
 ``string_key_value``      ``("str",)``                 ``KeyValueSchemeAsMultiScheme(StringKeyValueScheme)``
 ``message_metadata``      ``("str","partition","offset")``  ``StringMessageAndMetadataScheme``
 ``string_with_topic``     ``("str", "topic")``         ``StringMultiSchemeWithTopic``
+``record_translator``     ``("topic", "partition",``   storm-kafka-client's ``DefaultRecordTranslator``
+                          ``"offset", "key", "value")`` over ``StringDeserializer`` key and value
 ========================  ===========================  ====================================
+
+``record_translator`` is the one exception to the tombstone rule: like Storm's
+translator it emits a null value as ``None`` (the tuple still carries topic,
+partition, offset and key).
 
 Storm's fully qualified class names are accepted as aliases. Anything else is
 ``module:callable``: a class or factory returning a scheme (an object with
@@ -42,7 +49,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Scheme", "MessageLike", "RawScheme", "StringScheme", "KeyValueSchemeAsMultiScheme",
     "RawKeyValueScheme", "StringKeyValueScheme", "StringMessageAndMetadataScheme",
-    "StringMultiSchemeWithTopic", "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
+    "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
     "load_scheme",
 ]
 
@@ -117,14 +124,21 @@ class RawKeyValueScheme:
 
 
 class StringKeyValueScheme:
-    """``StringKeyValueScheme``: ``[value]`` without key, ``[{key: value}]`` with one."""
+    """``StringKeyValueScheme``: ``[value]`` without key, ``[{key: value}]`` with one.
+
+    ``deserialize_key_and_value(None, value)`` is ``[value]``, as in Storm: a
+    keyless message gives the value alone whichever method is called.
+    """
 
     fields: Tuple[str, ...] = ("str",)
 
     def deserialize(self, value: bytes) -> Optional[List[Any]]:
         return [_utf8(value)]
 
-    def deserialize_key_and_value(self, key: bytes, value: bytes) -> Optional[List[Any]]:
+    def deserialize_key_and_value(self, key: Optional[bytes],
+                                  value: bytes) -> Optional[List[Any]]:
+        if key is None:
+            return self.deserialize(value)
         return [{_utf8(key): _utf8(value)}]
 
 
@@ -205,6 +219,22 @@ class StringMultiSchemeWithTopic:
         return [[_utf8(value), message.topic]]
 
 
+class RecordTranslatorScheme:
+    """storm-kafka-client's ``DefaultRecordTranslator`` with its default
+    ``StringDeserializer`` key and value: ``[topic, partition, offset, key, value]``.
+
+    A null key or value stays ``None``; a tombstone is emitted, not skipped.
+    """
+
+    fields: Tuple[str, ...] = ("topic", "partition", "offset", "key", "value")
+
+    def to_tuples(self, message: Any) -> List[List[Any]]:
+        key, value = message.key, message.value
+        return [[message.topic, message.partition, message.offset,
+                 None if key is None else _utf8(key),
+                 None if value is None else _utf8(value)]]
+
+
 class FunctionScheme:
     """A plain function ``bytes -> list of values | None``: one tuple per message.
 
@@ -237,6 +267,7 @@ BUILTIN_SCHEMES: Dict[str, Callable[[], Any]] = {
     "string_key_value": lambda: KeyValueSchemeAsMultiScheme(StringKeyValueScheme()),
     "message_metadata": StringMessageAndMetadataScheme,
     "string_with_topic": StringMultiSchemeWithTopic,
+    "record_translator": RecordTranslatorScheme,
 }
 
 #: Storm class names accepted in place of the built-in names (the table config uses)

@@ -36,7 +36,6 @@ ZooKeeper connect string and the bootstrap servers, and runs until SIGTERM/Ctrl-
 from __future__ import annotations
 
 import argparse
-import atexit
 import fcntl
 import hashlib
 import json
@@ -54,6 +53,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from storm_kafka_compat.testing.process import ServerProcess
 from storm_kafka_compat.testing.zookeeper import (EmbeddedServerError, EmbeddedZooKeeper,
                                                   _java, free_port)
 
@@ -187,7 +187,7 @@ log4j.logger.org.apache.zookeeper=WARN
 # --- one broker -----------------------------------------------------------------------
 
 
-class EmbeddedKafka:
+class EmbeddedKafka(ServerProcess):
     """One Apache Kafka 0.9.0.1 broker process on 127.0.0.1.
 
     Parameters
@@ -208,36 +208,22 @@ class EmbeddedKafka:
     def __init__(self, broker_id: int, zookeeper_connect: str, base_dir: os.PathLike, *,
                  port: Optional[int] = None, settings: Mapping[str, Any] = {},
                  start_timeout_s: float = 60.0, heap_mb: int = 256) -> None:
+        super().__init__(Path(base_dir), Path(base_dir) / "kafka.log")
         self.broker_id = broker_id
         self.zookeeper_connect = zookeeper_connect
-        self.base_dir = Path(base_dir)
         self.host = "127.0.0.1"
         self.port = port or free_port()
+        self.name = f"Kafka broker {broker_id} on {self.host}:{self.port}"
         self.settings = dict(settings)
         self.start_timeout_s = start_timeout_s
         self.heap_mb = heap_mb
         self.log_dir = self.base_dir / "logs"
-        self.log_path = self.base_dir / "kafka.log"
         self.config_path = self.base_dir / "server.properties"
-        self._process: Optional[subprocess.Popen] = None
-        self._log_file: Any = None
-        self._lock = threading.Lock()
-        atexit.register(self._atexit)
 
     @property
     def bootstrap(self) -> str:
         """``127.0.0.1:<port>``."""
         return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> Optional[int]:
-        """PID of the java process, or None when not running."""
-        return self._process.pid if self.running else None
-
-    @property
-    def running(self) -> bool:
-        """True while the java process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def properties(self) -> Dict[str, Any]:
         """The ``server.properties`` this broker runs with."""
@@ -302,28 +288,12 @@ class EmbeddedKafka:
             if self.running:
                 return self
             self._write_config()
-            self._log_file = open(self.log_path, "ab")
-            self._process = subprocess.Popen(
-                self.command(), stdout=self._log_file, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=str(self.base_dir), start_new_session=True)
-            logger.info("Kafka broker %d starting on %s (pid %d, log %s)", self.broker_id,
-                        self.bootstrap, self._process.pid, self.log_path)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if not self.running:
-                code = self._process.returncode if self._process else None
-                self._close_log()
-                raise KafkaUnavailableError(
-                    f"Kafka broker {self.broker_id} on {self.bootstrap} exited with code "
-                    f"{code} during start-up; log {self.log_path} ends with:\n"
-                    f"{self.log_tail(30)}")
-            if self._started_marker() and self._port_open():
-                return self
-            time.sleep(0.1)
-        self.kill()
-        raise KafkaUnavailableError(
-            f"Kafka broker {self.broker_id} on {self.bootstrap} did not start within "
-            f"{self.start_timeout_s} s; log {self.log_path} ends with:\n{self.log_tail(30)}")
+            self._launch(f"starting {self.name}")
+            logger.info("%s starting (pid %d, log %s)", self.name, self._process.pid,
+                        self.log_path)
+        self._wait_ready(lambda: self._started_marker() and self._port_open(),
+                         self.start_timeout_s, "register and listen", KafkaUnavailableError)
+        return self
 
     def _started_marker(self) -> bool:
         marker = f"[Kafka Server {self.broker_id}], started"
@@ -341,71 +311,15 @@ class EmbeddedKafka:
         except OSError:
             return False
 
-    def _signal_and_wait(self, sig: int, timeout_s: float) -> bool:
-        process = self._process
-        if process is None or process.poll() is not None:
-            return True
-        try:
-            os.kill(process.pid, sig)
-        except ProcessLookupError:
-            return True
-        try:
-            process.wait(timeout=timeout_s)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-
     def stop(self, timeout_s: float = 20.0) -> None:
         """SIGTERM (a controlled shutdown: leadership moves first), SIGKILL after
         ``timeout_s``. Stop brokers before their ZooKeeper, or shutdown hangs."""
-        with self._lock:
-            self.resume()
-            if not self._signal_and_wait(signal.SIGTERM, timeout_s):
-                logger.warning("Kafka broker %d ignored SIGTERM; killing it", self.broker_id)
-                self._signal_and_wait(signal.SIGKILL, 10.0)
-            self._close_log()
-
-    def kill(self) -> None:
-        """SIGKILL the broker (a crash: its ZooKeeper session expires after
-        ``zookeeper.session.timeout.ms``, then the controller elects new leaders)."""
-        with self._lock:
-            self.resume()
-            self._signal_and_wait(signal.SIGKILL, 10.0)
-            self._close_log()
-
-    def pause(self) -> None:
-        """SIGSTOP: connections stay open, nothing answers."""
-        if self.running and self._process is not None:
-            os.kill(self._process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        """SIGCONT after :meth:`pause`."""
-        if self.running and self._process is not None:
-            os.kill(self._process.pid, signal.SIGCONT)
+        super().stop(timeout_s)
 
     def restart(self) -> "EmbeddedKafka":
         """Start again after :meth:`stop` or :meth:`kill`: same id, port and data."""
         self.stop()
         return self.start()
-
-    def log_tail(self, n: int = 50) -> str:
-        """The last ``n`` lines of the broker log."""
-        try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(max(0, self.log_path.stat().st_size - 256 * 1024))
-                lines = handle.read().decode("utf-8", errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "\n".join(lines[-n:])
-
-    def _close_log(self) -> None:
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def _atexit(self) -> None:
-        if self.running:
-            self._signal_and_wait(signal.SIGKILL, 5.0)
 
     def __repr__(self) -> str:
         return f"EmbeddedKafka(id={self.broker_id}, {self.bootstrap}, pid={self.pid})"

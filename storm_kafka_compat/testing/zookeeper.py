@@ -20,21 +20,19 @@ the connect string and runs until SIGTERM or Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
 import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import List, Optional
 
 from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.testing.process import ServerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +122,7 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} - %-5p [%t:%C{1}@%L]
 """
 
 
-class EmbeddedZooKeeper:
+class EmbeddedZooKeeper(ServerProcess):
     """A standalone ZooKeeper server process on 127.0.0.1.
 
     Parameters
@@ -161,11 +159,8 @@ class EmbeddedZooKeeper:
         self.heap_mb = heap_mb
         self.data_dir = self.base_dir / "data"
         self.config_path = self.base_dir / "zoo.cfg"
-        self.log_path = self.base_dir / "zookeeper.log"
-        self._process: Optional[subprocess.Popen] = None
-        self._log_file = None
-        self._lock = threading.Lock()
-        atexit.register(self._atexit)
+        super().__init__(self.base_dir, self.base_dir / "zookeeper.log")
+        self.name = f"ZooKeeper on {self.connect_string}"
 
     # --- properties -------------------------------------------------------------------
 
@@ -173,16 +168,6 @@ class EmbeddedZooKeeper:
     def connect_string(self) -> str:
         """``127.0.0.1:<port>``, for kazoo or a ``ZkHosts`` string."""
         return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> Optional[int]:
-        """PID of the java process, or None when not running."""
-        return self._process.pid if self.running else None
-
-    @property
-    def running(self) -> bool:
-        """True while the java process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     # --- files ------------------------------------------------------------------------
 
@@ -201,7 +186,7 @@ class EmbeddedZooKeeper:
         (self.base_dir / "log4j2.properties").write_text(_LOG4J2)
         (self.base_dir / "log4j.properties").write_text(_LOG4J1)
 
-    def _command(self) -> List[str]:
+    def command(self) -> List[str]:
         return [
             _java(),
             f"-Xmx{self.heap_mb}m",
@@ -216,18 +201,6 @@ class EmbeddedZooKeeper:
             "org.apache.zookeeper.server.ZooKeeperServerMain",
             str(self.config_path),
         ]
-
-    def log_tail(self, n: int = 50) -> str:
-        """The last ``n`` lines of the server log (empty when there is none)."""
-        try:
-            with open(self.log_path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                size = handle.tell()
-                handle.seek(max(0, size - 256 * 1024))
-                lines = handle.read().decode("utf-8", errors="replace").splitlines()
-        except FileNotFoundError:
-            return ""
-        return "\n".join(lines[-n:])
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -251,75 +224,12 @@ class EmbeddedZooKeeper:
             if self.running:
                 return self
             self._write_config()
-            self._log_file = open(self.log_path, "ab")
-            self._log_file.write(f"--- starting ZooKeeper on {self.connect_string} "
-                                 f"at {time.strftime('%Y-%m-%dT%H:%M:%S')} ---\n".encode())
-            self._log_file.flush()
-            self._process = subprocess.Popen(
-                self._command(), stdout=self._log_file, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=str(self.base_dir), start_new_session=True)
+            self._launch(f"starting ZooKeeper on {self.connect_string}")
             logger.info("ZooKeeper starting on %s (pid %d, log %s)",
                         self.connect_string, self._process.pid, self.log_path)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if not self.running:
-                code = self._process.returncode if self._process else None
-                self._close_log()
-                raise EmbeddedServerError(
-                    f"ZooKeeper on {self.connect_string} exited with code {code} during "
-                    f"start-up; log {self.log_path} ends with:\n{self.log_tail(30)}")
-            if self.is_ready():
-                return self
-            time.sleep(0.1)
-        self.kill()
-        raise EmbeddedServerError(
-            f"ZooKeeper on {self.connect_string} did not answer 'ruok' within "
-            f"{self.start_timeout_s} s (port taken or machine overloaded?); log "
-            f"{self.log_path} ends with:\n{self.log_tail(30)}")
-
-    def _close_log(self) -> None:
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def _signal_and_wait(self, sig: int, timeout_s: float) -> bool:
-        process = self._process
-        if process is None or process.poll() is not None:
-            return True
-        try:
-            os.kill(process.pid, sig)
-        except ProcessLookupError:
-            return True
-        try:
-            process.wait(timeout=timeout_s)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM the server (SIGKILL after ``timeout_s``) and wait for it to exit."""
-        with self._lock:
-            if not self._signal_and_wait(signal.SIGTERM, timeout_s):
-                logger.warning("ZooKeeper pid %s ignored SIGTERM; killing it",
-                               self._process.pid if self._process else None)
-                self._signal_and_wait(signal.SIGKILL, timeout_s)
-            self._close_log()
-
-    def kill(self) -> None:
-        """SIGKILL the server (a crash) and wait for it to exit."""
-        with self._lock:
-            self._signal_and_wait(signal.SIGKILL, 10.0)
-            self._close_log()
-
-    def pause(self) -> None:
-        """SIGSTOP the server: connections stay open but nothing answers."""
-        if self.running and self._process is not None:
-            os.kill(self._process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        """SIGCONT a paused server."""
-        if self.running and self._process is not None:
-            os.kill(self._process.pid, signal.SIGCONT)
+        self._wait_ready(self.is_ready, self.start_timeout_s, "answer 'ruok'",
+                         EmbeddedServerError)
+        return self
 
     def restart(self) -> "EmbeddedZooKeeper":
         """Stop and start again on the same port with the same data directory."""
@@ -331,10 +241,6 @@ class EmbeddedZooKeeper:
         self.stop()
         if self._owns_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)
-
-    def _atexit(self) -> None:
-        if self.running:
-            self.kill()
 
     def __enter__(self) -> "EmbeddedZooKeeper":
         return self.start()

@@ -22,15 +22,18 @@ and the spout's ``auto.offset.reset``.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..client.first_poll import (OUT_OF_RANGE, FirstPollDecision, NoOffsetResetError,
                                  decide_first_poll)
 from ..config import EARLIEST_TIME, LATEST_TIME
-from ..errors import CorruptStateError
-from ..partition.startup import INVALID_STATE, decide_start
+from ..errors import CorruptStateError, KafkaAccessError
+from ..partition.startup import INVALID_STATE, OutsideLog, decide_start, outside_log
 from . import GroupPartitionState, PartitionState, ToolEnv
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,10 @@ class Explanation:
     stored_offset: Optional[int]
     stored_topology_id: Optional[str]
     topology_id: str
+    log_start: Optional[int] = None
+    log_end: Optional[int] = None
+    #: set when the start offset is outside the log: what the start would skip
+    outside: Optional[OutsideLog] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """The JSON object of CONTRACT section 4 (plus details)."""
@@ -63,7 +70,9 @@ class Explanation:
                 "rejected": self.rejected, "stored_bytes": self.stored_bytes,
                 "stored_offset": self.stored_offset,
                 "stored_topology_id": self.stored_topology_id,
-                "topology_id": self.topology_id, "reference_offset": self.reference_offset}
+                "topology_id": self.topology_id, "reference_offset": self.reference_offset,
+                "log_start_offset": self.log_start, "log_end_offset": self.log_end,
+                "outside_log": self.outside.as_dict() if self.outside is not None else None}
 
 
 def explain_state(env: ToolEnv, state: PartitionState, topology_id: str) -> Explanation:
@@ -84,13 +93,29 @@ def explain_state(env: ToolEnv, state: PartitionState, topology_id: str) -> Expl
             reason=f"{exc}; the pipeline refuses to start (corruptStatePolicy: fail)",
             reference_offset=None, stored_offset=state.stored_offset,
             stored_topology_id=state.stored_topology_id, topology_id=topology_id)
+    earliest, latest = _log_range(env, state.topic, state.partition)
+    outside = outside_log(d.start_offset, earliest, latest, use_start_offset_time=(
+        env.job.spout.use_start_offset_time_if_offset_out_of_range))
+    reason = d.reason if outside is None else f"{d.reason}; but {outside.note}"
     return Explanation(
         topic=state.topic, partition=state.partition, zk_path=state.zk_path,
         stored=stored.parsed if stored is not None else None, stored_bytes=shown_bytes,
         rejected=stored.problem if stored is not None else None, decision=d.decision,
-        start_offset=d.start_offset, reason=d.reason, reference_offset=d.reference_offset,
+        start_offset=d.start_offset, reason=reason, reference_offset=d.reference_offset,
         stored_offset=state.stored_offset, stored_topology_id=state.stored_topology_id,
-        topology_id=topology_id)
+        topology_id=topology_id, log_start=earliest, log_end=latest, outside=outside)
+
+
+def _log_range(env: ToolEnv, topic: str, partition: int) -> Tuple[Optional[int], Optional[int]]:
+    """The log start and end, or Nones when Kafka cannot tell (the decision itself
+    needed no offset: the explanation goes on without the range check)."""
+    try:
+        return (env.offset_for(topic, partition, EARLIEST_TIME),
+                env.offset_for(topic, partition, LATEST_TIME))
+    except KafkaAccessError as exc:
+        log.warning("%s/%d: log range unknown (%s); stored offsets are not checked against it",
+                    topic, partition, exc)
+        return None, None
 
 
 def explain(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Explanation]:

@@ -29,11 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from ..partition.startup import BELOW_START, OutsideLog, outside_log
 from . import GroupPartitionState, PartitionState, ToolEnv, describe_broker
 
 #: table columns (kafka-consumer-groups names first, then ours)
 TABLE_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
-                 "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH")
+                 "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH", "NOTE")
 #: table columns of a Kafka-store job (kafka-consumer-groups' GROUP first)
 GROUP_TABLE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET",
                        "LOG-END-OFFSET", "LAG", "TOPOLOGY-ID")
@@ -61,6 +62,22 @@ class LagRow:
     group: Optional[str] = None
 
     @property
+    def outside(self) -> Optional[OutsideLog]:
+        """Set when the committed offset is outside the log (a start would skip
+        messages; see :func:`~storm_kafka_compat.partition.startup.outside_log`)."""
+        return outside_log(self.committed, self.log_start, self.log_end)
+
+    @property
+    def note(self) -> Optional[str]:
+        """The NOTE column: a committed offset outside the log, in a few words."""
+        o = self.outside
+        if o is None:
+            return None
+        if o.where == BELOW_START:
+            return f"below log start: {o.skipped} deleted"
+        return f"beyond log end: a start skips {o.skipped}"
+
+    @property
     def lag(self) -> Optional[int]:
         """``log_end - committed``, None when either is unknown."""
         if self.committed is None or self.log_end is None:
@@ -71,7 +88,7 @@ class LagRow:
         return {"TOPIC": self.topic, "PARTITION": self.partition,
                 "CURRENT-OFFSET": self.committed, "LOG-START-OFFSET": self.log_start,
                 "LOG-END-OFFSET": self.log_end, "LAG": self.lag, "BROKER": self.broker,
-                "TOPOLOGY-ID": self.topology_id, "ZK-PATH": self.zk_path}
+                "TOPOLOGY-ID": self.topology_id, "ZK-PATH": self.zk_path, "NOTE": self.note}
 
     def group_table_row(self) -> Dict[str, Any]:
         """The row under :data:`GROUP_TABLE_COLUMNS`."""

@@ -291,8 +291,16 @@ def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
         if direction == TO_KAFKA:
             tid = topology_id or s.stored_topology_id or _default_topology_id(env.job, None)
             e.metadata = commit_metadata(tid)
-            if e.target_offset == src:
+            if kafka_now is not None and kafka_now == (src, e.metadata):
                 e.action, e.reason = UNCHANGED, "the group already holds this offset"
+            elif e.target_offset == src:
+                # same offset, other metadata: the first-poll rule reads the metadata
+                # (EARLIEST/LATEST resume only this topology's commits), so rewrite it
+                e.action = MOVE
+                e.reason = (f"the group holds this offset with metadata {kafka_now[1]!r} "
+                            if kafka_now and kafka_now[1] else
+                            "the group holds this offset without metadata ") + \
+                    "; rewritten with the document's topology id"
             else:
                 e.action, e.reason = MOVE, "" if src > 0 else (
                     "note: Storm itself reads a stored 0 as no state")

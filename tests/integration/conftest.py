@@ -76,7 +76,11 @@ Message = Tuple[int, Optional[bytes], Optional[bytes]]
 @pytest.fixture
 def kafka_topic(tansu, unique: Callable[..., str]):
     """Return ``make(partitions=1, messages=(), bootstrap=None) -> topic``: a new
-    topic with ``(partition, key, value)`` messages produced exactly."""
+    topic with ``(partition, key, value)`` messages produced exactly.
+
+    One record per batch (``produce_exact``) is a tansu workaround: with several
+    records in a batch tansu's high watermark is wrong. ``kafka09_topic`` uses a
+    normal batching producer."""
     from storm_kafka_compat.testing.broker import create_topic, produce_exact
 
     def make(partitions: int = 1, messages: Iterable[Message] = (),

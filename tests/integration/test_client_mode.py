@@ -9,6 +9,9 @@ tansu 0.6 drops the commit metadata string (OffsetFetch answers null metadata;
 ``test_tansu_drops_commit_metadata`` pins that). Tests where the metadata decides
 wrap the real group adapter in :class:`MetadataKeepingGroups`, which gives back
 the metadata this process committed while the broker still holds that offset.
+That wrapper is a tansu workaround: on Apache Kafka 0.9.0.1 the coordinator keeps
+the metadata, and test_kafka09_groups.py checks the round trip and every first-poll
+strategy without any wrapper.
 """
 
 import json
@@ -46,7 +49,9 @@ def clear():
 
 @pytest.fixture
 def env(tansu, kafka_topic, unique):
-    """``(topic, group, groups)`` with 2 partitions x 15 messages; the group is new."""
+    """``(topic, group, groups)`` with 2 partitions x 15 messages; the group is new.
+    (``kafka_topic`` produces one record per batch: a tansu workaround for its high
+    watermark.)"""
     topic = kafka_topic(partitions=2, messages=[(i % 2, None, f"v{i}".encode())
                                                 for i in range(30)])
     group = unique("group")
@@ -182,7 +187,7 @@ OURS, OTHER = "clicks-1-100", "other-5-500"
                                     "migration tool"])
 def test_first_poll_strategy(tansu, env, strategy, writer):
     topic, group, real = env
-    groups = MetadataKeepingGroups(real)
+    groups = MetadataKeepingGroups(real)    # tansu workaround: it drops commit metadata
     if writer != "fresh":
         meta = {"this topology": OURS, "another topology": OTHER}.get(writer)
         text = json.dumps({"topologyId": meta, "taskId": 1, "threadName": "t"}) if meta else ""

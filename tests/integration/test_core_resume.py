@@ -1,6 +1,11 @@
 """Core on real servers without Spark: a real ZooKeeper (pyspark's jars), the tansu
 broker, Kafka's broker registry in ZooKeeper, the driver loop running its tasks in
-this process. Spark itself is covered by test_pipeline_spark.py."""
+this process. Spark itself is covered by test_pipeline_spark.py.
+
+tansu workarounds: the registry is written by the test (tansu registers nothing in
+ZooKeeper) and ``kafka_topic`` writes one record per batch (tansu's high watermark).
+test_kafka09_zk_resume.py resumes at Storm's documents on Apache Kafka 0.9.0.1 with
+the registry the broker wrote and a batching producer."""
 
 import pytest
 

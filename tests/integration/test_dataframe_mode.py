@@ -3,6 +3,10 @@
 A batch function that returns acks the batch, one that raises gets the batch
 retried, one that returns failed rows gets only those retried; the documents
 reach the log end.
+
+tansu workaround: ``kafka_topic`` writes one record per batch (tansu's high
+watermark); test_kafka09_spark_sources.py runs DataFrame mode on Apache Kafka
+0.9.0.1 with a batching producer.
 """
 
 import pytest

@@ -3,6 +3,10 @@
 The source starts from ZooKeeper (a Storm-written document for one partition,
 none for the other), reads every message once, and leaves documents equal to
 the log end, byte for byte what storm-kafka writes.
+
+tansu workaround: ``kafka_topic`` writes one record per batch so that tansu's high
+watermark (the source's latest offset) is exact. test_kafka09_spark_sources.py
+reads a batching producer's topic on Apache Kafka 0.9.0.1 (v0 records, no timestamps).
 """
 
 import pytest

@@ -5,7 +5,11 @@ The group's commits are made with :class:`KafkaGroupOffsets` (OffsetCommit witho
 joining). tansu 0.6 drops the commit metadata string (it reads back empty), so on
 it every commit is "another writer's": ``TOPOLOGY-ID`` is ``-`` and
 EARLIEST/LATEST override the commit. The metadata rules themselves are covered
-by tests/unit/test_tools_kafka_store.py with the in-memory group.
+by tests/unit/test_tools_kafka_store.py with the in-memory group, and on Apache
+Kafka 0.9.0.1, which keeps the metadata, by test_kafka09_groups.py (``TOPOLOGY-ID``
+shown, each first-poll strategy decided by this or another topology's commit).
+The expectations below that say "tansu drops the metadata" are tansu workarounds,
+as is ``kafka_topic`` writing one record per batch (tansu's high watermark).
 """
 
 from __future__ import annotations

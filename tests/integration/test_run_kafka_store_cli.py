@@ -2,7 +2,9 @@
 (``kafkaSpout.offsetStore: kafka``) as a subprocess, through Spark: every message
 is processed, the consumer group holds the log end of every partition (read back
 with :class:`KafkaGroupOffsets`), and ``offsets show --json`` reports lag 0. No
-ZooKeeper is involved."""
+ZooKeeper is involved. (tansu workaround: ``kafka_topic`` writes one record per
+batch for tansu's high watermark; test_kafka09_groups.py runs the same command on
+Apache Kafka 0.9.0.1 with a batching producer and checks the commit metadata.)"""
 
 import json
 import os

@@ -61,15 +61,24 @@ def _report(pipe_kp=60_000.0, confluent=True):
     adapter = {"kafka-python": {"msgs_per_s": 40_000.0, "messages": 10, "seconds": 1.0}}
     pipeline = {"kafka-python": {"msgs_per_s": pipe_kp, "messages": 10, "seconds": 1.0,
                                  "batches": 2, "commits": 4, "commit_round_trips": 2}}
+    plain = {"kafka-python": {"msgs_per_s": 70_000.0, "messages": 10, "seconds": 1.0}}
+    latency = {"kafka-python": {"rate_msgs_per_s": 30_000.0, "seconds": 10.0,
+                                "samples": 300_000, "p50_ms": 400.0, "p99_ms": 1_900.0}}
     if confluent:
         raw["confluent"] = {"msgs_per_s": 1_000_000.0, "messages": 10, "seconds": 1.0}
+        plain["confluent"] = {"msgs_per_s": 250_000.0, "messages": 10, "seconds": 1.0}
         pipeline["confluent"] = {"msgs_per_s": 200_000.0, "messages": 10, "seconds": 1.0,
-                                 "batches": 2, "commits": 4, "commit_round_trips": 2}
+                                 "batches": 2, "commits": 4, "commit_round_trips": 2,
+                                 "min": 150_000.0, "median": 200_000.0, "max": 210_000.0,
+                                 "runs": [150_000.0, 200_000.0, 210_000.0]}
+        latency["confluent"] = {"rate_msgs_per_s": 100_000.0, "seconds": 10.0,
+                                "samples": 1_000_000, "p50_ms": 900.0, "p99_ms": 2_500.0}
     mem = {"in_order": {"ranges_bytes_per_offset": 0.01, "map_bytes_per_offset": 140.0,
                         "map_over_ranges": 14_000.0, "in_flight": 10, "failures": 0},
            "random": {"ranges_bytes_per_offset": 4.0, "map_bytes_per_offset": 140.0,
                       "map_over_ranges": 35.0, "in_flight": 10, "failures": 1}}
-    return {"fetch": {"raw": raw, "adapter": adapter}, "pipeline": pipeline, "memory": mem,
+    return {"fetch": {"raw": raw, "adapter": adapter}, "plain": plain, "pipeline": pipeline,
+            "latency": latency, "memory": mem,
             "zookeeper": [{"partitions": 1, "commit_ms": 2.0, "round_trips_per_commit": 1,
                            "min_round_trips": 1, "document_bytes": 129},
                           {"partitions": 10_000, "commit_ms": 700.0, "round_trips_per_commit": 7,
@@ -82,12 +91,17 @@ def test_ratios_and_targets():
     r = _report()
     r["ratios"] = compute_ratios(r)
     assert r["ratios"]["pipeline_over_raw"] == {"kafka-python": 1.2, "confluent": 0.2}
+    assert r["ratios"]["pipeline_over_plain"] == {"kafka-python": pytest.approx(60 / 70),
+                                                  "confluent": 0.8}
     assert r["ratios"]["confluent_over_kafka_python"]["raw"] == 20.0
     assert r["ratios"]["adapter_over_raw"]["confluent"] is None      # not measured
     assert r["ratios"]["planning_per_partition_growth"] == pytest.approx(3.0)
     met = {t["name"]: t["met"] for t in check_targets(r)}
-    assert met["pipeline kafka-python / raw kafka-python"] is True
-    assert met["pipeline confluent / raw confluent"] is False
+    assert met["pipeline kafka-python / plain PySpark job kafka-python"] is True
+    assert met["pipeline confluent / plain PySpark job confluent"] is True       # 0.8 exactly
+    assert met["pipeline confluent / raw confluent consumer"] is False
+    assert met["p99 end-to-end latency kafka-python at 30,000 msg/s (ms)"] is True
+    assert met["p99 end-to-end latency confluent at 100,000 msg/s (ms)"] is False
     assert met["pending bytes per in-flight offset, in-order acks"] is True
     assert met["per-offset map / ranges, random acks, 1% failures"] is True
     assert met["ZooKeeper round trips per commit above the request-size floor"] is False
@@ -100,9 +114,29 @@ def test_targets_not_measured_without_confluent_and_rows_render():
     r["ratios"] = compute_ratios(r)
     r["targets"] = check_targets(r)
     met = {t["name"]: t["met"] for t in r["targets"]}
-    assert met["pipeline confluent / raw confluent"] is None
+    assert met["pipeline confluent / raw confluent consumer"] is None
+    assert met["pipeline confluent / plain PySpark job confluent"] is None
     rows = figure_rows(r)
     by_name = {row["FIGURE"]: row for row in rows}
     assert by_name["pipeline kafka-python"]["VALUE"] == "60,000"
-    assert by_name["target: pipeline confluent / raw confluent"]["NOTE"] == "not measured"
+    assert by_name["plain PySpark job kafka-python"]["VALUE"] == "70,000"
+    assert by_name["latency p99 kafka-python"]["VALUE"] == "1,900"
+    assert by_name["target: pipeline confluent / raw confluent consumer"]["NOTE"] == \
+        "not measured"
     assert by_name["ZK commit 10,000 partitions"]["NOTE"].startswith("7 round trips (floor 6)")
+
+
+def test_summarize_keeps_the_spread_and_the_median_round():
+    from storm_kafka_compat.bench.runner import summarize
+    runs = [{"msgs_per_s": v, "messages": 10, "seconds": 10 / v} for v in (30.0, 10.0, 20.0)]
+    s = summarize(runs)
+    assert (s["min"], s["median"], s["max"], s["runs"]) == (10.0, 20.0, 30.0, [30.0, 10.0, 20.0])
+    assert s["msgs_per_s"] == 20.0 and s["seconds"] == pytest.approx(0.5)
+    assert summarize(runs[:2])["median"] == 20.0                 # even count: the mean of two
+
+
+def test_percentile_nearest_rank():
+    from storm_kafka_compat.bench.latency import percentile
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0
+    assert percentile([5.0], 99) == 5.0 and percentile([], 50) is None

@@ -688,6 +688,17 @@ def test_config_warnings() -> None:
     assert len(config_warnings(job)) == 1 and "STORM-399" in config_warnings(job)[0]
 
 
+def test_client_mode_notes_the_tuple_shape_not_the_zookeeper_store() -> None:
+    client = {"groupId": "g", "bootstrapServers": "k:1", "topics": ["t"]}
+    job = job_config_from_dict({"kafkaSpout": client, "topology": {"name": "x"}})
+    notes = config_warnings(job)
+    assert any("set spout.scheme: record_translator" in n for n in notes)
+    assert not any("STORM-692" in n for n in notes)
+    job = job_config_from_dict({"kafkaSpout": client, "topology": {"name": "x"},
+                                "spout": {"scheme": "record_translator"}})
+    assert not any("record_translator" in n for n in config_warnings(job))
+
+
 # --- documentation stays in step with the tables ---------------------------------------------
 
 DOCS = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs"

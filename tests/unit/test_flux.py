@@ -86,7 +86,9 @@ def test_realistic_flux_without_env_reports_the_placeholder() -> None:
     result = convert_file(str(DATA / "kafka_spout_topology.yaml"),
                           filter_path=str(DATA / "dev.properties"))
     assert result.config["spout"]["clientId"] == "${ENV-KAFKA_CLIENT_ID}"
-    assert any("spout.clientId: placeholder '${ENV-KAFKA_CLIENT_ID}' was not substituted" in u
+    assert any("spout.clientId: placeholder ${ENV-KAFKA_CLIENT_ID} was not substituted; "
+               "environment variable KAFKA_CLIENT_ID: set it and run 'config convert "
+               "--env-filter'" in u
                for u in result.unmapped)
 
 
@@ -265,9 +267,14 @@ def test_single_bolt_on_the_spout_becomes_the_simple_form() -> None:
 
 
 @pytest.mark.parametrize("doc,fragment", [
-    ({"name": "t", "spouts": [{"id": "s", "className": "com.acme.Spout"}]}, "no storm-kafka"),
-    ({"name": "t"}, "no storm-kafka"),
-    (["a"], "not a Flux topology"),
+    ({"name": "t", "spouts": [{"id": "s", "className": "com.acme.Spout"}]},
+     "no KafkaSpout under spouts (found: com.acme.Spout)"),
+    ({"name": "t"}, "a Flux fragment with no spouts"),
+    ({"components": [{"id": "c", "className": "x.C"}]}, "a Flux fragment with only components"),
+    (["a"], "not a Flux topology: a Flux file is a YAML mapping"),
+    ({"spout": {"topic": "t"}, "hosts": {}}, "looks like a storm-kafka-compat CONFIG already"),
+    ({"server": {"port": 8080}}, "not a Flux topology: none of the Flux keys"),
+    ({"name": "t", "topologySource": {"className": "a.B"}}, "built by Java code"),
 ])
 def test_flux_errors(doc: Any, fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -404,3 +411,98 @@ def test_properties_scheme_values(value: str, expected: str) -> None:
     result = convert_properties(f"kafka.scheme={value}\n")
     assert result.config["spout"]["scheme"] == expected
     assert result.unmapped == []
+
+
+# --- storm-kafka-client components ----------------------------------------------------------
+
+CLIENT = "org.apache.storm.kafka.spout."
+
+
+def client_flux(builder: dict, *extra: dict, config_ref: str = "cfg") -> str:
+    doc = {"name": "c", "components": [
+        *extra, builder,
+        {"id": "cfg", "className": CLIENT + "KafkaSpoutConfig",
+         "constructorArgs": [{"ref": "b"}]}],
+        "spouts": [{"id": "ks", "className": CLIENT + "KafkaSpout",
+                    "constructorArgs": [{"ref": config_ref}]}]}
+    return yaml.safe_dump(doc)
+
+
+def test_client_builder_defaults_to_the_record_translator_shape() -> None:
+    result = convert_flux(client_flux({
+        "id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
+        "constructorArgs": ["k1:9092", "orders"],
+        "configMethods": [{"name": "setProp", "args": ["group.id", "g"]},
+                          {"name": "setProcessingGuarantee",
+                           "args": ["KafkaSpoutConfig.ProcessingGuarantee.AT_MOST_ONCE"]},
+                          {"name": "setMetricsTimeBucketSizeInSecs", "args": [100]}]}))
+    assert result.config["kafkaSpout"] == {"bootstrapServers": "k1:9092", "topics": ["orders"],
+                                           "groupId": "g", "processingGuarantee": "AT_MOST_ONCE"}
+    assert result.config["spout"] == {"scheme": "record_translator",
+                                      "metricsTimeBucketSizeInSecs": 100}
+    job = job_config_from_dict(dict(result.config, topology={"name": "c"}))
+    assert job.spout.scheme == "record_translator" and job.spout.topic == "orders"
+
+
+def test_client_builder_factory_pattern_and_old_four_argument_form() -> None:
+    pattern = {"id": "p", "className": "java.util.regex.Pattern", "factory": "compile",
+               "constructorArgs": ["orders-.*"]}
+    result = convert_flux(client_flux({
+        "id": "b", "className": CLIENT + "KafkaSpoutConfig", "factory": "builder",
+        "constructorArgs": ["k1:9092", {"ref": "p"}],
+        "properties": [{"name": "groupId", "value": "g"}]}, pattern, config_ref="b"))
+    assert result.config["kafkaSpout"]["topicPattern"] == "orders-.*"
+    assert result.config["kafkaSpout"]["groupId"] == "g"
+    old = convert_flux(client_flux({
+        "id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
+        "constructorArgs": ["k1:9092", "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+                            "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+                            ["a", "b"]]}))
+    assert old.config["kafkaSpout"]["topics"] == ["a", "b"]
+    assert any("key.deserializer=org.apache.kafka.common.serialization.ByteArrayDeserializer"
+               in u for u in old.unmapped)
+
+
+def test_client_default_record_translator_component_and_bad_arguments() -> None:
+    translator = {"id": "t", "className": CLIENT + "DefaultRecordTranslator"}
+    result = convert_flux(client_flux({
+        "id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
+        "constructorArgs": ["k1:9092", ["orders"]],
+        "configMethods": [{"name": "setRecordTranslator", "args": [{"ref": "t"}]},
+                          {"name": "setGroupId", "args": ["g"]}]}, translator))
+    assert result.config["spout"] == {"scheme": "record_translator"}
+    with pytest.raises(ConfigError, match="KafkaSpoutConfig\\$Builder takes"):
+        convert_flux(client_flux({"id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
+                                  "constructorArgs": ["k1:9092"]}))
+    with pytest.raises(ConfigError, match="storm-kafka-client's KafkaSpout takes one ref to a "
+                                          "KafkaSpoutConfig component; got 'x'"):
+        convert_flux(yaml.safe_dump({"name": "c", "spouts": [
+            {"id": "ks", "className": CLIENT + "KafkaSpout", "constructorArgs": ["x"]}]}))
+
+
+def test_client_enable_auto_commit_reaches_validation_as_in_storm() -> None:
+    result = convert_flux(client_flux({
+        "id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
+        "constructorArgs": ["k1:9092", "orders"],
+        "configMethods": [{"name": "setGroupId", "args": ["g"]},
+                          {"name": "setProp", "args": [{"enable.auto.commit": True}]}]}))
+    assert result.config["kafkaSpout"]["consumer"] == {"enable.auto.commit": True}
+    with pytest.raises(ConfigError, match="enable.auto.commit"):
+        job_config_from_dict(dict(result.config, topology={"name": "c"}))
+
+
+def test_argument_errors_name_components_not_internal_values() -> None:
+    doc = {"name": "t", "components": [
+        {"id": "gpi", "className": "com.acme.PartitionInfo"},
+        {"id": "hosts", "className": "org.apache.storm.kafka.StaticHosts",
+         "constructorArgs": [{"ref": "gpi"}]},
+        {"id": "sc", "className": "org.apache.storm.kafka.SpoutConfig",
+         "constructorArgs": [{"ref": "hosts"}, "t", "/r", "i"]}],
+        "spouts": [{"id": "ks", "className": "org.apache.storm.kafka.KafkaSpout",
+                    "constructorArgs": [{"ref": "sc"}]}]}
+    with pytest.raises(ConfigError) as err:
+        convert_flux(yaml.safe_dump(doc))
+    text = str(err.value)
+    assert "StaticHosts takes one GlobalPartitionInformation (a ref), got " \
+           "components[gpi] of class com.acme.PartitionInfo" in text
+    assert "_Value" not in text

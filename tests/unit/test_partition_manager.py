@@ -159,8 +159,26 @@ def test_position_beyond_log_end_moves_to_latest():                       # case
     plan = pm.plan_fetch()
     assert plan.offset == 5_005
     lost = pm.out_of_range(plan, earliest=0, latest=120)   # topic re-created
-    assert pm.emitted_to == 120 and lost == 2             # 5003, 5004 cannot be re-fetched
+    # 5003 and 5004 cannot be re-fetched, and the new topic's 0-119 are passed over
+    assert pm.emitted_to == 120 and lost == 2 + 120
     assert pm.plan_fetch().offset == 120 and pm.commit_offset() == 120
+
+
+def test_stored_offset_beyond_the_log_end_counts_what_the_move_skips():   # issue 10
+    """A document at 9999 on a log of [500, 600): the job never reads 500-599."""
+    pm = make(start=9_999)
+    assert pm.out_of_range(pm.plan_fetch(), earliest=500, latest=600) == 100
+    assert pm.emitted_to == 600 and pm.total_lost == 100
+
+
+def test_truncation_below_what_this_manager_read_counts_only_dropped_pending():
+    """An unclean election truncates the log to 950 after this manager read from 0:
+    0-949 were read here, so only the pending offsets above 950 are lost."""
+    pm = make(start=0)
+    take(pm, range(0, 1_000), pm.plan_fetch(max_messages=1_000))
+    pm.ack_ranges([(0, 990)])
+    lost = pm.out_of_range(pm.plan_fetch(), earliest=0, latest=950)
+    assert lost == 10 and pm.emitted_to == 950
 
 
 def test_no_offset_start_recovers_through_out_of_range():                 # case 30

@@ -89,3 +89,32 @@ def test_corrupt_document_is_logged_with_path_and_bytes(caplog):
     decide_start(Stored(None, None, "root is not an object", b"[1]"), topology_id="me",
                  config=cfg(), offset_for=kafka, where="/r/s/partition_9")
     assert "/r/s/partition_9" in caplog.text and "b'[1]'" in caplog.text
+
+
+# --- a start offset outside the log (offsets explain/show, issue 10) ---------------------
+
+@pytest.mark.parametrize("offset, earliest, latest, use, expected", [
+    (50, 0, 100, True, None),                           # inside
+    (100, 0, 100, True, None),                          # at the log end: nothing to skip
+    (0, 0, 0, True, None),                              # empty log
+    (41, 57, 100, True, ("below_start", 16, 57)),       # retention deleted 41-56
+    (9999, 500, 600, True, ("beyond_end", 100, 600)),   # a re-created topic: 500-599 unread
+    (41, 57, 100, False, ("below_start", 16, None)),    # Storm: every fetch fails
+    (9999, 600, 600, True, ("beyond_end", 0, 600)),     # beyond an empty log: nothing skipped
+    (None, 0, 10, True, None), (5, None, 10, True, None), (-5, 0, 10, True, None),
+])
+def test_outside_log_table(offset, earliest, latest, use, expected):
+    from storm_kafka_compat.partition.startup import outside_log
+    got = outside_log(offset, earliest, latest, use_start_offset_time=use)
+    assert (None if got is None else (got.where, got.skipped, got.moves_to)) == expected
+
+
+def test_outside_log_notes_say_what_a_start_skips_and_the_fix():
+    from storm_kafka_compat.partition.startup import outside_log
+    beyond = outside_log(9999, 500, 600).note
+    assert "beyond the log end 600" in beyond and "never reads the 100 messages" in beyond
+    assert "offsets reset --to-earliest" in beyond
+    below = outside_log(41, 57, 100).note
+    assert "below the log start 57" in below and "deleted 16" in below
+    stuck = outside_log(41, 57, 100, use_start_offset_time=False).note
+    assert "every fetch fails" in stuck and "offsets reset" in stuck

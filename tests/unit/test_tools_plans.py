@@ -218,6 +218,22 @@ def test_migrate_to_kafka_range_check_and_active_members():
     assert group.offsets == {}
 
 
+def test_migrate_to_kafka_same_offset_is_unchanged_only_with_the_same_metadata():
+    """The first-poll rule reads the commit metadata: a group holding the document's
+    offset under other (or no) metadata gets the migration's metadata written."""
+    env = env_for({0: doc(5, 0), 1: doc(5, 1), 2: doc(5, 2)}, {p: (0, 9) for p in range(3)})
+    ours = commit_metadata("clicks-1-1")
+    group = FakeGroup({("clicks", 0): (5, ours), ("clicks", 1): (5, ""),
+                       ("clicks", 2): (5, commit_metadata("other-2-2", 3, "t"))})
+    plan = execute_migrate(env, plan_migrate(env, direction=TO_KAFKA, group="g",
+                                             groups=group), groups=group)
+    assert [e.action for e in plan.entries] == ["unchanged", "move", "move"]
+    assert "without metadata" in plan.entries[1].reason
+    assert "other-2-2" in plan.entries[2].reason
+    assert plan.moved == 2
+    assert group.offsets == {("clicks", p): (5, ours) for p in range(3)}
+
+
 def test_migrate_from_kafka_takes_the_id_from_the_commit_metadata():
     env = env_for({}, {0: (0, 9), 1: (0, 9)})
     group = FakeGroup({("clicks", 0): (6, commit_metadata("from-meta-1"))})
