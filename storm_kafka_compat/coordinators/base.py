@@ -11,6 +11,16 @@ A leader change keeps the manager object (storm-kafka 1.1.4/1.2.3+, STORM-2296
 and STORM-3090: state carried over, matched on topic *and* partition) and calls
 ``manager.set_leader(broker)`` when the manager has that method.
 
+Deviation (Storm kills the executor on any refresh error, STORM-380/STORM-2394):
+once a first refresh succeeded, a refresh that fails (a topic the brokers do not
+know, a topic being created or deleted, ``leader: -1`` during an election,
+ZooKeeper or the brokers unreachable) is logged at WARN, counted in
+``refresh_failures`` and changes nothing: the managers of the last good refresh
+keep running and the refresh is retried at the next period or fetch failure. A
+new partition whose start offset cannot be asked yet (its leader is being
+elected) is left for the next refresh; the others are built. The first refresh
+still raises, so a wrong topic or host fails in seconds.
+
 This module is pure: time is passed in (epoch ms).
 """
 
@@ -22,7 +32,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.coordinators.assignment import partitions_for_task
-from storm_kafka_compat.errors import CoordinatorError
+from storm_kafka_compat.errors import CoordinatorError, KafkaAccessError
+
+#: errors a refresh survives once a first refresh succeeded (see the module docstring)
+RETRIABLE_REFRESH_ERRORS = (CoordinatorError, KafkaAccessError)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +96,10 @@ class Coordinator:
         self._infos: Dict[PartitionKey, PartitionInfo] = {}
         self._last_refresh_ms: Optional[int] = None
         self.refresh_count = 0
+        #: refreshes that failed and were survived (kept the last good assignment)
+        self.refresh_failures = 0
+        #: the message of the last refresh failure, None after a good refresh
+        self.last_refresh_error: Optional[str] = None
 
     # --- for subclasses ---------------------------------------------------------
 
@@ -98,7 +115,9 @@ class Coordinator:
         Removed partitions go to ``on_removed``; new ones get a manager from
         ``manager_factory``; a partition whose leader moved keeps its manager
         and gets ``set_leader(broker)``. Discovery errors propagate before
-        anything changes.
+        anything changes. After the first refresh, a new partition whose manager
+        cannot be built because Kafka cannot be asked (``KafkaAccessError``) is
+        skipped until the next refresh.
         """
         everything = self.discover()
         keys = [info.key for info in everything]
@@ -125,7 +144,14 @@ class Coordinator:
                         set_leader(info.leader)
             else:
                 log.info("now managing %s/%d (leader %s)", key[0], key[1], info.leader)
-                manager = self._factory(info)
+                try:
+                    manager = self._factory(info)
+                except KafkaAccessError as exc:
+                    if self.refresh_count == 0:
+                        raise
+                    log.warning("%s/%d cannot start yet (%s); trying again at the next "
+                                "refresh", key[0], key[1], exc)
+                    continue
             managers[key] = manager
             self._infos[key] = info
         self._managers = managers
@@ -140,14 +166,35 @@ class Coordinator:
         due = self._last_refresh_ms is None or (
             self.refresh_freq_ms is not None and now_ms - self._last_refresh_ms > self.refresh_freq_ms)
         if due:
-            self.refresh()
             self._last_refresh_ms = now_ms
+            self.safe_refresh()
         return due
 
     def on_fetch_failure(self) -> None:
         """A fetch failed (``FailedFetchError``): refresh now, without resetting
         the periodic timer (as storm-kafka does)."""
-        self.refresh()
+        self.safe_refresh()
+
+    def safe_refresh(self) -> bool:
+        """:meth:`refresh`, surviving :data:`RETRIABLE_REFRESH_ERRORS` once a first
+        refresh succeeded (the assignment of the last good refresh is kept).
+
+        Returns whether the refresh succeeded.
+        """
+        try:
+            self.refresh()
+        except RETRIABLE_REFRESH_ERRORS as exc:
+            if self.refresh_count == 0:
+                self._last_refresh_ms = None     # nothing to keep: the caller must know
+                raise
+            self.refresh_failures += 1
+            self.last_refresh_error = str(exc)
+            log.warning("partition refresh failed (%d so far): %s; keeping the %d partitions "
+                        "of the last good refresh and trying again", self.refresh_failures,
+                        exc, len(self._managers))
+            return False
+        self.last_refresh_error = None
+        return True
 
     def managed(self) -> Dict[PartitionKey, Any]:
         """This task's managers by ``(topic, partition)``, in discovery order."""

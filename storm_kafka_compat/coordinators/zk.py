@@ -12,7 +12,9 @@ What storm-kafka's ``ZkCoordinator`` + ``DynamicBrokersReader`` do, over kazoo:
   not update leader and registration atomically, STORM-1682);
 * wildcard mode (``kafka.topic.wildcard.match``): ``SpoutConfig.topic`` is a
   Java regex fully matched against the children of ``<brokerZkPath>/topics``;
-  offsets then live under ``zkRoot/id/<topic>/partition_N``.
+  offsets then live under ``zkRoot/id/<topic>/partition_N``. A matched topic
+  whose ``partitions`` node is gone by the time it is read (deleted in between)
+  is skipped (Storm throws);
 
 Deviation: matched topics are taken in sorted order (storm-kafka uses
 ZooKeeper's unsorted child order), so every task computes the same list.
@@ -90,6 +92,11 @@ def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
     for t in topics:
         ppath = registry.partitions_path(base_path, t)
         children = reader.children(ppath)
+        if children is None and wildcard:
+            # listed a moment ago: deleted since (or not yet fully created)
+            log.warning("topic %r matched %r but %s is gone: the topic is being deleted "
+                        "or created; skipped this refresh", t, topic, ppath)
+            continue
         if children is None:
             raise BrokerRegistryError(
                 f"{ppath} does not exist: topic {t!r} is unknown to Kafka (or still being "

@@ -143,7 +143,10 @@ def _retriable_codes() -> Tuple[int, ...]:
              "NOT_LEADER_FOR_PARTITION", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
              "_WAIT_COORD", "_RESOLVE", "_MSG_TIMED_OUT", "FENCED_LEADER_EPOCH",
              "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR",
-             "REPLICA_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE", "_NODE_UPDATE")
+             "REPLICA_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE", "_NODE_UPDATE",
+             # a broker that left the cluster metadata (a killed leader, Kafka 0.9
+             # measured): its handle is destroyed under a watermark query in flight
+             "_DESTROY_BROKER")
     return tuple(getattr(E, n) for n in names if hasattr(E, n))
 
 

@@ -326,6 +326,19 @@ class KafkaPythonAccess:
                 log.debug("closing the consumer of %s/%d failed", topic, partition,
                           exc_info=True)
 
+    def _forget_metadata_consumer(self) -> None:
+        """Close the consumer of offset and metadata lookups after a retriable
+        failure: the next lookup starts from a fresh one. After a broker was killed
+        and restarted (real Kafka 0.9, kafka-python 3.0), the old one timed out on
+        every lookup, for partitions led by the broker that never went away too,
+        and never recovered; the driver loop then spent socketTimeoutMs per lookup."""
+        c, self._consumer = self._consumer, None
+        if c is not None:
+            try:
+                c.close()
+            except Exception:  # best effort
+                log.debug("closing the metadata consumer failed", exc_info=True)
+
     def _errors(self, topic: Optional[str], partition: Optional[int], offset: Optional[int],
                 what: str) -> "_ErrorMap":
         return _ErrorMap(self, topic, partition, offset, what)
@@ -364,6 +377,8 @@ class _ErrorMap:
         if isinstance(exc, (OSError, TimeoutError)) or (
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
+            if self.what != "fetch":
+                self.owner._forget_metadata_consumer()
             hint = ""
             if "bootstrap" in str(exc).lower():
                 from storm_kafka_compat.kafka.probe import version_hint

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from ..errors import StormKafkaCompatError
+from ..errors import KafkaAccessError, StormKafkaCompatError
 from ..partition.manager import CommitTimer, PartitionManager
 from ..partition.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from .executor import TaskResult, TaskSpec, run_task, run_tasks
@@ -62,6 +62,10 @@ def _job_error(exc: BaseException) -> str:
 #: confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch is a Spark
 #: job and a fresh wait for data); the task's fill budget keeps a batch short
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
+#: first pause of the metrics' log-range lookups after one failed (ms); doubled after
+#: each failed round up to LOOKUP_PAUSE_MAX_MS
+LOOKUP_PAUSE_MS = 5_000
+LOOKUP_PAUSE_MAX_MS = 60_000
 
 
 class PipelineError(StormKafkaCompatError):
@@ -195,6 +199,10 @@ class Pipeline:
         self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
         self._caught_up: Dict[Key, bool] = {}
         self._task_errors: Dict[Key, int] = {}
+        #: log-range lookups for metrics and progress are not made before this time
+        #: (ms, self.clock) after failures; the pause doubles with each failed round
+        self._lookups_paused_until_ms = 0
+        self._lookup_pause_ms = 0
         self._stats = _Stats()
         self.summary = RunSummary()
 
@@ -322,8 +330,17 @@ class Pipeline:
                 task_errors.pop(key, None)
             if r.error == "out_of_range":
                 if self.job.spout.use_start_offset_time_if_offset_out_of_range:
-                    earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
-                    latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    try:
+                        earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
+                        latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    except KafkaAccessError as exc:
+                        # the leader is moving (an unclean election truncated the log):
+                        # the partition stays where it is and the next batch asks again
+                        log.warning("%s/%d: out of range, and its log range cannot be asked "
+                                    "(%s); refreshing partitions", r.topic, r.partition, exc)
+                        self.summary.fetch_failures += 1
+                        refresh = True
+                        continue
                     pm.out_of_range(r.plan, earliest, latest)
                 else:
                     log.warning("%s/%d: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so "
@@ -393,15 +410,36 @@ class Pipeline:
 
     # --- metrics and progress ----------------------------------------------------------
     def offset_samples(self) -> List[OffsetSample]:
+        """Log start and end of every managed partition, for metrics and progress.
+
+        After the first lookup that fails (a leader being elected: each failure
+        costs socketTimeoutMs) the remaining partitions are reported unknown, and
+        no lookup is made for a pause (LOOKUP_PAUSE_MS, doubled after each failed
+        round up to LOOKUP_PAUSE_MAX_MS, reset by a good round), so the loop goes
+        on fetching: measured on Kafka 0.9 after a controller kill, the driver's
+        kafka-python lookups kept timing out for minutes while the fetches went on.
+        """
         out = []
+        now = self.clock()
+        failed = now < self._lookups_paused_until_ms
         for (topic, partition), pm in self.spout.managers().items():
-            try:
-                earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
-                latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
-            except StormKafkaCompatError:
-                earliest = latest = None
+            earliest = latest = None
+            if not failed:
+                try:
+                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
+                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
+                except StormKafkaCompatError as exc:
+                    earliest = latest = None
+                    failed = True
+                    self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
+                        LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
+                    self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
+                    log.info("log range of %s/%d unknown (%s); no log ranges asked for the "
+                             "next %d s", topic, partition, exc, self._lookup_pause_ms // 1000)
             out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
                                     pm.last_completed_offset(), self.job.topology.wildcard_match))
+        if not failed:
+            self._lookup_pause_ms = 0
         return out
 
     def emit_metrics(self) -> None:
@@ -424,6 +462,7 @@ class Pipeline:
             "commitFailures": self.summary.commit_failures,
             "fetchFailures": self.summary.fetch_failures,
             "timeouts": self.summary.timeouts,
+            "refreshFailures": getattr(self.spout.coordinator, "refresh_failures", 0),
             "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
 
     def _progress_line(self, rate: float) -> str:

@@ -225,3 +225,111 @@ def test_bootstrap_coordinator_unknown_topic():
                              manager_factory=rec.factory)
     with pytest.raises(CoordinatorError, match="'nope'"):
         c.refresh()
+
+
+# --- refresh failures after the first refresh (leader elections, topic churn) ---------------
+
+def test_first_refresh_failure_raises_later_ones_keep_the_last_assignment(reader):
+    rec = Recorder()
+    c = zk_coordinator(reader, rec, topic="late")
+    with pytest.raises(BrokerRegistryError):          # a wrong topic fails at once
+        c.maybe_refresh(0)
+    reader.topic("late", {0: 1, 1: 2})
+    assert c.maybe_refresh(1) is True                 # not marked refreshed by the failure
+    before = c.managed()
+    reader.topic("late", {0: 1, 1: -1})               # an election in progress
+    c.on_fetch_failure()                              # survived: nothing changes
+    assert c.managed() == before and rec.removed == []
+    assert c.refresh_failures == 1
+    assert "No leader found for partition 1" in c.last_refresh_error
+    for key in [k for k in reader.nodes if k.startswith("/brokers/topics/late")]:
+        del reader.nodes[key]                         # the topic is deleted
+    assert c.maybe_refresh(60_002) is True            # periodic: survived as well
+    assert c.managed() == before and c.refresh_failures == 2
+    reader.topic("late", {0: 2, 1: 2})                # elected again
+    c.on_fetch_failure()
+    assert c.managed() == before and c.last_refresh_error is None
+    assert before[("late", 1)].leaders[-1] == Broker("h2", 9093)
+
+
+def test_a_failed_periodic_refresh_waits_for_the_next_period(reader):
+    rec = Recorder()
+    c = zk_coordinator(reader, rec)
+    c.maybe_refresh(0)
+    reader.topic("t", {0: -1, 1: 2, 2: 1})
+    assert c.maybe_refresh(60_001) is True and c.refresh_failures == 1
+    assert c.maybe_refresh(60_002) is False           # no refresh storm on a failing registry
+    assert c.maybe_refresh(120_002) is True and c.refresh_failures == 2
+
+
+def test_wildcard_topic_deleted_drops_its_managers_and_keeps_the_others(reader):
+    reader.topic("orders-eu", {0: 1, 1: 2})
+    reader.topic("orders-us", {0: 2})
+    rec = Recorder()
+    c = zk_coordinator(reader, rec, topic="orders-.*", wildcard=True)
+    c.refresh()
+    us = c.managed()[("orders-us", 0)]
+    for key in [k for k in reader.nodes if k.startswith("/brokers/topics/orders-eu")]:
+        del reader.nodes[key]
+    c.refresh()
+    assert list(c.managed()) == [("orders-us", 0)] and c.managed()[("orders-us", 0)] is us
+    assert sorted(i.key for i in rec.removed) == [("orders-eu", 0), ("orders-eu", 1)]
+
+
+def test_wildcard_topic_listed_but_its_partitions_gone_is_skipped(reader, caplog):
+    reader.topic("orders-eu", {0: 1})
+    reader.nodes["/brokers/topics/orders-gone"] = b"{}"   # deleted between the two reads
+    infos = read_partitions(reader, "/brokers", "orders-.*", wildcard=True)
+    assert [i.key for i in infos] == [("orders-eu", 0)]
+    assert "being deleted or created" in caplog.text
+    with pytest.raises(BrokerRegistryError):              # outside wildcard: an error
+        read_partitions(reader, "/brokers", "orders-gone")
+
+
+def test_new_partition_whose_offset_cannot_be_asked_waits_for_the_next_refresh(reader):
+    from storm_kafka_compat.errors import FailedFetchError
+    rec = Recorder()
+    refuse = {("t", 3)}
+
+    def factory(info):
+        if info.key in refuse:
+            raise FailedFetchError("leader not available", topic=info.topic,
+                                   partition=info.partition)
+        return rec.factory(info)
+
+    c = ZkCoordinator(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
+                      manager_factory=factory, on_removed=rec.on_removed, reader=reader)
+    c.refresh()
+    reader.topic("t", {0: 1, 1: 2, 2: 1, 3: 2, 4: 1})     # grows by two
+    c.refresh()
+    assert list(c.managed()) == [("t", 0), ("t", 1), ("t", 2), ("t", 4)]
+    refuse.clear()
+    c.refresh()
+    assert list(c.managed()) == [("t", p) for p in range(5)]
+
+
+def test_first_refresh_raises_when_a_manager_cannot_start(reader):
+    from storm_kafka_compat.errors import FailedFetchError
+
+    def factory(info):
+        raise FailedFetchError("brokers down", topic=info.topic, partition=info.partition)
+
+    c = ZkCoordinator(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
+                      manager_factory=factory, reader=reader)
+    with pytest.raises(FailedFetchError):
+        c.maybe_refresh(0)
+
+
+def test_bootstrap_coordinator_survives_a_deleted_topic_after_the_first_refresh():
+    k = ScriptedKafka()
+    k.create_topic("t", 2)
+    rec = Recorder()
+    c = BootstrapCoordinator(BootstrapHosts(("b:9092",)), spout("t"),
+                             TopologyConfig(name="x"), k,
+                             manager_factory=rec.factory, on_removed=rec.on_removed)
+    c.maybe_refresh(0)
+    before = c.managed()
+    k.delete_topic("t")
+    c.on_fetch_failure()
+    assert c.managed() == before and c.refresh_failures == 1
+    assert "'t' has no partitions with a leader" in c.last_refresh_error

@@ -86,6 +86,34 @@ def test_out_of_range_below_log_start_jumps_and_counts_lost():
     assert sorted(r["offset"] for r in bolts.SEEN) == [6, 7, 8, 9]
 
 
+def test_out_of_range_whose_log_range_cannot_be_asked_is_retried_not_fatal():
+    """Out of range during a leader change: the lookups of the log range fail once;
+    the job refreshes, asks again at the next batch and then jumps."""
+    from storm_kafka_compat.errors import FailedFetchError
+
+    kafka = kafka_with(10, partitions=1)
+    kafka.set_log_start("orders", 0, 6)
+    store = MemoryStateStore({"/kafka/spout1/partition_0": encode_document(
+        topology_id="x", topology_name="t", offset=2, partition=0, broker_host="k1",
+        broker_port=9092, topic="orders")})
+    real, failures = kafka.offset_for, [0]
+
+    def offset_for(topic, partition, time):
+        if time == -2 and failures[0] < 1 and bolts.SEEN == []:
+            failures[0] += 1
+            raise FailedFetchError("leader moving", topic=topic, partition=partition)
+        return real(topic, partition, time)
+
+    pipe = Pipeline(job(partitions=1), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None)
+    pipe.spout.maybe_refresh(0)
+    kafka.offset_for = offset_for
+    summary = pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=7))
+    assert failures[0] == 1 and summary.fetch_failures == 1
+    assert summary.partitions[0].lost == 4
+    assert sorted(r["offset"] for r in bolts.SEEN) == [6, 7, 8, 9]
+
+
 def test_commit_failure_keeps_going_and_commits_later():
     kafka, store = kafka_with(10, partitions=1), MemoryStateStore()
     store.fail_writes = 2
@@ -337,3 +365,64 @@ def _spec_for_client_crash():
     return TaskSpec(plan, ("127.0.0.1:9092",), SpoutConfig(hosts=StaticHosts({}), topic="t",
                                                        zk_root="/r", id="i"),
                     "m:f", None, (), (), "kafka-python")
+
+
+def test_offset_samples_stop_asking_after_the_first_failed_lookup():
+    """During a leader election each lookup costs socketTimeoutMs: one failure per
+    report, the other partitions reported unknown, the loop goes on."""
+    from storm_kafka_compat.errors import FailedFetchError
+
+    kafka, store = kafka_with(3, partitions=3), MemoryStateStore()
+    pipe = Pipeline(job(partitions=3), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka)
+    pipe.spout.maybe_refresh(0)
+    asked = []
+
+    def offset_for(topic, partition, time):
+        asked.append((partition, time))
+        if partition == 1:
+            raise FailedFetchError("timed out", topic=topic, partition=partition)
+        return 0 if time == -2 else 3
+
+    kafka.offset_for = offset_for
+    samples = pipe.offset_samples()
+    assert [(s.partition, s.earliest, s.latest) for s in samples] == [
+        (0, 0, 3), (1, None, None), (2, None, None)]
+    assert [p for p, _ in asked] == [0, 0, 1]
+
+
+def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
+    from storm_kafka_compat.errors import FailedFetchError
+    from storm_kafka_compat.pipeline.driver import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
+
+    kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
+    now = [0]
+    pipe = Pipeline(job(partitions=2), spark="local", store=store,
+                    kafka_factory=lambda boot: kafka, clock=lambda: now[0])
+    pipe.spout.maybe_refresh(0)
+    asked, broken = [], [True]
+
+    def offset_for(topic, partition, time):
+        asked.append(now[0])
+        if broken[0]:
+            raise FailedFetchError("timed out", topic=topic, partition=partition)
+        return 3
+
+    kafka.offset_for = offset_for
+    pipe.offset_samples()                                 # fails: paused 5 s
+    now[0] = LOOKUP_PAUSE_MS - 1
+    assert all(s.latest is None for s in pipe.offset_samples()) and len(asked) == 1
+    now[0] = LOOKUP_PAUSE_MS
+    pipe.offset_samples()                                 # fails again: paused 10 s
+    now[0] += 2 * LOOKUP_PAUSE_MS - 1
+    pipe.offset_samples()
+    assert len(asked) == 2
+    for _ in range(10):                                   # the pause stops growing
+        now[0] += LOOKUP_PAUSE_MAX_MS
+        pipe.offset_samples()
+    assert asked[-1] - asked[-2] == LOOKUP_PAUSE_MAX_MS
+    broken[0] = False
+    now[0] += LOOKUP_PAUSE_MAX_MS
+    assert [s.latest for s in pipe.offset_samples()] == [3, 3]
+    now[0] += 1                                           # a good round: no pause
+    assert [s.latest for s in pipe.offset_samples()] == [3, 3]

@@ -1,0 +1,51 @@
+"""kafka-python adapter error handling without a broker (fake consumers)."""
+
+import pytest
+
+from storm_kafka_compat.config import BootstrapHosts, SpoutConfig
+from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError
+
+kafka = pytest.importorskip("kafka", reason="kafka-python is a dependency of the package")
+
+
+class FakeConsumer:
+    def __init__(self, error=None):
+        self.error = error
+        self.closed = False
+
+    def end_offsets(self, tps, timeout_ms=None):
+        if self.error is not None:
+            raise self.error
+        return {tp: 7 for tp in tps}
+
+    def close(self):
+        self.closed = True
+
+
+def access():
+    from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+    spout = SpoutConfig(hosts=BootstrapHosts(("b:9092",)), topic="t", zk_root="/r", id="i")
+    return KafkaPythonAccess(["b:9092"], spout, {"api_version": (0, 9)})
+
+
+def test_a_timed_out_lookup_replaces_the_metadata_consumer():
+    import kafka.errors as Errors
+    a = access()
+    wedged = FakeConsumer(Errors.KafkaTimeoutError("Failed to get offsets by timestamps"))
+    a._consumer = wedged
+    with pytest.raises(FailedFetchError):
+        a.offset_for("t", 0, -1)
+    assert wedged.closed and a._consumer is None      # the next lookup starts afresh
+    a._consumer = FakeConsumer()
+    assert a.offset_for("t", 0, -1) == 7
+
+
+def test_a_non_retriable_error_keeps_the_metadata_consumer():
+    import kafka.errors as Errors
+    a = access()
+    denied = FakeConsumer(Errors.TopicAuthorizationFailedError("denied"))
+    a._consumer = denied
+    with pytest.raises(KafkaAccessError) as err:
+        a.offset_for("t", 0, -1)
+    assert not isinstance(err.value, FailedFetchError)
+    assert a._consumer is denied and not denied.closed
