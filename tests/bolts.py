@@ -153,3 +153,10 @@ WORD_COUNT_SPEC = {"bolts": [
 ]}
 
 HOLD_SPEC = {"bolts": [{"name": "hold", "bolt": "tests.bolts:HoldOnce", "kind": "rich"}]}
+
+
+def record_10ms(t):
+    """As :func:`record`, then 10 ms of work: the slow bolt of the bounded-replay
+    fault test (at most 100 tuples a second per core)."""
+    record(t)
+    time.sleep(0.010)
