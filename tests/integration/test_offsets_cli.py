@@ -231,15 +231,17 @@ def test_show_table_has_consumer_groups_columns(kafka_topic, make_job):
     assert res.returncode == 0, res.stderr
     header = res.stdout.splitlines()[0].split()
     assert header == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET",
-                      "LOG-END-OFFSET", "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH"]
+                      "LOG-END-OFFSET", "LAG", "BROKER", "TOPOLOGY-ID", "ZK-PATH", "NOTE"]
     rows = parse_table(res.stdout)
     assert rows[0] == {"TOPIC": topic, "PARTITION": "0", "CURRENT-OFFSET": "3",
                        "LOG-START-OFFSET": "0", "LOG-END-OFFSET": "5", "LAG": "2",
                        "BROKER": "kafka-2.example.com:9092",
-                       "TOPOLOGY-ID": "clicks-17-1514764800", "ZK-PATH": job.zk_path(0)}
+                       "TOPOLOGY-ID": "clicks-17-1514764800", "ZK-PATH": job.zk_path(0),
+                       "NOTE": "-"}
     assert rows[1] == {"TOPIC": topic, "PARTITION": "1", "CURRENT-OFFSET": "-",
                        "LOG-START-OFFSET": "0", "LOG-END-OFFSET": "2", "LAG": "-",
-                       "BROKER": "-", "TOPOLOGY-ID": "-", "ZK-PATH": job.zk_path(1)}
+                       "BROKER": "-", "TOPOLOGY-ID": "-", "ZK-PATH": job.zk_path(1),
+                       "NOTE": "-"}
 
 
 def test_bad_config_exits_2_and_unreachable_zookeeper_exits_1(tmp_path, make_job, kafka_topic):
