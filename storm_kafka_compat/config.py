@@ -949,6 +949,12 @@ def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     return text.strip()
 
 
+def _storm_bolt_class(value: Any) -> bool:
+    """True for a Storm bolt class the pipeline provides (``KafkaBolt``)."""
+    from .pipeline.kafka_bolt import STORM_KAFKA_BOLT_CLASSES
+    return value in STORM_KAFKA_BOLT_CLASSES
+
+
 def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[str, Any]]:
     present = {k: mapping[k] for k in BOLT_TOPOLOGY_KEYS if k in mapping}
     if not present:
@@ -963,7 +969,7 @@ def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[st
             raise ConfigError(f"{section}.bolts[{i}] must be a mapping with name, bolt "
                               f"(module:callable) and optional inputs, got {bolt!r}.",
                               key=f"{section}.bolts[{i}]", value=bolt)
-        if "bolt" in bolt:
+        if "bolt" in bolt and not _storm_bolt_class(bolt["bolt"]):
             check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
     return dict(present)
 
