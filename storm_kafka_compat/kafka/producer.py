@@ -71,13 +71,14 @@ def producer_config(properties: Mapping[str, Any],
                 f"{', '.join(sorted(k.replace('_', '.') for k in known))}",
                 key=f"producerProperties.{java_name}", value=value)
         default = known[name]
+        if name == "acks":
+            out[name] = "all" if str(value) in ("all", "-1") else int(value)
+            continue
         if (isinstance(value, str) and isinstance(default, (int, float))
                 and not isinstance(default, bool)):
             value = int(value)
         if name == "bootstrap_servers" and isinstance(value, str):
             value = [s.strip() for s in value.split(",") if s.strip()]
-        if name == "acks":
-            value = "all" if str(value) in ("all", "-1") else int(value)
         out[name] = value
     version: Optional[Tuple[int, ...]] = out.get("api_version")
     if idempotent and version is not None and tuple(version) < IDEMPOTENCE_SINCE:
