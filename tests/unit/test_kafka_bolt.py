@@ -291,3 +291,28 @@ def test_job_config_accepts_a_kafka_bolt_in_topology_bolts() -> None:
                             "producerProperties": {"bootstrap.servers": "x:1"}}}]}})
     assert job.topology_spec is not None
     assert job.topology_spec["bolts"][1]["bolt"] == KAFKA_BOLT
+
+
+# --- Flux conversion --------------------------------------------------------------------
+
+def test_flux_kafka_bolt_converts_to_a_kafka_bolt_entry() -> None:
+    from pathlib import Path
+
+    from storm_kafka_compat.flux import convert_file
+    data = Path(__file__).resolve().parent.parent / "data" / "flux"
+    result = convert_file(str(data / "kafka_spout_to_kafka_bolt.yaml"))
+    bolts = result.config["topology"]["bolts"]
+    assert bolts[1] == {
+        "name": "kafka-bolt", "bolt": KAFKA_BOLT, "parallelism": 2,
+        "inputs": [{"from": "enrich", "grouping": "shuffle"}],
+        "properties": {
+            "producerProperties": {
+                "bootstrap.servers": "kafka1.example.com:9092", "acks": "all",
+                "key.serializer": "org.apache.kafka.common.serialization.StringSerializer",
+                "value.serializer": "org.apache.kafka.common.serialization.StringSerializer"},
+            "topicSelector": "DefaultTopicSelector", "topic": "clicks-enriched",
+            "boltKeyField": "key", "boltMessageField": "message", "fireAndForget": False}}
+    assert not any("kafkaProducerProps" in u or "topicSelector" in u for u in result.unmapped)
+    assert any("bolts[enrich]" in u and "port the bolt" in u for u in result.unmapped)
+    bolt = kafka_bolt_from_properties(bolts[1]["properties"])
+    assert bolt.topic_selector == DefaultTopicSelector("clicks-enriched")
