@@ -161,6 +161,8 @@ class TopologyConfig:
     message_timeout_secs: int = 30                       # topology.message.timeout.secs
     max_spout_pending: Optional[int] = None              # topology.max.spout.pending
     zookeeper_auth: Optional[ZkAuth] = None             # storm.zookeeper.auth.* (digest)
+    trident_tx_state_id: Optional[str] = None            # trident.txStateId (ours)
+    transactional_root: str = "/transactional"           # transactional.zookeeper.root
 
 
 @dataclass(frozen=True)
@@ -440,6 +442,11 @@ TOPOLOGY_FIELDS: Tuple[FieldSpec, ...] = (
           "A tuple tree not fully acked within this many seconds fails and is replayed."),
     _topo("topology.max.spout.pending", "max_spout_pending", "Integer", "Most tuples in flight "
           "per spout task; unset means unlimited."),
+    _topo("trident.txStateId", "trident_tx_state_id", "String", "Moving from a Trident Kafka "
+          "spout: its newStream name; a partition without a storm-kafka document resumes "
+          "from Trident's state (docs/trident.md).", extension=True),
+    _topo("transactional.zookeeper.root", "transactional_root", "String", "Root of "
+          "Trident's transactional state (Storm default /transactional)."),
 )
 
 #: Keys of the topology section that build :class:`ZkAuth`.
@@ -821,6 +828,8 @@ def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
     if attr == "name":
         return _check_str(value, key, empty_ok=False)
     if attr == "id":
+        return None if value is None else _check_str(value, key, empty_ok=False)
+    if attr in ("trident_tx_state_id", "transactional_root"):
         return None if value is None else _check_str(value, key, empty_ok=False)
     if attr == "wildcard_match":
         return _check_bool(value, key)

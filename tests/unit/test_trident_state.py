@@ -56,3 +56,28 @@ def test_last_batch_is_the_highest_txid() -> None:
     assert last_batch(children).next_offset == 110 and last_batch(children).txid == 10
     assert last_batch({}) is None
     assert last_batch({"3": doc(30), "4": b"bad"}) is None  # Storm's last state is null
+
+
+def test_topology_config_takes_the_trident_keys() -> None:
+    from storm_kafka_compat.config import topology_config_from_dict
+    from storm_kafka_compat.errors import ConfigError
+    t = topology_config_from_dict({"name": "c", "trident.txStateId": "clicks-stream"})
+    assert (t.trident_tx_state_id, t.transactional_root) == ("clicks-stream", "/transactional")
+    with pytest.raises(ConfigError, match="trident.txStateId"):
+        topology_config_from_dict({"name": "c", "trident.txStateId": 5})
+
+
+@pytest.mark.parametrize("wildcard, path, where", [
+    (False, "/r/s/partition_3", ("clicks", 3)),
+    (False, "/r/s/other/partition_3", None),
+    (False, "/x/s/partition_3", None),
+    (True, "/r/s/orders/partition_2", ("orders", 2)),
+    (True, "/r/s/partition_2", None),
+])
+def test_trident_store_maps_storm_kafka_paths_to_partitions(wildcard: bool, path: str,
+                                                            where: object) -> None:
+    from storm_kafka_compat.state.trident_store import TridentStateStore
+    store = TridentStateStore.__new__(TridentStateStore)  # no connection needed
+    store.configure_trident(zk_root="/r", spout_id="s", topic="clicks", wildcard=wildcard,
+                            tx_state_id="t", transactional_root="/transactional")
+    assert store._partition_of(path) == where
