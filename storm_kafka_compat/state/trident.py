@@ -46,7 +46,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from storm_kafka_compat.state.document import json_simple_dumps
 
 __all__ = ["DEFAULT_TRANSACTIONAL_ROOT", "TRIDENT_FORMATS", "TridentBatch", "partition_id",
-           "partition_dir", "parse_batch", "last_batch", "encode_batch", "java_hashmap_order"]
+           "partition_dir", "coordinator_path", "parse_current_tx", "parse_batch", "last_batch", "encode_batch", "java_hashmap_order"]
 
 DEFAULT_TRANSACTIONAL_ROOT = "/transactional"
 #: ``storm-kafka`` (0.9.x-1.x TridentKafkaEmitter) and ``storm-kafka-client`` (2.x)
@@ -119,10 +119,37 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def last_batch(children: Mapping[str, Optional[bytes]]) -> Optional[TridentBatch]:
-    """The state the emitter resumes from: the highest numeric txid child whose
-    document parses (``RotatingTransactionalState.getLastState``)."""
-    txids = [(int(name), name) for name in children if name.isdigit()]
+def coordinator_path(root: str, tx_state_id: str) -> str:
+    """``MasterBatchCoordinator``'s ``currtx`` node: the first txid not yet committed
+    (``TransactionalState.newCoordinatorState``, ``CURRENT_TX``)."""
+    return f"{root.rstrip('/')}/{tx_state_id}/coordinator/currtx"
+
+
+def parse_current_tx(data: Optional[bytes]) -> Optional[int]:
+    """The ``currtx`` value (a JSON long), None when absent or unreadable."""
+    try:
+        value = json.loads(data.decode("utf-8")) if data is not None else None
+    except ValueError:
+        return None
+    return value if _is_int(value) else None
+
+
+def last_batch(children: Mapping[str, Optional[bytes]],
+               current_tx: Optional[int] = None) -> Optional[TridentBatch]:
+    """The state the emitter resumes from: the highest txid child
+    (``RotatingTransactionalState.getLastState``) below ``current_tx`` when the
+    coordinator's ``currtx`` is known.
+
+    Why the bound: ``TransactionalTridentKafkaSpout``'s executor
+    (``PartitionedTridentSpoutExecutor``) writes a txid's metadata when it *emits*
+    the batch (``getStateOrCreate``), so the highest txid may be uncommitted and
+    Trident re-emits it after a restart; the opaque executor writes at commit
+    (``overrideState``), and a txid the coordinator had not marked committed is
+    re-emitted from the txid below it. Either way Trident restarts after the last
+    txid below ``currtx``.
+    """
+    txids = [(int(name), name) for name in children if name.isdigit()
+             and (current_tx is None or int(name) < current_tx)]
     if not txids:
         return None
     txid, name = max(txids)

@@ -5,7 +5,7 @@ under Trident's transactional state (:mod:`storm_kafka_compat.state.trident`), n
 under ``zkRoot/id``. :class:`TridentStateStore` is the ZooKeeper store with one
 difference: a partition without a storm-kafka document at ``zkRoot/id/partition_N``
 reads as the document the Trident emitter would resume from (``offset`` =
-``nextOffset`` of the highest txid, ``topology.id`` = the Trident topology's id), so
+``nextOffset`` of the highest txid below the coordinator's ``currtx``, ``topology.id`` = the Trident topology's id), so
 ``run``, ``offsets explain``/``show`` and the Structured Streaming source apply the
 same start-up rules (``ignoreZkOffsets`` compares the topology id, as
 ``TridentKafkaEmitter.doEmitNewPartitionBatch`` does). Once the Spark job commits,
@@ -22,7 +22,8 @@ import logging
 from typing import Dict, Iterable, Optional, Tuple
 
 from storm_kafka_compat.state.document import StoredDocument, encode_document, parse_document
-from storm_kafka_compat.state.trident import last_batch, partition_dir
+from storm_kafka_compat.state.trident import (coordinator_path, last_batch, parse_current_tx,
+                                              partition_dir)
 from storm_kafka_compat.state.zkstore import ZkStateStore
 
 logger = logging.getLogger(__name__)
@@ -71,12 +72,16 @@ class TridentStateStore(ZkStateStore):
         names = self.children(tdir)
         if not names:
             return None
-        txids = [n for n in names if n.isdigit()]
+        cdoc = ZkStateStore.read(self, coordinator_path(self.transactional_root,
+                                                        self.tx_state_id))
+        current_tx = parse_current_tx(cdoc.data if cdoc is not None else None)
+        txids = [n for n in names if n.isdigit() and (current_tx is None
+                                                      or int(n) < current_tx)]
         if not txids:
             return None
         top = max(txids, key=int)
         doc = ZkStateStore.read(self, f"{tdir}/{top}")
-        batch = last_batch({top: doc.data if doc is not None else None})
+        batch = last_batch({top: doc.data if doc is not None else None}, current_tx)
         if batch is None:
             logger.warning("Trident state at %s/%s cannot be resumed from: %r", tdir, top,
                            doc.data if doc is not None else None)

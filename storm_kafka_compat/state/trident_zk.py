@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from storm_kafka_compat.state.trident import TridentBatch, last_batch, partition_dir
+from storm_kafka_compat.state.trident import (TridentBatch, coordinator_path, last_batch,
+                                              parse_current_tx, partition_dir)
 
 __all__ = ["read_trident_partition", "write_trident_rollback"]
 
@@ -21,12 +22,15 @@ def read_trident_partition(zk: Any, root: str, tx_state_id: str, topic: str, par
     if not zk.exists_async(path).get(timeout=timeout_s):
         return path, None
     names = zk.get_children_async(path).get(timeout=timeout_s)
+    cpath = coordinator_path(root, tx_state_id)
+    current_tx = (parse_current_tx(zk.get_async(cpath).get(timeout=timeout_s)[0])
+                  if zk.exists_async(cpath).get(timeout=timeout_s) else None)
     children: Dict[str, Optional[bytes]] = {}
     for name in names:
-        if name.isdigit():
+        if name.isdigit() and (current_tx is None or int(name) < current_tx):
             children[name] = zk.get_async(f"{path}/{name}").get(timeout=timeout_s)[0]
     # only the highest txid matters (getLastState)
-    return path, last_batch(children)
+    return path, last_batch(children, current_tx)
 
 
 def write_trident_rollback(zk: Any, path: str, txid: int, data: bytes, *,

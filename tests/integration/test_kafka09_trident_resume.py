@@ -38,6 +38,12 @@ def test_explain_show_and_run_resume_from_trident_state(tmp_path, kafka09, kafka
             put(zk, f"{user}/partition_{p}/{txid}", encode_batch(
                 offset=off, next_offset=nxt, topology_id=TRIDENT_ID, topology_name="clicks",
                 partition=p, broker=broker, topic=topic))
+    # txid 43 of partition 1 was emitted (TransactionalTridentKafkaSpout writes at
+    # emit) but MasterBatchCoordinator's currtx is still 43: Trident would re-emit it
+    put(zk, f"{user}/partition_1/43", encode_batch(
+        offset=50, next_offset=90, topology_id=TRIDENT_ID, topology_name="clicks",
+        partition=1, broker=broker, topic=topic))
+    put(zk, f"{troot}/clicks-stream/coordinator/currtx", b"43")
     config = zk_job(tmp_path / "job.yaml", kafka09, topic, zk_root, topology_id=TOPOLOGY_ID)
     doc = yaml.safe_load(config.read_text())
     doc["topology"].update({"trident.txStateId": "clicks-stream",

@@ -81,3 +81,17 @@ def test_trident_store_maps_storm_kafka_paths_to_partitions(wildcard: bool, path
     store.configure_trident(zk_root="/r", spout_id="s", topic="clicks", wildcard=wildcard,
                             tx_state_id="t", transactional_root="/transactional")
     assert store._partition_of(path) == where
+
+
+def test_last_batch_ignores_txids_the_coordinator_has_not_committed() -> None:
+    from storm_kafka_compat.state.trident import parse_current_tx
+
+    def doc(o: int) -> bytes:
+        return encode_batch(offset=o, next_offset=o + 10, topology_id="t", topology_name="t",
+                            partition=0, broker=("h", 1), topic="x")
+    # TransactionalTridentKafkaSpout wrote txid 43 when it emitted it; currtx is still 43
+    children = {"42": doc(420), "43": doc(430)}
+    assert last_batch(children, parse_current_tx(b"43")).next_offset == 430
+    assert last_batch(children, None).next_offset == 440
+    assert last_batch(children, 42) is None
+    assert parse_current_tx(b"x") is None and parse_current_tx(None) is None
