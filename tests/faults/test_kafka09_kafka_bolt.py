@@ -7,6 +7,9 @@ input topic with storm-kafka's ZooKeeper offsets and writes each tuple through
 replicated on the two brokers. An input is acked only once the broker acknowledged its
 record, so after the kill every input offset must be in the output topic at least once
 (lost = 0); duplicates are counted and reported, not forbidden (at-least-once).
+In the ``writes-refused`` variant (``min.insync.replicas=2``, ``retries=0``) the
+surviving broker refuses every write while the other is down, so inputs are failed and
+the spout replays their offsets (more bolt calls than input offsets) until it is back.
 """
 
 from __future__ import annotations
@@ -28,12 +31,21 @@ PER_PARTITION = 1500
 
 
 @pytest.mark.hard_timeout(900)
-def test_broker_kill_mid_run_loses_no_input_offset(kafka09_factory, job_factory, tmp_path,
-                                                   unique, capsys):
+@pytest.mark.parametrize("refuse", [
+    # kafka-python's default retries; the producer holds records until the new leader
+    pytest.param(False, id="leader-moves"),
+    # min.insync.replicas=2 and retries=0: while a broker is down the other refuses
+    # acks=all writes (NOT_ENOUGH_REPLICAS), each refused input fails and is replayed
+    # until the broker is back
+    pytest.param(True, id="writes-refused"),
+])
+def test_broker_kill_mid_run_loses_no_input_offset(refuse, kafka09_factory, job_factory,
+                                                   tmp_path, unique, capsys):
     cluster = kafka09_factory(2)
     src, out = unique("kb-in"), unique("kb-out")
     cluster.create_topic(src, partitions=PARTITIONS, replication=2)
-    cluster.create_topic(out, partitions=PARTITIONS, replication=2)
+    cluster.create_topic(out, partitions=PARTITIONS, replication=2,
+                         config={"min.insync.replicas": 2} if refuse else {})
     produce(cluster.bootstrap, src, [(p, None, f"v{p}-{i}".encode())
                                       for p in range(PARTITIONS) for i in range(PER_PARTITION)])
     log_end = {p: cluster.log_range(src, p)[1] for p in range(PARTITIONS)}
@@ -51,7 +63,8 @@ def test_broker_kill_mid_run_loses_no_input_offset(kafka09_factory, job_factory,
          "inputs": [{"from": "map"}],
          "properties": {"topic": out, "kafka": {"api_version": "0.9"},
                         "producerProperties": {"bootstrap.servers": cluster.bootstrap,
-                                               "acks": "all", "request.timeout.ms": "10000"}}}]
+                                               "acks": "all", "request.timeout.ms": "10000",
+                                               **({"retries": "0"} if refuse else {})}}}]
     job = job_factory(write_config(tmp_path / "job.yaml", config),
                       ("--until-caught-up", "--max-messages", "100"))
     job.start()
@@ -60,6 +73,12 @@ def test_broker_kill_mid_run_loses_no_input_offset(kafka09_factory, job_factory,
     victim = cluster.leader(out, 0)
     delivered_at_kill = len(read_deliveries(job.record_path))
     cluster.broker(victim).kill()
+    if refuse:  # let writes be refused for a while, then bring the broker back
+        wait_until(lambda: len(read_deliveries(job.record_path)) >= delivered_at_kill + 300,
+                   timeout_s=120, what="replays while the broker is down",
+                   on_timeout=job.stderr_tail)
+        cluster.broker(victim).start()
+        cluster.wait_for_brokers(2)
     rc = job.wait(timeout_s=600)
     assert rc == 0, job.stderr_tail()
 
@@ -67,7 +86,7 @@ def test_broker_kill_mid_run_loses_no_input_offset(kafka09_factory, job_factory,
     assert stored == log_end, "the job stopped before committing every input offset"
     records = read_topic(cluster.bootstrap, out, PARTITIONS)
     expected, lost, duplicates = coverage(records, src, log_end)
-    figures = {"input_offsets": expected, "output_records": len(records), "lost": lost,
+    figures = {"writes_refused": refuse, "input_offsets": expected, "output_records": len(records), "lost": lost,
                "duplicates": duplicates, "killed_broker": victim,
                "bolt_calls_before_kill": delivered_at_kill,
                "bolt_calls": len(read_deliveries(job.record_path))}
@@ -75,3 +94,5 @@ def test_broker_kill_mid_run_loses_no_input_offset(kafka09_factory, job_factory,
         print("\nKafkaBolt broker kill:", json.dumps(figures))
     assert lost == 0, figures
     assert len(records) == expected + duplicates
+    if refuse:  # refused writes failed their inputs, which were replayed
+        assert figures["bolt_calls"] > expected, figures
