@@ -958,6 +958,22 @@ def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     return text.strip()
 
 
+def _kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
+                         ) -> Optional[Dict[str, Any]]:
+    """KafkaBolt entries without their own ``kafka`` property get the job's ``kafka``
+    section (the pinned ``api_version`` above all) for their producer."""
+    if spec is None or not kafka:
+        return spec
+    bolts = []
+    for b in spec.get("bolts") or []:
+        if isinstance(b, Mapping) and _storm_bolt_class(b.get("bolt")):
+            props = dict(b.get("properties") or {})
+            props.setdefault("kafka", dict(kafka))
+            b = {**b, "properties": props}
+        bolts.append(b)
+    return {**spec, "bolts": bolts}
+
+
 def _storm_bolt_class(value: Any) -> bool:
     """True for a Storm bolt class the pipeline provides (``KafkaBolt``)."""
     from .pipeline.kafka_bolt import STORM_KAFKA_BOLT_CLASSES
@@ -1076,6 +1092,7 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                           "bolt or 'topology.bolts' for a topology, not both.", key="bolt",
                           value=bolt)
     kafka = _kafka_settings(d["kafka"]) if d.get("kafka") is not None else {}
+    spec = _kafka_bolts_inherit(spec, kafka)
     dataframe = check_bolt_ref(d["dataframe"], "dataframe") if d.get("dataframe") is not None \
         else None
     if dataframe is not None and (bolt is not None or spec is not None):

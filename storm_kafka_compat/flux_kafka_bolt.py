@@ -93,6 +93,4 @@ def kafka_bolt_entry(bolt: Mapping[str, Any], doc: Mapping[str, Any], used: Set[
     entry: Dict[str, Any] = {"name": bid, "bolt": cls, "properties": props, "inputs": []}
     if bolt.get("parallelism") is not None:
         entry["parallelism"] = bolt["parallelism"]
-    unmapped.append(f"bolts[{bid}] {cls}: add kafka: {{api_version: ...}} to its properties "
-                    f"for brokers older than 0.10 (the job's kafka section is not inherited).")
     return entry

@@ -73,7 +73,8 @@ class KafkaBolt(RichBolt):
         True (Storm default): wait for the deliveries at the end of the task's
         batch; False: wait for each record before the next.
     kafka : mapping, optional
-        The job's ``kafka`` client settings (``api_version: "0.9"`` for Kafka 0.9).
+        The ``kafka`` client settings (``api_version: "0.9"`` for Kafka 0.9); from
+        CONFIG, the job's ``kafka`` section unless the bolt's properties give one.
     flush_timeout_s : float
         How long the end-of-batch flush waits before failing what is undelivered.
     """

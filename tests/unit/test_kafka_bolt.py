@@ -316,3 +316,21 @@ def test_flux_kafka_bolt_converts_to_a_kafka_bolt_entry() -> None:
     assert any("bolts[enrich]" in u and "port the bolt" in u for u in result.unmapped)
     bolt = kafka_bolt_from_properties(bolts[1]["properties"])
     assert bolt.topic_selector == DefaultTopicSelector("clicks-enriched")
+
+
+def test_kafka_bolt_inherits_the_jobs_kafka_section_unless_it_has_its_own() -> None:
+    from storm_kafka_compat.config import job_config_from_dict
+
+    def job(props: Dict[str, Any]) -> Any:
+        return job_config_from_dict({
+            "spout": {"topic": "in", "zkRoot": "/r", "id": "s"},
+            "hosts": {"static": {0: "127.0.0.1:9092"}},
+            "kafka": {"api_version": "0.9"},
+            "topology": {"name": "t", "bolts": [
+                {"name": "out", "bolt": KAFKA_BOLT, "properties": props}]}})
+    base = {"topic": "o", "producerProperties": {"bootstrap.servers": "x:1"}}
+    inherited = job(base).topology_spec["bolts"][0]["properties"]
+    assert inherited["kafka"] == {"api_version": "0.9"}
+    assert kafka_bolt_from_properties(inherited).producer_config()["api_version"] == (0, 9)
+    own = job({**base, "kafka": {"api_version": "0.10"}}).topology_spec["bolts"][0]
+    assert own["properties"]["kafka"] == {"api_version": "0.10"}
