@@ -161,6 +161,8 @@ class TopologyConfig:
     message_timeout_secs: int = 30                       # topology.message.timeout.secs
     max_spout_pending: Optional[int] = None              # topology.max.spout.pending
     zookeeper_auth: Optional[ZkAuth] = None             # storm.zookeeper.auth.* (digest)
+    trident_tx_state_id: Optional[str] = None            # trident.txStateId (ours)
+    transactional_root: str = "/transactional"           # transactional.zookeeper.root
 
 
 @dataclass(frozen=True)
@@ -440,6 +442,11 @@ TOPOLOGY_FIELDS: Tuple[FieldSpec, ...] = (
           "A tuple tree not fully acked within this many seconds fails and is replayed."),
     _topo("topology.max.spout.pending", "max_spout_pending", "Integer", "Most tuples in flight "
           "per spout task; unset means unlimited."),
+    _topo("trident.txStateId", "trident_tx_state_id", "String", "Moving from a Trident Kafka "
+          "spout: its newStream name; a partition without a storm-kafka document resumes "
+          "from Trident's state (docs/trident.md).", extension=True),
+    _topo("transactional.zookeeper.root", "transactional_root", "String", "Root of "
+          "Trident's transactional state (Storm default /transactional)."),
 )
 
 #: Keys of the topology section that build :class:`ZkAuth`.
@@ -822,6 +829,8 @@ def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
         return _check_str(value, key, empty_ok=False)
     if attr == "id":
         return None if value is None else _check_str(value, key, empty_ok=False)
+    if attr in ("trident_tx_state_id", "transactional_root"):
+        return None if value is None else _check_str(value, key, empty_ok=False)
     if attr == "wildcard_match":
         return _check_bool(value, key)
     if attr == "zookeeper_servers":
@@ -949,6 +958,28 @@ def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     return text.strip()
 
 
+def _kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
+                         ) -> Optional[Dict[str, Any]]:
+    """KafkaBolt entries without their own ``kafka`` property get the job's ``kafka``
+    section (the pinned ``api_version`` above all) for their producer."""
+    if spec is None or not kafka:
+        return spec
+    bolts = []
+    for b in spec.get("bolts") or []:
+        if isinstance(b, Mapping) and _storm_bolt_class(b.get("bolt")):
+            props = dict(b.get("properties") or {})
+            props.setdefault("kafka", dict(kafka))
+            b = {**b, "properties": props}
+        bolts.append(b)
+    return {**spec, "bolts": bolts}
+
+
+def _storm_bolt_class(value: Any) -> bool:
+    """True for a Storm bolt class the pipeline provides (``KafkaBolt``)."""
+    from .pipeline.kafka_bolt import STORM_KAFKA_BOLT_CLASSES
+    return value in STORM_KAFKA_BOLT_CLASSES
+
+
 def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[str, Any]]:
     present = {k: mapping[k] for k in BOLT_TOPOLOGY_KEYS if k in mapping}
     if not present:
@@ -963,7 +994,7 @@ def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[st
             raise ConfigError(f"{section}.bolts[{i}] must be a mapping with name, bolt "
                               f"(module:callable) and optional inputs, got {bolt!r}.",
                               key=f"{section}.bolts[{i}]", value=bolt)
-        if "bolt" in bolt:
+        if "bolt" in bolt and not _storm_bolt_class(bolt["bolt"]):
             check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
     return dict(present)
 
@@ -1061,6 +1092,7 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                           "bolt or 'topology.bolts' for a topology, not both.", key="bolt",
                           value=bolt)
     kafka = _kafka_settings(d["kafka"]) if d.get("kafka") is not None else {}
+    spec = _kafka_bolts_inherit(spec, kafka)
     dataframe = check_bolt_ref(d["dataframe"], "dataframe") if d.get("dataframe") is not None \
         else None
     if dataframe is not None and (bolt is not None or spec is not None):

@@ -503,7 +503,7 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
     config["topology"] = topology
 
     # bolts and streams
-    bolts = _flux_bolts(doc, spout_id, unmapped)
+    bolts = _flux_bolts(doc, spout_id, unmapped, resolver.used)
     if len(bolts) == 1 and set(bolts[0]) <= {"name", "bolt", "parallelism"}:
         config["bolt"] = bolts[0]["bolt"]  # one bolt reading the spout: the simple form
     elif bolts:
@@ -570,13 +570,19 @@ def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str])
 
 
 def _flux_bolts(doc: Mapping[str, Any], spout_id: str,
-                unmapped: List[str]) -> List[Dict[str, Any]]:
+                unmapped: List[str], used: Optional[set] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
+    from storm_kafka_compat.flux_kafka_bolt import kafka_bolt_entry
     bolts: List[Dict[str, Any]] = []
     by_id: Dict[str, Dict[str, Any]] = {}
     for b in doc.get("bolts") or []:
         bid = str(b.get("id"))
         cls = str(b.get("className", ""))
+        kafka_bolt = kafka_bolt_entry(b, doc, used if used is not None else set(), unmapped)
+        if kafka_bolt is not None:  # storm-kafka's KafkaBolt runs as ours
+            bolts.append(kafka_bolt)
+            by_id[bid] = kafka_bolt
+            continue
         placeholder = python_placeholder(cls)
         unmapped.append(f"bolts[{bid}] {cls} not mapped: port the bolt to Python "
                         f"(placeholder {placeholder!r}).")

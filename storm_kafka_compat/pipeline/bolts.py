@@ -463,6 +463,9 @@ class BoltRunner:
                                    self.context.component_id, t.topic, t.partition, t.offset,
                                    exc, exc_info=True)
                     collector.fail(t)
+        finish = getattr(bolt, "finish_batch", None)
+        if finish is not None:  # e.g. KafkaBolt: acks once the broker acknowledged
+            finish()
 
     def cleanup(self) -> None:
         if hasattr(self.bolt, "cleanup"):

@@ -14,6 +14,7 @@ tasks of a component receive a tuple.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -416,7 +417,8 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
 
 # --- CONFIG form ---------------------------------------------------------------------
 
-_BOLT_KEYS = ("name", "bolt", "kind", "parallelism", "inputs", "output_fields")
+_BOLT_KEYS = ("name", "bolt", "kind", "parallelism", "inputs", "output_fields",
+              "properties")
 _INPUT_KEYS = ("from", "grouping", "fields", "stream")
 
 
@@ -484,7 +486,8 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
             raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
                                 key=key)
         kind = b.get("kind")
-        factory = load_object(str(b["bolt"]), key=f"{key}.bolt")
+        factory = _storm_bolt(b, str(name), key) or load_object(str(b["bolt"]),
+                                                                key=f"{key}.bolt")
         declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=kind,
                                     output_fields=b.get("output_fields"))
         inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
@@ -507,3 +510,20 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
             declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
                               fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
     return builder.build()
+
+
+def _storm_bolt(entry: Mapping[str, Any], name: str, key: str) -> Any:
+    """A factory for a bolt named by its Storm class (``KafkaBolt``), else None."""
+    from storm_kafka_compat.pipeline.kafka_bolt import (STORM_KAFKA_BOLT_CLASSES,
+                                                        kafka_bolt_from_properties)
+    props = entry.get("properties")
+    if str(entry["bolt"]) not in STORM_KAFKA_BOLT_CLASSES:
+        if props is not None:
+            raise TopologyError(f"{key}.properties is only read for "
+                                f"{', '.join(STORM_KAFKA_BOLT_CLASSES)}; a Python bolt takes "
+                                f"its settings from the topology config", key=f"{key}.properties")
+        return None
+    if props is not None and not isinstance(props, Mapping):
+        raise TopologyError(f"{key}.properties must be a mapping", key=f"{key}.properties")
+    kafka_bolt_from_properties(props or {}, name=name)  # check now, fail at config time
+    return functools.partial(kafka_bolt_from_properties, dict(props or {}), name=name)

@@ -202,6 +202,12 @@ class ZkStateStore:
                               "or storm.zookeeper.servers", key="spout.zkServers",
                               value=servers)
         hosts = ",".join(s if re.search(r":\d+$", s) else f"{s}:{port}" for s in servers)
+        if getattr(topology, "trident_tx_state_id", None) and cls is ZkStateStore:
+            from .trident_store import TridentStateStore  # moved from Trident's Kafka spouts
+            return TridentStateStore.from_config(spout, topology, **kwargs).configure_trident(
+                zk_root=spout.zk_root, spout_id=spout.id, topic=spout.topic,
+                wildcard=topology.wildcard_match, tx_state_id=topology.trident_tx_state_id,
+                transactional_root=topology.transactional_root)
         return cls(hosts,
                    session_timeout_ms=topology.zookeeper_session_timeout_ms,
                    connection_timeout_ms=topology.zookeeper_connection_timeout_ms,

@@ -1,0 +1,60 @@
+"""Trident Kafka spout state on a real ZooKeeper, written as Storm 1.x's
+OpaquePartitionedTridentSpoutExecutor leaves it (TransactionalState.newUserState,
+RotatingTransactionalState per Partition.getId(), TridentKafkaEmitter's metadata,
+cleanupBefore keeping the last txids), read back by the thin reader; a roll-back
+write is read as the emitter's next start."""
+
+from __future__ import annotations
+
+import pytest
+
+from storm_kafka_compat.state.trident import encode_batch
+from storm_kafka_compat.state.trident_zk import read_trident_partition, write_trident_rollback
+
+pytestmark = pytest.mark.integration
+
+
+def storm_writes_batches(zk, root: str, tx_state_id: str, topic: str, partition: int,
+                         batches: list) -> None:
+    """What the emitter's RotatingTransactionalState leaves: ``mkdir(subdir)`` writes 7
+    (``TransactionalState.mkdir``), one child per txid, older ones removed by
+    ``cleanupBefore``."""
+    user = f"{root}/{tx_state_id}/user"
+    zk.ensure_path(user)
+    pdir = f"{user}/partition_{partition}"
+    if not zk.exists(pdir):
+        zk.create(pdir, b"7")
+    for txid, offset, next_offset in batches:
+        zk.create(f"{pdir}/{txid}", encode_batch(
+            offset=offset, next_offset=next_offset, topology_id="clicks-7-1690000000",
+            topology_name="clicks", partition=partition, broker=("127.0.0.1", 9092),
+            topic=topic))
+    coord = f"{root}/{tx_state_id}/coordinator"
+    zk.ensure_path(coord)
+    currtx = str(batches[-1][0] + 1).encode()  # MasterBatchCoordinator's next txid
+    if zk.exists(f"{coord}/currtx"):
+        zk.set(f"{coord}/currtx", currtx)
+    else:
+        zk.create(f"{coord}/currtx", currtx)
+
+
+def test_reader_resumes_from_the_last_txid_and_reads_a_rollback(zk_client, zk_root) -> None:
+    root = f"{zk_root}/transactional"
+    storm_writes_batches(zk_client, root, "clicks-stream", "clicks", 0,
+                         [(41, 1000, 1200), (42, 1200, 1350)])
+    storm_writes_batches(zk_client, root, "clicks-stream", "clicks", 1, [(42, 10, 20)])
+    path, batch = read_trident_partition(zk_client, root, "clicks-stream", "clicks", 0)
+    assert path == f"{root}/clicks-stream/user/partition_0"
+    assert (batch.txid, batch.offset, batch.next_offset) == (42, 1200, 1350)
+    assert (batch.topology_id, batch.topic, batch.partition) == ("clicks-7-1690000000",
+                                                                "clicks", 0)
+    assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 1)[1]\
+        .next_offset == 20
+    assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 2) == (
+        f"{root}/clicks-stream/user/partition_2", None)
+    # roll-back: the Spark job reached 1500; the last txid now says so
+    write_trident_rollback(zk_client, path, 42, encode_batch(
+        offset=1500, next_offset=1500, topology_id="clicks-7-1690000000",
+        topology_name="clicks", partition=0, broker=("127.0.0.1", 9092), topic="clicks"))
+    assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 0)[1]\
+        .next_offset == 1500
