@@ -158,7 +158,8 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
     result.latency_ms = int((clock() - started) * 1000)
     messages = list(messages)
     if not plan.retry and messages:
-        messages = _fill(kafka, plan, messages, started + task_budget_s(spec.spout), clock)
+        messages = _fill(kafka, plan, messages,
+                         started + task_budget_s(spec.spout) * FILL_SHARE, clock)
     return messages
 
 
@@ -179,6 +180,10 @@ def task_budget_s(spout: Any) -> float:
 #: by the benchmark: 460 messages per partition per batch before, on 100-byte
 #: records). A retry plan is one fetch, as in storm-kafka.
 FILL_BUDGET_MS = 1000
+#: the share of the task budget the fill may spend fetching; the rest is left for
+#: processing (a fill that took the whole budget left time for one chunk only:
+#: under load the fetched messages were thrown away and fetched again)
+FILL_SHARE = 0.5
 #: the smallest task budget (ms), for very short commit intervals
 MIN_TASK_BUDGET_MS = 100
 #: messages processed before the first look at the clock: small, so a slow bolt
