@@ -76,6 +76,26 @@ _TIMESTAMP_TYPES = {1: TIMESTAMP_CREATE_TIME, 2: TIMESTAMP_LOG_APPEND_TIME}
 GROUP_ID = "storm-kafka-compat-assign-only"
 #: librdkafka's prefetch bound per partition, in fetches of fetchSizeBytes
 PREFETCH_FETCHES = 4
+class _ExpectedOnOldBrokers(logging.Filter):
+    """Demote to DEBUG librdkafka's warnings about settings this adapter makes on
+    purpose for brokers before 0.10/0.11 (``kafka.api_version``): the deprecation of
+    ``api.version.request``/``broker.version.fallback`` and the unsupported
+    ``allow.auto.create.topics``. Every consumer printed three of them."""
+
+    EXPECTED = ("api.version.request is deprecated", "broker.version.fallback is deprecated",
+                "allow.auto.create.topics=false not supported by broker")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and any(
+                text in record.getMessage() for text in self.EXPECTED):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+#: librdkafka's own log lines
+_LIBRDKAFKA_LOG = logging.getLogger(__name__ + ".librdkafka")
+_LIBRDKAFKA_LOG.addFilter(_ExpectedOnOldBrokers())
+
 #: librdkafka's pause after its prefetch queue filled (ms); see consumer_config
 FETCH_QUEUE_BACKOFF_MS = 10
 #: records one fetch() may return when the caller sets no bound
@@ -388,7 +408,7 @@ class ConfluentAccess:
         return entry
 
     def _new_consumer(self) -> Any:
-        config = dict(self.config, logger=log, error_cb=self._on_client_error)
+        config = dict(self.config, logger=_LIBRDKAFKA_LOG, error_cb=self._on_client_error)
         try:
             if self._factory is not None:
                 return self._factory(config)

@@ -103,3 +103,24 @@ def test_job_config_rejects_a_malformed_kafka_section():
     assert job.kafka_settings.for_kafka_python() == {"api_version": (0, 9)}
     with pytest.raises(ConfigError, match="api_version"):
         job_config_from_dict({**base, "kafka": {"api_version": "zero"}})
+
+
+def test_librdkafka_warnings_about_old_broker_settings_are_demoted():
+    import logging
+    pytest.importorskip("confluent_kafka", reason="the confluent extra is not installed")
+    from storm_kafka_compat.kafka.confluent import _LIBRDKAFKA_LOG
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append((record.levelno, record.getMessage()))
+
+    handler = Keep(level=logging.WARNING)
+    _LIBRDKAFKA_LOG.addHandler(handler)
+    try:
+        _LIBRDKAFKA_LOG.warning("CONFWARN Configuration property api.version.request is "
+                                "deprecated: ...")
+        _LIBRDKAFKA_LOG.warning("FAIL 127.0.0.1:9: Connect to ipv4#127.0.0.1:9 failed")
+    finally:
+        _LIBRDKAFKA_LOG.removeHandler(handler)
+    assert [m for _, m in seen] == ["FAIL 127.0.0.1:9: Connect to ipv4#127.0.0.1:9 failed"]
