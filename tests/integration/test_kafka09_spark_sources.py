@@ -101,3 +101,47 @@ def test_dataframe_mode_reads_v0_records_and_leaves_storm_documents(
     for p, n in counts.items():
         assert get(zk, f"{zk_root}/spout1/partition_{p}") == storm_document(
             topic, p, n, broker=broker, topology_id="clicks-9-1700000000")
+
+
+def test_streaming_source_resumes_from_trident_state(
+        spark, kafka09, kafka09_topic, zk_root, tmp_path):  # noqa: F811
+    """A topology moving from OpaqueTridentKafkaSpout: the source starts partition 0
+    at ``nextOffset`` of the highest committed txid (below the coordinator's
+    ``currtx``), partition 1 (no Trident batch) at the log start, and leaves the
+    job's own storm-kafka documents at the log end."""
+    from storm_kafka_compat.state.trident import encode_batch
+    n = 30
+    topic = kafka09_topic(2, [(p, None, f"m{p}-{i}".encode()) for p in range(2)
+                              for i in range(n)])
+    broker = ("127.0.0.1", kafka09.brokers[0].port)
+    zk = kafka09.zk()
+    troot = f"{zk_root}/transactional"
+    user = f"{troot}/orders-stream/user"
+    put(zk, f"{user}/partition_0", b"1")
+    for txid, off, nxt in ((41, 0, 12), (42, 12, 20), (43, 20, 27)):
+        put(zk, f"{user}/partition_0/{txid}", encode_batch(
+            offset=off, next_offset=nxt, topology_id="orders-trident-2-1690000000",
+            topology_name="orders-topo", partition=0, broker=broker, topic=topic))
+    put(zk, f"{troot}/orders-stream/coordinator/currtx", b"43")   # 43 not committed
+    options = {"topic": topic, "zkRoot": zk_root, "id": "orders-spout",
+               "zkServers": kafka09.zookeeper.connect_string, "zk": kafka09.zk_connect,
+               "kafka.api_version": "0.9", "topology.name": "orders-topo",
+               "topology.id": TOPOLOGY_ID, "trident.txStateId": "orders-stream",
+               "transactional.zookeeper.root": troot}
+    register(spark)
+    seen = []
+
+    def sink(df, batch_id):
+        seen.extend((r["partition"], r["offset"])
+                    for r in df.select("partition", "offset").collect())
+
+    df = spark.readStream.format("storm-kafka").options(**options).load()
+    query = (df.writeStream.foreachBatch(with_zk_commit(sink, options))
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(180)
+    assert query.exception() is None
+    assert sorted(seen) == [(0, o) for o in range(20, n)] + [(1, o) for o in range(n)]
+    for p in range(2):
+        assert get(zk, f"{zk_root}/orders-spout/partition_{p}") == storm_document(
+            topic, p, n, broker=broker, topology_id=TOPOLOGY_ID, name="orders-topo")
