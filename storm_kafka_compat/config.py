@@ -10,6 +10,7 @@ This module is pure: it imports neither kazoo, kafka-python nor pyspark.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 import re
@@ -197,10 +198,11 @@ class JobConfig:
     #: ``module:callable`` of a DataFrame-mode batch function (instead of bolts), or None
     dataframe: Optional[str] = None
 
-    @property
+    @functools.cached_property
     def kafka_settings(self) -> Any:
         """The ``kafka`` mapping split by client
-        (:class:`storm_kafka_compat.kafka.settings.KafkaSettings`)."""
+        (:class:`storm_kafka_compat.kafka.settings.KafkaSettings`); split once, as the
+        driver asks for it every batch."""
         from .kafka.settings import kafka_settings_from_dict
         return kafka_settings_from_dict(self.kafka)
 
