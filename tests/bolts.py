@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from storm_kafka_compat.pipeline.bolts import BasicBolt, FailedException, RichBolt
+from storm_kafka_compat.topology.bolts import BasicBolt, FailedException, RichBolt
 
 SEEN = []           # in-process record (local mode)
 

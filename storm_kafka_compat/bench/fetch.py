@@ -14,8 +14,8 @@ import logging
 import time
 from typing import Any, Callable, Dict, Optional
 
-from ..config import SpoutConfig
-from ..kafka.settings import KafkaSettings
+from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.kafka.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +96,13 @@ def access_rate(backend: str, bootstrap: str, spout: SpoutConfig, partitions: in
     pipeline's tasks call it."""
     client = (settings or KafkaSettings()).for_backend(backend)
     if backend == "confluent":
-        from ..kafka.confluent import ConfluentAccess
+        from storm_kafka_compat.kafka.confluent import ConfluentAccess
         access: Any = ConfluentAccess(bootstrap, spout, client)
     else:
-        from ..kafka.kafka_python import KafkaPythonAccess
+        from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
         access = KafkaPythonAccess(bootstrap, spout, client)
     try:
-        from ..errors import FailedFetchError
+        from storm_kafka_compat.errors import FailedFetchError
         offsets = {p: 0 for p in range(partitions)}
         seen = payload = failures = 0
         started = clock()

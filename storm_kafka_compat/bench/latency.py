@@ -79,7 +79,7 @@ def latency_run(spark: Any, *, job: Any, bootstrap: str, topic: str, partitions:
                 clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
     """Run the pipeline of ``job`` (its bolt :func:`latency_bolt`) while producing;
     return p50/p99/max latency in ms and the counts."""
-    from ..pipeline.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     pipe = Pipeline(job, spark=spark)
     written: List[int] = []
 

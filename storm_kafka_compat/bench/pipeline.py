@@ -1,6 +1,6 @@
 """The pipeline's end-to-end rate: fetch, scheme, a trivial bolt, acks, commits.
 
-The real :class:`~storm_kafka_compat.pipeline.driver.Pipeline` runs on Spark
+The real :class:`~storm_kafka_compat.engine.driver.Pipeline` runs on Spark
 (``local[2]``) with StaticHosts and ZooKeeper offsets until it has caught up.
 Its batch executor is the driver's own Spark call, wrapped to note when each
 batch ends, so the rate is taken from the first plan to the end of the last
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from ..config import job_config_from_dict
+from storm_kafka_compat.config import job_config_from_dict
 
 
 def noop_bolt(t: Any) -> None:
@@ -56,7 +56,7 @@ class _TimedExecutor:
         self.batches: List[Dict[str, Any]] = []
 
     def __call__(self, specs: List[Any]) -> List[Any]:
-        from ..pipeline.executor import run_tasks
+        from storm_kafka_compat.engine.executor import run_tasks
         t0 = self.clock()
         if not self.started:
             self.started = t0
@@ -91,7 +91,7 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
         driver) and ``run_seconds`` (the whole
         ``run()``, shutdown included).
     """
-    from ..pipeline.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
                     spout_id=spout_id, backend=backend, kafka=kafka)
     timed = _TimedExecutor(spark, clock)

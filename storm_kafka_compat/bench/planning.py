@@ -1,8 +1,8 @@
 """Driver work per batch with many partitions, on a simulated broker (no I/O).
 
-The real :class:`~storm_kafka_compat.pipeline.driver.Pipeline` runs with
+The real :class:`~storm_kafka_compat.engine.driver.Pipeline` runs with
 StaticHosts over ``partitions`` partitions, a
-:class:`~storm_kafka_compat.kafka.scripted.ScriptedKafka` and an in-memory
+:class:`~storm_kafka_compat.testing.scripted.ScriptedKafka` and an in-memory
 offset store. Each measured batch is what the driver does between two Spark
 jobs: :meth:`Pipeline.plan` (one ``plan_fetch`` and one TaskSpec per
 partition) and :meth:`Pipeline.apply` of results that took and acked
@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any, Dict, List
 
-from ..config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
+from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 
 TOPIC = "bench-plan"
 
@@ -30,10 +30,10 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
         ``partitions``, ``batches``, ``plan_ms``, ``apply_ms``, ``total_ms`` (medians)
         and ``setup_s`` (building the managers, once per run).
     """
-    from ..kafka.scripted import ScriptedKafka
-    from ..pipeline.driver import Pipeline, RunOptions
-    from ..pipeline.executor import TaskResult
-    from ..testing.memory_store import MemoryStateStore
+    from storm_kafka_compat.testing.scripted import ScriptedKafka
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.executor import TaskResult
+    from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
     kafka = ScriptedKafka()
     kafka.create_topic(TOPIC, partitions)

@@ -230,8 +230,8 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
         report.skipped.append("confluent: confluent-kafka is not installed "
                               "(pip install storm-kafka-compat[confluent])")
 
-    from .memory import pending_memory
-    from .planning import planning_time
+    from storm_kafka_compat.bench.memory import pending_memory
+    from storm_kafka_compat.bench.planning import planning_time
     for scenario in ("in_order", "random", "batches"):
         log_line(f"pending memory: {scenario}, {options.memory_window:,} offsets in flight")
         report.memory[scenario] = pending_memory(
@@ -265,17 +265,17 @@ class _Servers:
     (the brokers' ``api_version``) every client needs."""
 
     def __init__(self, broker: str, base: str) -> None:
-        from ..kafka.settings import kafka_settings_from_dict
-        from ..testing.zookeeper import EmbeddedZooKeeper
+        from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
+        from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
         self.name = broker
         self.kafka: Dict[str, Any] = {}
         if broker == "kafka09":
-            from ..testing.kafka import KafkaCluster
+            from storm_kafka_compat.servers.kafka import KafkaCluster
             self.cluster: Any = KafkaCluster(1, base)
             self.zk = self.cluster.zookeeper
             self.kafka = {"api_version": "0.9"}
         else:
-            from ..testing.broker import EmbeddedTansu
+            from storm_kafka_compat.servers.tansu import EmbeddedTansu
             self.cluster = EmbeddedTansu()
             self.zk = EmbeddedZooKeeper(base_dir=base)
         self.settings = kafka_settings_from_dict(self.kafka)
@@ -311,23 +311,23 @@ class _Servers:
         if self.name == "kafka09":
             self.cluster.create_topic(topic, partitions)
         else:
-            from ..testing.broker import create_topic
+            from storm_kafka_compat.servers.tansu import create_topic
             create_topic(self.bootstrap, topic, partitions)
 
     def produce(self, topic: str, messages: Any) -> int:
         """A batching producer on Kafka; one record per batch on tansu (its high
         watermark is wrong otherwise)."""
         if self.name == "kafka09":
-            from ..testing.kafka import produce
+            from storm_kafka_compat.servers.kafka import produce
             return produce(self.bootstrap, topic, messages)
-        from ..testing.broker import produce_exact
+        from storm_kafka_compat.servers.tansu import produce_exact
         return produce_exact(self.bootstrap, topic, messages)
 
 
 def _servers(options: BenchOptions, base: str, report: _Report) -> _Servers:
     broker = options.broker
     if broker == "kafka09":
-        from ..testing.kafka import missing_prerequisite
+        from storm_kafka_compat.servers.kafka import missing_prerequisite
         reason = missing_prerequisite()
         if reason:
             report.skipped.append(f"kafka09: {reason}; measured on tansu instead")
@@ -337,9 +337,9 @@ def _servers(options: BenchOptions, base: str, report: _Report) -> _Servers:
 
 def _with_servers(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                   log_line: Callable[[str], None]) -> None:
-    from ..config import SpoutConfig, StaticHosts
-    from .fetch import access_rate, raw_confluent, raw_kafka_python
-    from .zk import commit_latency
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.bench.fetch import access_rate, raw_confluent, raw_kafka_python
+    from storm_kafka_compat.bench.zk import commit_latency
 
     with tempfile.TemporaryDirectory(prefix="skc-bench-") as tmp, \
             _servers(options, tmp, report) as servers:
@@ -380,16 +380,16 @@ def _with_servers(options: BenchOptions, backends: List[str], report: _Report, s
 
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                servers: _Servers, log_line: Callable[[str], None]) -> None:
-    from .latency import latency_run
-    from .pipeline import bench_job, pipeline_rate
-    from .plain import plain_rate
+    from storm_kafka_compat.bench.latency import latency_run
+    from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
+    from storm_kafka_compat.bench.plain import plain_rate
 
     owned = False
     if spark is None:
         from pyspark.sql import SparkSession
 
-        from ..config import SparkConfig
-        from ..pipeline.spark import get_spark
+        from storm_kafka_compat.config import SparkConfig
+        from storm_kafka_compat.engine.spark import get_spark
         owned = SparkSession.getActiveSession() is None
         t0 = time.monotonic()
         spark = get_spark(SparkConfig(master="local[2]", app_name="storm-kafka-compat-bench"))

@@ -14,8 +14,8 @@ import statistics
 import time
 from typing import Any, Dict, List
 
-from ..state.document import encode_document
-from ..state.paths import partition_path
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.paths import partition_path
 
 
 def commit_latency(connect_string: str, partitions: int, *, commits: int = 5,
@@ -31,7 +31,7 @@ def commit_latency(connect_string: str, partitions: int, *, commits: int = 5,
         ``request_budget_bytes`` and ``min_round_trips`` (documents' bytes over the
         budget of one request, rounded up: the floor for this many partitions).
     """
-    from ..state.zkstore import ZkStateStore
+    from storm_kafka_compat.offsets.zkstore import ZkStateStore
     spout_id = f"bench-{partitions}-{int(time.time() * 1000)}"
     store = ZkStateStore(connect_string, retry_times=2, retry_interval_ms=200)
     try:

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
-from .render import as_json, err, table
+from storm_kafka_compat.cli.render import as_json, err, table
 
 COLUMNS = ("FIGURE", "VALUE", "UNIT", "NOTE")
 
@@ -129,7 +129,7 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
     pending-tracking memory, ZooKeeper commit latency and round trips, and
     driver planning time, with their ratios. Progress goes to stderr.
     """
-    from ..bench.runner import BACKENDS, BenchOptions, run_bench
+    from storm_kafka_compat.bench.runner import BACKENDS, BenchOptions, run_bench
 
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
     unknown = [b for b in chosen if b not in BACKENDS]

@@ -17,9 +17,9 @@ from typing import Any, Dict, Optional
 import click
 import yaml
 
-from ..config import config_warnings, effective_config, job_config_from_dict, load_job_config
-from ..errors import ConfigError
-from ..flux import Conversion, convert_file
+from storm_kafka_compat.config import config_warnings, effective_config, job_config_from_dict, load_job_config
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.flux.convert import Conversion, convert_file
 
 
 @click.group("config")
@@ -45,7 +45,7 @@ def check(config_path: str, as_json: bool) -> int:
     filled in; secrets are shown as ***. Exit code 2 on a configuration error.
     """
     job = load_job_config(config_path)
-    from ..kafka.settings import check_client_settings
+    from storm_kafka_compat.kafka.settings import check_client_settings
     check_client_settings(job.kafka_settings)       # each key known to its client
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import click
 
-from ..errors import StormKafkaCompatError
+from storm_kafka_compat.errors import StormKafkaCompatError
 
 #: (module, attribute) of each command or group, added when importable
 _COMMANDS = (

@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional
 
 import click
 
-from ..config import JobConfig, load_job_config
-from ..errors import ConfigError
-from .render import as_json, err, table
+from storm_kafka_compat.config import JobConfig, load_job_config
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.cli.render import as_json, err, table
 
 _config_arg = click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 _json_opt = click.option("--json", "as_json_flag", is_flag=True,
@@ -29,7 +29,7 @@ _json_opt = click.option("--json", "as_json_flag", is_flag=True,
 
 
 def _env(config_path: str) -> Any:
-    from ..tools import ToolEnv
+    from storm_kafka_compat.tools import ToolEnv
     return ToolEnv(load_job_config(config_path))
 
 
@@ -49,7 +49,7 @@ def show(config_path: str, as_json_flag: bool) -> int:
     {consumerCommittedOffset, logHeadOffset, lag}}}, with -1 as the committed
     offset of a partition that has none (its lag is then head + 1).
     """
-    from ..tools.lag import GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag, monitor_json
+    from storm_kafka_compat.tools.lag import GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag, monitor_json
     with _env(config_path) as env:
         rows = lag(env)
         kafka_store = env.kafka_store
@@ -86,8 +86,8 @@ def explain(config_path: str, as_json_flag: bool, topology_id: Optional[str]) ->
     For a kafkaSpout offsetStore: kafka CONFIG: the group's commit and its
     metadata, and storm-kafka-client's firstPollOffsetStrategy decision.
     """
-    from ..tools.explain import explain as run_explain
-    from ..tools.explain import explain_group
+    from storm_kafka_compat.tools.explain import explain as run_explain
+    from storm_kafka_compat.tools.explain import explain_group
     with _env(config_path) as env:
         if env.kafka_store:
             groups = explain_group(env, topology_id=topology_id)
@@ -142,7 +142,7 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
     Targets outside [log start, log end] are clamped with a notice. Stop the
     topology or job first: a running spout overwrites the documents.
     """
-    from ..tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
+    from storm_kafka_compat.tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
                                parse_datetime, plan_reset)
     chosen = [(m, v) for m, v, given in (
         ("earliest", None, to_earliest), ("latest", None, to_latest),
@@ -165,7 +165,7 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
             "ZooKeeper offsets into the group with `storm-kafka-compat offsets migrate "
             f"ZK-CONFIG --to-kafka-group {job.kafka_spout.group_id}`)",
             key="kafkaSpout.offsetStore", value="kafka")
-    from ..tools import ToolEnv
+    from storm_kafka_compat.tools import ToolEnv
     with ToolEnv(job) as env:
         plan = plan_reset(env, spec, partitions=partitions, topology_id=topology_id)
         if export_path:
@@ -258,9 +258,9 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
     Both sides hold the next offset to read. A group with active members is
     refused; offsets outside the log are skipped with the reason.
     """
-    from ..kafka.groups import KafkaGroupOffsets
-    from ..tools import client_settings
-    from ..tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA, execute_migrate,
+    from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+    from storm_kafka_compat.tools import client_settings
+    from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA, execute_migrate,
                                  kafka08_store, plan_migrate)
     if (to_kafka_group is None) == (from_kafka_group is None):
         raise click.UsageError("give exactly one of --to-kafka-group GROUP or "

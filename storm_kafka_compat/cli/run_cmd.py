@@ -10,9 +10,9 @@ from typing import Any, Dict, Optional, TextIO
 
 import click
 
-from ..config import load_job_config
-from ..pipeline.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
-from .render import as_json, err, table
+from storm_kafka_compat.config import load_job_config
+from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
+from storm_kafka_compat.cli.render import as_json, err, table
 
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
                    "FAILED", "GIVEN-UP", "LOST", "COMMITTED")
@@ -29,7 +29,7 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
     stream: Optional[TextIO] = open(path, "a", buffering=1) if path else None
     exporter = None
     if prometheus_port is not None:
-        from ..pipeline.prometheus import PrometheusExporter
+        from storm_kafka_compat.engine.prometheus import PrometheusExporter
         exporter = PrometheusExporter(prometheus_port)
 
     def sink(record: Dict[str, Any]) -> None:
@@ -71,20 +71,20 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
         total_tasks: int, as_json_flag: bool) -> int:
     """Run the pipeline described by CONFIG."""
-    from ..pipeline.driver import Pipeline, RunOptions
-    from ..pipeline.spark import prepare_environment
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.spark import prepare_environment
 
     job = load_job_config(config_path)
     prepare_environment((os.path.dirname(os.path.abspath(config_path)),))
     if task_index >= total_tasks:
         raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
                                f"{total_tasks} (indexes start at 0)")
-    from ..pipeline.spout import Spout
+    from storm_kafka_compat.spout.legacy import Spout
     factory: Any = Spout
     extra: Dict[str, Any] = {}
     if job.uses_kafka_offsets:
         # kafkaSpout.offsetStore: kafka -> offsets in the consumer group, no ZooKeeper
-        from ..client.spout import ClientSpout
+        from storm_kafka_compat.spout.client.spout import ClientSpout
         factory = ClientSpout
         extra["store"] = _NoZooKeeper()
     # the spout task this application is: partitions L[task_index::total_tasks]
@@ -92,7 +92,7 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
                                                total_tasks=total_tasks)
     if job.dataframe is not None:
         # DataFrame mode: each batch goes to the function as one DataFrame
-        from ..pipeline.dataframe import DataFrameExecutor
+        from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
         extra["executor"] = DataFrameExecutor.from_config(job)
     pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port),
                         **extra)
@@ -121,7 +121,7 @@ def demo(messages: int, partitions: int, as_json_flag: bool) -> int:
     halfway through, runs the PySpark pipeline, which resumes from them, and
     prints what each partition did.
     """
-    from ..pipeline.demo import run_demo
+    from storm_kafka_compat.tools.demo import run_demo
 
     result = run_demo(messages=messages, partitions=partitions, log=err)
     if as_json_flag:

@@ -5,9 +5,8 @@ the interface without kafka-python installed.
 """
 
 from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
 
-__all__ = ["KafkaAccess", "KafkaMessage", "ScriptedKafka", "KafkaPythonAccess"]
+__all__ = ["KafkaAccess", "KafkaMessage", "KafkaPythonAccess"]
 
 
 def __getattr__(name: str):  # PEP 562: keep kafka-python out of pure imports

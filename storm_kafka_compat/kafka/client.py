@@ -2,7 +2,7 @@
 
 Two implementations ship: :class:`storm_kafka_compat.kafka.kafka_python.KafkaPythonAccess`
 (a real broker through kafka-python) and
-:class:`storm_kafka_compat.kafka.scripted.ScriptedKafka` (an in-memory Kafka that
+:class:`storm_kafka_compat.testing.scripted.ScriptedKafka` (an in-memory Kafka that
 answers exactly as Apache Kafka does, for tests).
 
 This module is pure: it imports neither kazoo, kafka-python nor pyspark.

@@ -405,7 +405,7 @@ class KafkaGroupOffsets:
         elif "Authorization" in name or "Authentication" in name or "Sasl" in name:
             hint = "check the kafka security settings and the group ACLs"
         elif "Timeout" in name or "NoBrokersAvailable" in name or isinstance(exc, OSError):
-            from .probe import version_hint
+            from storm_kafka_compat.kafka.probe import version_hint
             hint = f"check that a broker answers at {servers}" + version_hint(servers,
                                                                             self.config)
         else:

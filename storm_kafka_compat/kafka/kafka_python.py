@@ -34,7 +34,7 @@ Against tansu (the embedded broker) be aware that:
 * a fetch beyond the log end returns nothing there: tansu never answers
   ``OFFSET_OUT_OF_RANGE``, so this adapter returns ``[]``;
 * the log end offset (high watermark) is exact only when every record batch
-  holds one record (see :func:`storm_kafka_compat.testing.broker.produce_exact`);
+  holds one record (see :func:`storm_kafka_compat.servers.tansu.produce_exact`);
 * ListOffsets by timestamp (tansu 0.6.0) answered the log start for every
   timestamp we tried, so timestamp starts are tested against ScriptedKafka and
   real Kafka only.

@@ -21,7 +21,7 @@ import threading
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.pipeline.kafka_mapping import serializer_for
+from storm_kafka_compat.topology.kafka_mapping import serializer_for
 
 __all__ = ["producer_config", "shared_producer", "close_shared_producers", "IDEMPOTENCE_SINCE"]
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Counter, Dict, Iterable, List, Mapping, Option
 
 import yaml
 
-from ..state.document import StoredDocument, parse_document
+from storm_kafka_compat.offsets.document import StoredDocument, parse_document
 
 #: how long a test waits for a started job to process its first message: Spark's
 #: start takes ~20 s on an idle 2-core machine and minutes on a loaded one
@@ -442,7 +442,7 @@ def committed_offsets(connect: str, zk_root: str, spout_id: str, partitions: Ite
                       timeout_s: float = 15.0) -> Dict[int, Optional[int]]:
     """The stored offset (next offset to process) of each partition, None where
     there is no usable document (classic layout ``zkRoot/id/partition_N``)."""
-    from ..state.paths import partition_path
+    from storm_kafka_compat.offsets.paths import partition_path
     parts = list(partitions)
     paths = {p: partition_path(zk_root, spout_id, p) for p in parts}
     docs = read_documents(connect, paths.values(), timeout_s=timeout_s)

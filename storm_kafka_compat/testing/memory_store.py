@@ -1,4 +1,4 @@
-"""An in-memory stand-in for :class:`storm_kafka_compat.state.zkstore.ZkStateStore`.
+"""An in-memory stand-in for :class:`storm_kafka_compat.offsets.zkstore.ZkStateStore`.
 
 It stores raw document bytes by path and parses them with Storm's rules, so code
 under test sees exactly what it would read back from ZooKeeper. ``fail_writes``
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional
 
-from ..errors import ZooKeeperUnavailableError
-from ..state.document import StoredDocument, parse_document
+from storm_kafka_compat.errors import ZooKeeperUnavailableError
+from storm_kafka_compat.offsets.document import StoredDocument, parse_document
 
 
 class MemoryStateStore:

@@ -11,7 +11,7 @@ Two offset stores, as in the pipeline:
   pipeline's coordinator, one :class:`PartitionState` per partition;
 * a Kafka consumer group (``kafkaSpout.offsetStore: kafka``, the
   storm-kafka-client spout): partitions from the
-  :class:`~storm_kafka_compat.client.spout.ClientCoordinator` that
+  :class:`~storm_kafka_compat.spout.client.spout.ClientCoordinator` that
   ``ClientSpout`` builds, the group's commits through
   :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets`, one
   :class:`GroupPartitionState` per partition (:meth:`ToolEnv.group_states`).
@@ -19,7 +19,7 @@ Two offset stores, as in the pipeline:
 * :mod:`.lag` -- committed offset, log start/end and lag per partition
   (storm-kafka-monitor's JSON, kafka-consumer-groups' columns);
 * :mod:`.explain` -- what a start would do, through the pipeline's own
-  :func:`~storm_kafka_compat.partition.startup.decide_start`;
+  :func:`~storm_kafka_compat.spout.startup.decide_start`;
 * :mod:`.reset` -- plan and write new offsets (dry run unless executed);
 * :mod:`.migrate` -- ZooKeeper documents to and from Kafka consumer-group
   offsets, and the Kafka 0.8 ZooKeeper consumer layout.
@@ -33,10 +33,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..client.first_poll import CommitMetadata
-from ..config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from ..coordinators.base import PartitionInfo
-from ..state.document import StoredDocument, document_fields
+from storm_kafka_compat.spout.client.first_poll import CommitMetadata
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.discovery.base import PartitionInfo
+from storm_kafka_compat.offsets.document import StoredDocument, document_fields
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class ToolEnv:
         (``ZkStateStore.from_config``: servers, timings, digest auth) when omitted.
     kafka : LazyKafka-like, optional
         ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``; the
-        pipeline's :class:`~storm_kafka_compat.pipeline.spout.LazyKafka` when omitted.
+        pipeline's :class:`~storm_kafka_compat.spout.legacy.LazyKafka` when omitted.
     registry_reader : RegistryReader, optional
         Passed to the ZkCoordinator (tests); by default it connects itself.
     groups : KafkaGroupOffsets-like, optional
@@ -182,11 +182,11 @@ class ToolEnv:
 
     def __post_init__(self) -> None:
         if self.store is None:
-            from ..state.zkstore import ZkStateStore
+            from storm_kafka_compat.offsets.zkstore import ZkStateStore
             self.store = ZkStateStore.from_config(self.job.spout, self.job.topology)
             self._owns.append(self.store)
         if self.kafka is None:
-            from ..pipeline.spout import LazyKafka
+            from storm_kafka_compat.spout.legacy import LazyKafka
             self.kafka = LazyKafka(self.job)
             self._owns.append(self.kafka)
         if self.kafka_store:
@@ -215,13 +215,13 @@ class ToolEnv:
         ConfigError
             The job keeps its offsets in ZooKeeper.
         """
-        from ..errors import ConfigError
+        from storm_kafka_compat.errors import ConfigError
         if not self.kafka_store:
             raise ConfigError("this CONFIG keeps its offsets in ZooKeeper; the Kafka group "
                               "store needs a kafkaSpout section with offsetStore: kafka",
                               key="kafkaSpout.offsetStore", value=None)
         if self.groups is None:
-            from ..kafka.groups import KafkaGroupOffsets
+            from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
             config = self.job.kafka_spout
             self.groups = KafkaGroupOffsets(list(config.bootstrap_servers),
                                             str(config.group_id), client_settings(self.job))
@@ -247,12 +247,12 @@ class ToolEnv:
 
     def partitions(self) -> List[PartitionInfo]:
         """Every partition of the spout (all tasks), from the same coordinator the
-        pipeline builds (:func:`~storm_kafka_compat.pipeline.spout.make_coordinator`,
+        pipeline builds (:func:`~storm_kafka_compat.spout.legacy.make_coordinator`,
         or for a Kafka-store job ClientSpout's
-        :class:`~storm_kafka_compat.client.spout.ClientCoordinator`), whose
+        :class:`~storm_kafka_compat.spout.client.spout.ClientCoordinator`), whose
         manager factory here only records what it is given. Discovered once
         per object."""
-        from ..pipeline.spout import make_coordinator
+        from storm_kafka_compat.spout.legacy import make_coordinator
         if self._infos is not None:
             return list(self._infos)
         infos: List[PartitionInfo] = []
@@ -264,7 +264,7 @@ class ToolEnv:
 
         coordinator: Any
         if self.kafka_store:
-            from ..client.spout import ClientCoordinator
+            from storm_kafka_compat.spout.client.spout import ClientCoordinator
             coordinator = ClientCoordinator(self.job.kafka_spout, self.kafka,
                                             manager_factory=record)
         else:
@@ -282,7 +282,7 @@ class ToolEnv:
 
     def zk_path(self, info: PartitionInfo) -> str:
         """The document path the pipeline uses for ``info``."""
-        from ..pipeline.spout import zk_path_for
+        from storm_kafka_compat.spout.legacy import zk_path_for
         return zk_path_for(self.job, info)
 
     def states(self, infos: Optional[List[PartitionInfo]] = None, *,
@@ -337,7 +337,7 @@ def select_partitions(infos: List[PartitionInfo], spec: Optional[str]) -> List[P
     ConfigError
         An item is malformed or names a partition the spout does not read.
     """
-    from ..errors import ConfigError
+    from storm_kafka_compat.errors import ConfigError
     if spec is None:
         return list(infos)
     known = {i.key for i in infos}

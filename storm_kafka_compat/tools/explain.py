@@ -1,10 +1,10 @@
 """``offsets explain``: what a start of the pipeline would do, partition by partition.
 
-The decision is :func:`storm_kafka_compat.partition.startup.decide_start`, the
+The decision is :func:`storm_kafka_compat.spout.startup.decide_start`, the
 function the pipeline's spout runs, fed with the document the same
-:class:`~storm_kafka_compat.state.zkstore.ZkStateStore` reads, the partition
+:class:`~storm_kafka_compat.offsets.zkstore.ZkStateStore` reads, the partition
 list of the same coordinator and Kafka offsets through the same
-:class:`~storm_kafka_compat.pipeline.spout.LazyKafka`. Nothing is written.
+:class:`~storm_kafka_compat.spout.legacy.LazyKafka`. Nothing is written.
 
 The topology id compared with the stored one (``ignoreZkOffsets``) is the one
 a run would use: ``topology.id`` when configured, else a new
@@ -13,7 +13,7 @@ passes one.
 
 For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the decision is
 storm-kafka-client's first-poll rule,
-:func:`storm_kafka_compat.client.first_poll.decide_first_poll`, called by
+:func:`storm_kafka_compat.spout.client.first_poll.decide_first_poll`, called by
 :func:`client_first_poll` with exactly the arguments ``ClientSpout`` passes
 when a partition is assigned: the group's committed offset and metadata,
 ``firstPollOffsetStrategy``, the run's topology id, the log start and end,
@@ -26,12 +26,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..client.first_poll import (OUT_OF_RANGE, FirstPollDecision, NoOffsetResetError,
+from storm_kafka_compat.spout.client.first_poll import (OUT_OF_RANGE, FirstPollDecision, NoOffsetResetError,
                                  decide_first_poll)
-from ..config import EARLIEST_TIME, LATEST_TIME
-from ..errors import CorruptStateError, KafkaAccessError
-from ..partition.startup import INVALID_STATE, OutsideLog, decide_start, outside_log
-from . import GroupPartitionState, PartitionState, ToolEnv
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME
+from storm_kafka_compat.errors import CorruptStateError, KafkaAccessError
+from storm_kafka_compat.spout.startup import INVALID_STATE, OutsideLog, decide_start, outside_log
+from storm_kafka_compat.tools import GroupPartitionState, PartitionState, ToolEnv
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +126,9 @@ def explain(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Explanat
     env : ToolEnv
     topology_id : str, optional
         The id a run would write; default as the pipeline computes it
-        (:func:`~storm_kafka_compat.pipeline.spout.topology_instance_id`).
+        (:func:`~storm_kafka_compat.spout.legacy.topology_instance_id`).
     """
-    from ..pipeline.spout import topology_instance_id
+    from storm_kafka_compat.spout.legacy import topology_instance_id
     tid = topology_id or topology_instance_id(env.job)
     states = sorted(env.states(with_log=False), key=lambda s: (s.topic, s.partition))
     return [explain_state(env, s, tid) for s in states]
@@ -233,10 +233,10 @@ def explain_group(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Gr
         A Kafka-store job's (``env.kafka_store``).
     topology_id : str, optional
         The id a run would write; default as the pipeline computes it
-        (:func:`~storm_kafka_compat.pipeline.spout.topology_instance_id`). A
+        (:func:`~storm_kafka_compat.spout.legacy.topology_instance_id`). A
         commit whose metadata names it counts as this topology's.
     """
-    from ..pipeline.spout import topology_instance_id
+    from storm_kafka_compat.spout.legacy import topology_instance_id
     tid = topology_id or topology_instance_id(env.job)
     states = sorted(env.group_states(), key=lambda s: (s.topic, s.partition))
     return [explain_group_state(env, s, tid) for s in states]

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from ..partition.startup import BELOW_START, OutsideLog, outside_log
-from . import GroupPartitionState, PartitionState, ToolEnv, describe_broker
+from storm_kafka_compat.spout.startup import BELOW_START, OutsideLog, outside_log
+from storm_kafka_compat.tools import GroupPartitionState, PartitionState, ToolEnv, describe_broker
 
 #: table columns (kafka-consumer-groups names first, then ours)
 TABLE_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
@@ -64,7 +64,7 @@ class LagRow:
     @property
     def outside(self) -> Optional[OutsideLog]:
         """Set when the committed offset is outside the log (a start would skip
-        messages; see :func:`~storm_kafka_compat.partition.startup.outside_log`)."""
+        messages; see :func:`~storm_kafka_compat.spout.startup.outside_log`)."""
         return outside_log(self.committed, self.log_start, self.log_end)
 
     @property

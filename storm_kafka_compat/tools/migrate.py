@@ -43,11 +43,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..config import EARLIEST_TIME, JobConfig, ZkHosts
-from ..errors import ConfigError, StormKafkaCompatError
-from ..kafka.groups import ActiveGroupError
-from ..state.document import encode_document
-from . import PartitionKey, PartitionState, ToolEnv, select_partitions
+from storm_kafka_compat.config import EARLIEST_TIME, JobConfig, ZkHosts
+from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
+from storm_kafka_compat.kafka.groups import ActiveGroupError
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.tools import PartitionKey, PartitionState, ToolEnv, select_partitions
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def kafka08_store(env: ToolEnv) -> Tuple[Any, bool]:
     hosts = env.job.spout.hosts
     if not isinstance(hosts, ZkHosts):
         return env.store, False
-    from ..state.zkstore import ZkStateStore
+    from storm_kafka_compat.offsets.zkstore import ZkStateStore
     t = env.job.topology
     store = ZkStateStore(hosts.broker_zk_str, session_timeout_ms=t.zookeeper_session_timeout_ms,
                          connection_timeout_ms=t.zookeeper_connection_timeout_ms,
@@ -176,7 +176,7 @@ def kafka08_store(env: ToolEnv) -> Tuple[Any, bool]:
 
 
 def _default_topology_id(job: JobConfig, override: Optional[str]) -> str:
-    from ..pipeline.spout import topology_instance_id
+    from storm_kafka_compat.spout.legacy import topology_instance_id
     return override or job.topology.id or topology_instance_id(job)
 
 

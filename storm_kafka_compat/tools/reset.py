@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
-from ..config import EARLIEST_TIME, NO_OFFSET, Broker
-from ..errors import ConfigError, StormKafkaCompatError
-from ..state.document import encode_document
-from . import PartitionState, ToolEnv, select_partitions
+from storm_kafka_compat.config import EARLIEST_TIME, NO_OFFSET, Broker
+from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.tools import PartitionState, ToolEnv, select_partitions
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def plan_reset(env: ToolEnv, spec: ResetSpec, *, partitions: Optional[str] = Non
     topology_id : str, optional
         Write this ``topology.id`` instead of keeping the stored one.
     """
-    from ..pipeline.spout import topology_instance_id
+    from storm_kafka_compat.spout.legacy import topology_instance_id
     infos = select_partitions(env.partitions(), partitions)
     states = env.states(infos)
     default_id = topology_id or env.job.topology.id or topology_instance_id(env.job)

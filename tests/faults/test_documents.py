@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from storm_kafka_compat.state.document import encode_document
-from storm_kafka_compat.state.paths import partition_path
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.paths import partition_path
 from storm_kafka_compat.testing.faults import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, job_config, missing_offsets, read_deliveries,

@@ -24,7 +24,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from storm_kafka_compat.state.document import encode_document
+from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.testing.faults import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
@@ -45,7 +45,7 @@ FOLLOW_TIMEOUT_S = 180.0
 
 
 def _produce_chunk(cluster, topic: str, start: Dict[int, int], n: int) -> Dict[int, int]:
-    from storm_kafka_compat.testing.kafka import produce
+    from storm_kafka_compat.servers.kafka import produce
     produce(cluster.bootstrap, topic, [(p, None, f"m-{p}-{start[p] + i}".encode())
                                        for i in range(n) for p in range(PARTITIONS)])
     return {p: start[p] + n for p in range(PARTITIONS)}

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from storm_kafka_compat.state.paths import partition_path
+from storm_kafka_compat.offsets.paths import partition_path
 from storm_kafka_compat.testing.faults import (
     JOB_START_TIMEOUT_S,
     delivered_offsets, find_metric, job_config, missing_offsets, read_deliveries,
@@ -32,7 +32,7 @@ def _hosts(cluster, coordinator: str) -> dict:
 
 
 def _produce(cluster, topic: str, partitions: int, per_partition: int) -> None:
-    from storm_kafka_compat.testing.kafka import produce
+    from storm_kafka_compat.servers.kafka import produce
     produce(cluster.bootstrap, topic, [(p, None, f"{topic}-{p}-{i}".encode())
                                        for i in range(per_partition) for p in range(partitions)])
 

@@ -43,7 +43,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 @pytest.fixture(scope="session")
 def tansu(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A tansu broker shared by the session. Do not pause or stop it."""
-    from storm_kafka_compat.testing.broker import EmbeddedTansu
+    from storm_kafka_compat.servers.tansu import EmbeddedTansu
 
     broker = EmbeddedTansu(log_path=tmp_path_factory.mktemp("tansu") / "tansu.log")
     broker.start()
@@ -55,7 +55,7 @@ def tansu(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 @pytest.fixture
 def tansu_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Return ``make() -> EmbeddedTansu`` (started); all are stopped at teardown."""
-    from storm_kafka_compat.testing.broker import EmbeddedTansu
+    from storm_kafka_compat.servers.tansu import EmbeddedTansu
 
     brokers: List[EmbeddedTansu] = []
 
@@ -81,7 +81,7 @@ def kafka_topic(tansu, unique: Callable[..., str]):
     One record per batch (``produce_exact``) is a tansu workaround: with several
     records in a batch tansu's high watermark is wrong. ``kafka09_topic`` uses a
     normal batching producer."""
-    from storm_kafka_compat.testing.broker import create_topic, produce_exact
+    from storm_kafka_compat.servers.tansu import create_topic, produce_exact
 
     def make(partitions: int = 1, messages: Iterable[Message] = (),
              bootstrap: Optional[str] = None) -> str:
@@ -102,7 +102,7 @@ _KAFKA_KEY = pytest.StashKey[list]()
 
 
 def _kafka_or_skip() -> None:
-    from storm_kafka_compat.testing.kafka import missing_prerequisite
+    from storm_kafka_compat.servers.kafka import missing_prerequisite
     reason = missing_prerequisite()
     if reason:
         pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
@@ -125,7 +125,7 @@ def kafka09(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
     unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
     _kafka_or_skip()
-    from storm_kafka_compat.testing.kafka import KafkaCluster
+    from storm_kafka_compat.servers.kafka import KafkaCluster
 
     cluster = KafkaCluster(1, tmp_path_factory.mktemp("kafka09"),
                            settings={"log.retention.check.interval.ms": 1000})
@@ -140,7 +140,7 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
     may kill, restart or reconfigure; all are closed at teardown."""
     _kafka_or_skip()
-    from storm_kafka_compat.testing.kafka import KafkaCluster
+    from storm_kafka_compat.servers.kafka import KafkaCluster
 
     clusters: List[KafkaCluster] = []
 
@@ -159,7 +159,7 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
 def kafka09_topic(kafka09, unique: Callable[..., str]):
     """Return ``make(partitions=1, messages=(), replication=1, config={}) -> topic`` on
     the session's Kafka 0.9 broker; messages go through a batching producer."""
-    from storm_kafka_compat.testing.kafka import produce
+    from storm_kafka_compat.servers.kafka import produce
 
     def make(partitions: int = 1, messages: Iterable[Message] = (), *,
              config: Optional[dict] = None) -> str:

@@ -24,7 +24,7 @@ def spark(tmp_path_factory):
     os.environ.setdefault(RECORD_ENV,
                           str(tmp_path_factory.mktemp("spark-records") / "records.jsonl"))
     from storm_kafka_compat.config import SparkConfig
-    from storm_kafka_compat.pipeline.spark import get_spark
+    from storm_kafka_compat.engine.spark import get_spark
 
     session = get_spark(SparkConfig(master="local[2]", app_name="storm-kafka-compat-tests"))
     session._skc_record_path = os.environ[RECORD_ENV]

@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import yaml
 
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-from storm_kafka_compat.state.document import encode_document
+from storm_kafka_compat.offsets.document import encode_document
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("storm-kafka-compat")

@@ -11,12 +11,12 @@ import pytest
 
 from storm_kafka_compat.config import (EARLIEST_TIME, LATEST_TIME, Broker, SpoutConfig,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.coordinators import ZkCoordinator
-from storm_kafka_compat.coordinators.registry import parse_broker_registration
+from storm_kafka_compat.discovery import ZkCoordinator
+from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.errors import OffsetOutOfRangeError
-from storm_kafka_compat.kafka import ScriptedKafka
+from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-from storm_kafka_compat.testing.broker import free_port
+from storm_kafka_compat.servers.tansu import free_port
 
 ZOOKEEPER_IMAGE = "confluentinc/cp-zookeeper:7.6.1"
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.1"

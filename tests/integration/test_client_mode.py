@@ -18,12 +18,12 @@ import json
 
 import pytest
 
-from storm_kafka_compat.client.spout import ClientSpout, client_spout_factory
-from storm_kafka_compat.client.testing import MetadataKeepingGroups
+from storm_kafka_compat.spout.client.spout import ClientSpout, client_spout_factory
+from storm_kafka_compat.testing.groups import MetadataKeepingGroups
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
-from storm_kafka_compat.pipeline.spout import LazyKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.spout.legacy import LazyKafka
 
 pytestmark = pytest.mark.integration
 
@@ -240,7 +240,7 @@ def test_max_uncommitted_offsets_stops_fetching_and_resumes_after_acks(tansu, en
 # --- ZooKeeper store -> Kafka store -----------------------------------------------------
 def test_moved_from_zookeeper_to_kafka_resumes_exactly(tansu, env, zk_server, zk_client,
                                                         zk_root):
-    from storm_kafka_compat.state.document import encode_document, parse_document
+    from storm_kafka_compat.offsets.document import encode_document, parse_document
     topic, group, groups = env
     for p, offset in ((0, 9), (1, 4)):
         zk_client.create(f"{zk_root}/offsets/clicks-spout/partition_{p}", encode_document(

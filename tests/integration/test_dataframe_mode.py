@@ -12,10 +12,10 @@ watermark); test_kafka09_spark_sources.py runs DataFrame mode on Apache Kafka
 import pytest
 
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.pipeline.datasource import KAFKA_COLUMNS
-from storm_kafka_compat.pipeline.dataframe import DataFrameExecutor
-from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
-from storm_kafka_compat.state.document import parse_document
+from storm_kafka_compat.streaming.datasource import KAFKA_COLUMNS
+from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.offsets.document import parse_document
 from tests.integration.conftest_spark import spark  # noqa: F401
 
 pytestmark = pytest.mark.integration

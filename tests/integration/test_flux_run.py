@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from storm_kafka_compat.state.document import encode_document, parse_document
-from storm_kafka_compat.testing import registry
+from storm_kafka_compat.offsets.document import encode_document, parse_document
+from storm_kafka_compat.servers import registry
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import pytest
 
 from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, TopologyConfig,
                                        ZkHosts)
-from storm_kafka_compat.coordinators import BootstrapCoordinator, PartitionInfo, ZkCoordinator
+from storm_kafka_compat.discovery import BootstrapCoordinator, PartitionInfo, ZkCoordinator
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from typing import Any, Dict
 import pytest
 import yaml
 
-from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from tests.bolts import read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -21,8 +21,8 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-from storm_kafka_compat.state.document import encode_document, parse_document
-from storm_kafka_compat.testing.kafka import log_range, produce
+from storm_kafka_compat.offsets.document import encode_document, parse_document
+from storm_kafka_compat.servers.kafka import log_range, produce
 from tests.bolts import read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from storm_kafka_compat.pipeline.datasource import register, with_zk_commit
+from storm_kafka_compat.streaming.datasource import register, with_zk_commit
 from tests.integration.conftest_spark import spark  # noqa: F401
 from tests.integration.kafka09_jobs import cli, get, put, storm_document, zk_job
 
@@ -109,7 +109,7 @@ def test_streaming_source_resumes_from_trident_state(
     at ``nextOffset`` of the highest committed txid (below the coordinator's
     ``currtx``), partition 1 (no Trident batch) at the log start, and leaves the
     job's own storm-kafka documents at the log end."""
-    from storm_kafka_compat.state.trident import encode_batch
+    from storm_kafka_compat.trident.state import encode_batch
     n = 30
     topic = kafka09_topic(2, [(p, None, f"m{p}-{i}".encode()) for p in range(2)
                               for i in range(n)])

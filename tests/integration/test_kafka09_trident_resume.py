@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from storm_kafka_compat.state.trident import encode_batch
+from storm_kafka_compat.trident.state import encode_batch
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import cli, get, put, storm_document, zk_job
 

@@ -24,7 +24,7 @@ from typing import Dict, List
 import pytest
 import yaml
 
-from storm_kafka_compat.client.first_poll import CommitMetadata
+from storm_kafka_compat.spout.client.first_poll import CommitMetadata
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from storm_kafka_compat.state.document import parse_document
+from storm_kafka_compat.offsets.document import parse_document
 from tests.bolts import read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.state.trident import encode_batch
-from storm_kafka_compat.state.trident_zk import read_trident_partition, write_trident_rollback
+from storm_kafka_compat.trident.state import encode_batch
+from storm_kafka_compat.trident.zk import read_trident_partition, write_trident_rollback
 
 pytestmark = pytest.mark.integration
 

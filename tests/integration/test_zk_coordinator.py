@@ -4,10 +4,10 @@ formats (testing.registry) that points at a real broker (tansu)."""
 import pytest
 
 from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
-from storm_kafka_compat.coordinators import PartitionInfo, ZkCoordinator
+from storm_kafka_compat.discovery import PartitionInfo, ZkCoordinator
 from storm_kafka_compat.errors import CoordinatorError, NoLeaderError
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-from storm_kafka_compat.testing import registry
+from storm_kafka_compat.servers import registry
 
 pytestmark = pytest.mark.integration
 
@@ -151,7 +151,7 @@ def test_leader_change_keeps_the_manager(zk_server, chroot, chrooted):
 
 
 def test_unreachable_zookeeper_is_a_coordinator_error():
-    from storm_kafka_compat.testing.broker import free_port
+    from storm_kafka_compat.servers.tansu import free_port
     topology = TopologyConfig(name="top", zookeeper_connection_timeout_ms=500)
     hosts = ZkHosts(f"127.0.0.1:{free_port()}")
     with pytest.raises(CoordinatorError, match="cannot connect"):

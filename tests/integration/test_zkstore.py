@@ -20,11 +20,11 @@ from storm_kafka_compat.errors import (
     StateError,
     ZooKeeperUnavailableError,
 )
-from storm_kafka_compat.state.document import encode_document
-from storm_kafka_compat.state.paths import partition_path
-from storm_kafka_compat.state.zkstore import REQUEST_BUDGET_BYTES, ZkStateStore
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.paths import partition_path
+from storm_kafka_compat.offsets.zkstore import REQUEST_BUDGET_BYTES, ZkStateStore
 from storm_kafka_compat.testing.proxy import TcpProxy
-from storm_kafka_compat.testing.zookeeper import free_port
+from storm_kafka_compat.servers.zookeeper import free_port
 from tests.conftest import make_kazoo_client
 
 pytestmark = pytest.mark.integration
@@ -347,7 +347,7 @@ def test_session_expiry_through_a_cut_network(zk_server):
 def test_embedded_zookeeper_start_failure_shows_the_log(tmp_path):
     import socket
 
-    from storm_kafka_compat.testing.zookeeper import EmbeddedServerError, EmbeddedZooKeeper
+    from storm_kafka_compat.servers.zookeeper import EmbeddedServerError, EmbeddedZooKeeper
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))        # bound, not listening: ruok gets refused

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storm_kafka_compat.pipeline.acker import MASK64, Acker, new_id, xor_by_root
-from storm_kafka_compat.pipeline.bolts import OutputCollector, TopologyContext
-from storm_kafka_compat.pipeline.tuples import StormTuple
+from storm_kafka_compat.topology.acker import MASK64, Acker, new_id, xor_by_root
+from storm_kafka_compat.topology.bolts import OutputCollector, TopologyContext
+from storm_kafka_compat.topology.tuples import StormTuple
 
 
 class Harness:

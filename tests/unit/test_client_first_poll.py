@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from storm_kafka_compat.client.first_poll import (
+from storm_kafka_compat.spout.client.first_poll import (
     NO_COMMIT, OUT_OF_RANGE, RESUME, RESUME_FOREIGN, STRATEGY, CommitMetadata,
     NoOffsetResetError, committed_by_this_topology, decide_first_poll)
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from storm_kafka_compat.client.config import KafkaSpoutConfig
-from storm_kafka_compat.client.first_poll import NoOffsetResetError
-from storm_kafka_compat.client.manager import BoundedFetchPlan, ClientPartitionManager
-from storm_kafka_compat.client.retry import RetrySettings, TimeInterval
+from storm_kafka_compat.spout.client.config import KafkaSpoutConfig
+from storm_kafka_compat.spout.client.first_poll import NoOffsetResetError
+from storm_kafka_compat.spout.client.manager import BoundedFetchPlan, ClientPartitionManager
+from storm_kafka_compat.spout.client.retry import RetrySettings, TimeInterval
 
 
 class Clock:

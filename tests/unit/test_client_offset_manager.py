@@ -2,7 +2,7 @@
 
 import pytest
 
-from storm_kafka_compat.client.offset_manager import (OffsetManager,
+from storm_kafka_compat.spout.client.offset_manager import (OffsetManager,
                                                       OffsetManagerInvariantError)
 
 

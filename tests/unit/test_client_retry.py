@@ -2,7 +2,7 @@
 
 import pytest
 
-from storm_kafka_compat.client.retry import (INT_MAX, RetryService, RetrySettings,
+from storm_kafka_compat.spout.client.retry import (INT_MAX, RetryService, RetrySettings,
                                              TimeInterval)
 from storm_kafka_compat.errors import ConfigError
 

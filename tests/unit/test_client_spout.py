@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from storm_kafka_compat.client.spout import ClientSpout, client_spout_factory
-from storm_kafka_compat.client.testing import MemoryGroupOffsets
+from storm_kafka_compat.spout.client.spout import ClientSpout, client_spout_factory
+from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.groups import GroupAccessError
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 
 SEEN = []
 FAIL = set()

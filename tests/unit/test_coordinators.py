@@ -7,12 +7,12 @@ import pytest
 
 from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, StaticHosts,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.coordinators import (BootstrapCoordinator, PartitionInfo,
+from storm_kafka_compat.discovery import (BootstrapCoordinator, PartitionInfo,
                                              StaticCoordinator, ZkCoordinator)
-from storm_kafka_compat.coordinators.zk import read_partitions
+from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError, NoLeaderError
-from storm_kafka_compat.kafka import ScriptedKafka
-from storm_kafka_compat.testing.registry import (broker_registration_json,
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.servers.registry import (broker_registration_json,
                                                  partition_state_json)
 
 

@@ -8,9 +8,9 @@ import pytest
 from storm_kafka_compat.config import Broker, job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.dataframe import _failed_offsets, offsets_to_ranges, subtract
-from storm_kafka_compat.pipeline.datasource import (
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.streaming.dataframe import _failed_offsets, offsets_to_ranges, subtract
+from storm_kafka_compat.streaming.datasource import (
     StormKafkaStreamReader,
     ZkPositions,
     batch_positions,
@@ -21,7 +21,7 @@ from storm_kafka_compat.pipeline.datasource import (
     read_range,
     to_offset_map,
 )
-from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
 BASE = {"topic": "orders", "zkroot": "/kafka", "id": "spout1", "static": "0=k1:9092,1=k1:9092",

@@ -8,7 +8,7 @@ is raw.
 
 import pytest
 
-from storm_kafka_compat.state.document import (
+from storm_kafka_compat.offsets.document import (
     document_fields,
     encode_document,
     json_simple_dumps,

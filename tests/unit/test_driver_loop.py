@@ -5,9 +5,9 @@ import re
 import pytest
 
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
-from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
 
@@ -306,8 +306,8 @@ def test_no_kafka_offset_data_point_when_storm_reports_null():
 
 
 def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
-    from storm_kafka_compat.pipeline.stages import needs_stages, stage_layout
-    from storm_kafka_compat.pipeline.topology import from_spec
+    from storm_kafka_compat.engine.stages import needs_stages, stage_layout
+    from storm_kafka_compat.topology.builder import from_spec
 
     spec = {"bolts": [
         {"name": "split", "bolt": "tests.bolts:SplitWords", "parallelism": 2},
@@ -329,7 +329,7 @@ def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
 
 
 def test_a_failed_spark_job_reports_the_python_error_line():
-    from storm_kafka_compat.pipeline.driver import _job_error
+    from storm_kafka_compat.engine.driver import _job_error
 
     text = ("An error occurred while calling o51.collectAndServe.\n"
             "org.apache.spark.SparkException: Job aborted due to stage failure: ...\n"
@@ -343,7 +343,7 @@ def test_a_failed_spark_job_reports_the_python_error_line():
 def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback():
     """A defect in the Kafka client (e.g. the None timestamp of 0.9 records) is named
     as such, with the traceback the driver logs under -v."""
-    from storm_kafka_compat.pipeline.executor import TaskResult, fetch_plan
+    from storm_kafka_compat.engine.executor import TaskResult, fetch_plan
 
     class Crashing:
         def fetch(self, *a, **k):
@@ -359,8 +359,8 @@ def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback(
 
 def _spec_for_client_crash():
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.partition.manager import FetchPlan
-    from storm_kafka_compat.pipeline.executor import TaskSpec
+    from storm_kafka_compat.spout.manager import FetchPlan
+    from storm_kafka_compat.engine.executor import TaskSpec
     plan = FetchPlan("t", 0, 5, max_messages=10)
     return TaskSpec(plan, ("127.0.0.1:9092",), SpoutConfig(hosts=StaticHosts({}), topic="t",
                                                        zk_root="/r", id="i"),
@@ -393,7 +393,7 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
 
 def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
     from storm_kafka_compat.errors import FailedFetchError
-    from storm_kafka_compat.pipeline.driver import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
+    from storm_kafka_compat.engine.driver import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
 
     kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
     now = [0]

@@ -2,9 +2,9 @@
 
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.errors import OffsetOutOfRangeError
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.driver import Pipeline, RunOptions
-from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
 
@@ -99,7 +99,7 @@ def test_another_writer_of_our_documents_is_reported(caplog):
 
 
 def test_generated_topology_ids_differ_between_processes():
-    from storm_kafka_compat.pipeline.spout import topology_instance_id
+    from storm_kafka_compat.spout.legacy import topology_instance_id
     j = JobConfig(spout=job().spout, topology=TopologyConfig(name="t"), bolt="tests.bolts:record")
     import os
     assert topology_instance_id(j, now_s=100) == f"t-{os.getpid()}-100"
@@ -107,7 +107,7 @@ def test_generated_topology_ids_differ_between_processes():
 
 def test_case_29_applications_split_partitions_by_task_index():
     import functools
-    from storm_kafka_compat.pipeline.spout import Spout
+    from storm_kafka_compat.spout.legacy import Spout
     from tests import bolts
     kafka = ScriptedKafka()
     kafka.create_topic("orders", 4)

@@ -3,10 +3,10 @@
 import pytest
 
 from storm_kafka_compat.config import SpoutConfig, StaticHosts
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.partition.manager import FetchPlan
-from storm_kafka_compat.pipeline.executor import TaskSpec, run_task
-from storm_kafka_compat.pipeline.schemes import EMIT_NULL_TUPLES_KEY
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.engine.executor import TaskSpec, run_task
+from storm_kafka_compat.topology.schemes import EMIT_NULL_TUPLES_KEY
 from tests import bolts
 
 

@@ -11,15 +11,15 @@ from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka import producer as producer_mod
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.kafka.producer import producer_config
-from storm_kafka_compat.pipeline.kafka_bolt import KafkaBolt, kafka_bolt_from_properties
-from storm_kafka_compat.pipeline.kafka_mapping import (DefaultTopicSelector,
+from storm_kafka_compat.topology.kafka_bolt import KafkaBolt, kafka_bolt_from_properties
+from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldIndexTopicSelector,
                                                        FieldNameBasedTupleToKafkaMapper,
                                                        FieldNameTopicSelector, serializer_for)
-from storm_kafka_compat.pipeline.process import PlanFilter, process_batch
-from storm_kafka_compat.pipeline.schemes import load_scheme
-from storm_kafka_compat.pipeline.topology import TopologyBuilder, TopologyError, from_spec
-from storm_kafka_compat.pipeline.tuples import StormTuple
+from storm_kafka_compat.engine.process import PlanFilter, process_batch
+from storm_kafka_compat.topology.schemes import load_scheme
+from storm_kafka_compat.topology.builder import TopologyBuilder, TopologyError, from_spec
+from storm_kafka_compat.topology.tuples import StormTuple
 
 STRING = load_scheme("string")
 KAFKA_BOLT = "org.apache.storm.kafka.bolt.KafkaBolt"
@@ -298,7 +298,7 @@ def test_job_config_accepts_a_kafka_bolt_in_topology_bolts() -> None:
 def test_flux_kafka_bolt_converts_to_a_kafka_bolt_entry() -> None:
     from pathlib import Path
 
-    from storm_kafka_compat.flux import convert_file
+    from storm_kafka_compat.flux.convert import convert_file
     data = Path(__file__).resolve().parent.parent / "data" / "flux"
     result = convert_file(str(data / "kafka_spout_to_kafka_bolt.yaml"))
     bolts = result.config["topology"]["bolts"]

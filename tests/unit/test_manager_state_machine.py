@@ -10,7 +10,7 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from storm_kafka_compat.config import SpoutConfig, StaticHosts
-from storm_kafka_compat.partition.manager import PartitionManager
+from storm_kafka_compat.spout.manager import PartitionManager
 
 
 class Clock:

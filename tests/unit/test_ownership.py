@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storm_kafka_compat.errors import ConcurrentWriterError
-from storm_kafka_compat.state.document import encode_document
-from storm_kafka_compat.state.ownership import OwnershipGuard, check_owner
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.ownership import OwnershipGuard, check_owner
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
 P0, P1 = "/r/s/partition_0", "/r/s/partition_1"

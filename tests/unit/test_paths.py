@@ -3,7 +3,7 @@
 import pytest
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.state.paths import (
+from storm_kafka_compat.offsets.paths import (
     parse_partition_node,
     partition_path,
     spout_root,

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from storm_kafka_compat.partition.pending import OffsetRanges, coalesce
+from storm_kafka_compat.spout.pending import OffsetRanges, coalesce
 
 
 def test_in_order_batch_is_one_range():

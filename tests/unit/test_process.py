@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.partition.manager import FetchPlan
-from storm_kafka_compat.pipeline.bolts import (BasicBolt, FailedException, RichBolt,
+from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
                                                simple_bolt)
-from storm_kafka_compat.pipeline.process import (BatchOutcome, LocalRuntime, PlanFilter,
+from storm_kafka_compat.engine.process import (BatchOutcome, LocalRuntime, PlanFilter,
                                                  as_plan_filter, coalesce, process_batch,
                                                  resolve_batch, run_spout_stage, run_stage,
                                                  subtract_offsets)
-from storm_kafka_compat.pipeline.schemes import load_scheme
-from storm_kafka_compat.pipeline.topology import Topology, TopologyBuilder, TopologyError
-from storm_kafka_compat.pipeline.tuples import StormTuple
+from storm_kafka_compat.topology.schemes import load_scheme
+from storm_kafka_compat.topology.builder import Topology, TopologyBuilder, TopologyError
+from storm_kafka_compat.topology.tuples import StormTuple
 
 
 def msg(offset: int, value: Optional[bytes], key: Optional[bytes] = None,
@@ -124,7 +124,7 @@ def test_simple_bolt_raise_fails_and_tombstones_are_acked(caplog: Any) -> None:
         if t.offset == 5:
             raise FailedException("retry me")
 
-    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.pipeline.process"):
+    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.engine.process"):
         out = process_batch(batch, scheme=STRING, bolt=bolt, plan_filter=PlanFilter(0))
     assert out.taken == [(0, 6)]
     assert out.failed == [4, 5]
@@ -441,7 +441,7 @@ class Router(BasicBolt):
             else:
                 c.emit([w])
         if t.offset == 1:
-            from storm_kafka_compat.pipeline.bolts import ReportedFailedException
+            from storm_kafka_compat.topology.bolts import ReportedFailedException
             raise ReportedFailedException("reported")
 
 
@@ -458,7 +458,7 @@ def test_streams_and_reported_failures(caplog: Any) -> None:
     b.set_bolt("router", Router).shuffle_grouping("spout")
     b.set_bolt("short", short).shuffle_grouping("router")
     b.set_bolt("long", long_).shuffle_grouping("router", stream="long")
-    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.pipeline.bolts"):
+    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.topology.bolts"):
         out = process_batch([msg(0, b"ab abcd"), msg(1, b"xyz")], scheme=STRING,
                             topology=b.build(), plan_filter=PlanFilter(0))
     assert got == {"short": ["ab", "xyz"], "long": [("abcd", 4)]}

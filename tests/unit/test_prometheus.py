@@ -3,7 +3,7 @@ import pytest
 prometheus_client = pytest.importorskip(
     "prometheus_client", reason="prometheus-client (the prometheus extra) is not installed")
 
-from storm_kafka_compat.pipeline.prometheus import PrometheusExporter, split_key  # noqa: E402
+from storm_kafka_compat.engine.prometheus import PrometheusExporter, split_key  # noqa: E402
 
 
 @pytest.mark.parametrize("name,key,expected", [

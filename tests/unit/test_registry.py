@@ -6,9 +6,9 @@ import json
 import pytest
 
 from storm_kafka_compat.config import Broker
-from storm_kafka_compat.coordinators import registry as reg
+from storm_kafka_compat.discovery import registry as reg
 from storm_kafka_compat.errors import BrokerRegistryError, ConfigError, NoLeaderError
-from storm_kafka_compat.testing.registry import (broker_registration_json,
+from storm_kafka_compat.servers.registry import (broker_registration_json,
                                                  partition_state_json,
                                                  topic_assignment_json)
 

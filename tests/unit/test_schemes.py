@@ -9,8 +9,8 @@ from typing import Any, NamedTuple, Optional
 import pytest
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.pipeline import load_object
-from storm_kafka_compat.pipeline.schemes import (BUILTIN_SCHEMES, KeyValueSchemeAsMultiScheme,
+from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.topology.schemes import (BUILTIN_SCHEMES, KeyValueSchemeAsMultiScheme,
                                                  Scheme, load_scheme)
 
 
@@ -149,8 +149,8 @@ def test_key_value_wrapper_uses_key_only_when_present(user_module: Any) -> None:
 
 @pytest.mark.parametrize("path, fragment", [
     ("no_such_module_xyz:thing", "cannot be imported"),
-    ("storm_kafka_compat.pipeline.schemes:nope", "no attribute"),
-    ("storm_kafka_compat.pipeline.schemes:", "module:callable"),
+    ("storm_kafka_compat.topology.schemes:nope", "no attribute"),
+    ("storm_kafka_compat.topology.schemes:", "module:callable"),
 ])
 def test_load_object_errors(path: str, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):

@@ -5,7 +5,8 @@ import pytest
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka import KafkaAccess, ScriptedKafka
+from storm_kafka_compat.kafka import KafkaAccess
+from storm_kafka_compat.testing.scripted import ScriptedKafka
 
 
 class Clock:

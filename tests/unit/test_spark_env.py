@@ -1,6 +1,6 @@
 import os
 
-from storm_kafka_compat.pipeline import spark as spark_mod
+from storm_kafka_compat.engine import spark as spark_mod
 
 
 def test_spark_submit_is_detected_by_its_gateway(monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 
 from storm_kafka_compat.config import LONG_MAX, NO_OFFSET, SpoutConfig, StaticHosts
 from storm_kafka_compat.errors import CorruptStateError
-from storm_kafka_compat.partition.startup import decide_start
+from storm_kafka_compat.spout.startup import decide_start
 
 
 @dataclass
@@ -104,13 +104,13 @@ def test_corrupt_document_is_logged_with_path_and_bytes(caplog):
     (None, 0, 10, True, None), (5, None, 10, True, None), (-5, 0, 10, True, None),
 ])
 def test_outside_log_table(offset, earliest, latest, use, expected):
-    from storm_kafka_compat.partition.startup import outside_log
+    from storm_kafka_compat.spout.startup import outside_log
     got = outside_log(offset, earliest, latest, use_start_offset_time=use)
     assert (None if got is None else (got.where, got.skipped, got.moves_to)) == expected
 
 
 def test_outside_log_notes_say_what_a_start_skips_and_the_fix():
-    from storm_kafka_compat.partition.startup import outside_log
+    from storm_kafka_compat.spout.startup import outside_log
     beyond = outside_log(9999, 500, 600).note
     assert "beyond the log end 600" in beyond and "never reads the 100 messages" in beyond
     assert "offsets reset --to-earliest" in beyond

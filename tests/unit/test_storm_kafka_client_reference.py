@@ -10,18 +10,18 @@ from typing import List, Optional
 
 import pytest
 
-from storm_kafka_compat.client.config import KafkaSpoutConfig, kafka_spout_config_from_dict
-from storm_kafka_compat.client.manager import ClientPartitionManager
-from storm_kafka_compat.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
-from storm_kafka_compat.client.offset_manager import OffsetManager
-from storm_kafka_compat.client.retry import INT_MAX, RetryService, RetrySettings, TimeInterval
-from storm_kafka_compat.client.spout import ClientSpout
-from storm_kafka_compat.client.testing import MemoryGroupOffsets
+from storm_kafka_compat.spout.client.config import KafkaSpoutConfig, kafka_spout_config_from_dict
+from storm_kafka_compat.spout.client.manager import ClientPartitionManager
+from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
+from storm_kafka_compat.spout.client.offset_manager import OffsetManager
+from storm_kafka_compat.spout.client.retry import INT_MAX, RetryService, RetrySettings, TimeInterval
+from storm_kafka_compat.spout.client.spout import ClientSpout
+from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.coordinators.assignment import partitions_for_task
+from storm_kafka_compat.discovery.assignment import partitions_for_task
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.schemes import load_scheme
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.topology.schemes import load_scheme
 
 
 class Lazy:
@@ -452,8 +452,8 @@ def test_offset_manager_committed_flag():
 def test_the_driver_sends_the_2x_metric_in_client_mode():
     """Through the driver's metric report: the kafkaOffset record of a client-mode
     pipeline carries storm-kafka-client 2.x's keys (recordsInPartition)."""
-    from storm_kafka_compat.client.spout import client_spout_factory
-    from storm_kafka_compat.pipeline.driver import Pipeline
+    from storm_kafka_compat.spout.client.spout import client_spout_factory
+    from storm_kafka_compat.engine.driver import Pipeline
 
     kafka = ScriptedKafka()
     kafka.create_topic("orders", 1)
@@ -484,9 +484,9 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     """KafkaSpoutRebalanceTest: a batch result that comes back for a partition revoked
     meanwhile is dropped: nothing is committed or retried for it; the assigned partition
     commits as usual."""
-    from storm_kafka_compat.client.spout import client_spout_factory
-    from storm_kafka_compat.pipeline.driver import Pipeline
-    from storm_kafka_compat.pipeline.executor import TaskResult
+    from storm_kafka_compat.spout.client.spout import client_spout_factory
+    from storm_kafka_compat.engine.driver import Pipeline
+    from storm_kafka_compat.engine.executor import TaskResult
 
     kafka = ScriptedKafka()
     for topic in ("kept", "revoked"):

@@ -13,16 +13,16 @@ import pytest
 
 from storm_kafka_compat.config import (Broker, NO_OFFSET, SpoutConfig, StaticHosts,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.coordinators import PartitionInfo, ZkCoordinator
-from storm_kafka_compat.coordinators.assignment import partitions_for_task
-from storm_kafka_compat.coordinators.zk import read_partitions
+from storm_kafka_compat.discovery import PartitionInfo, ZkCoordinator
+from storm_kafka_compat.discovery.assignment import partitions_for_task
+from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import ConfigError, FailedFetchError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka import ScriptedKafka
-from storm_kafka_compat.partition.manager import PartitionManager
-from storm_kafka_compat.partition.retry import load_retry_manager
-from storm_kafka_compat.partition.startup import decide_start
-from storm_kafka_compat.pipeline.schemes import StringKeyValueScheme, load_scheme
-from storm_kafka_compat.testing.registry import (broker_registration_json,
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.spout.manager import PartitionManager
+from storm_kafka_compat.spout.retry import load_retry_manager
+from storm_kafka_compat.spout.startup import decide_start
+from storm_kafka_compat.topology.schemes import StringKeyValueScheme, load_scheme
+from storm_kafka_compat.servers.registry import (broker_registration_json,
                                                  partition_state_json)
 
 

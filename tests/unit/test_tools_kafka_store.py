@@ -11,14 +11,14 @@ import yaml
 
 from storm_kafka_compat.cli.main import main
 from storm_kafka_compat.cli.offsets_cmd import kafka_consumer_groups_reset
-from storm_kafka_compat.client.first_poll import (NO_COMMIT, OUT_OF_RANGE, RESUME,
+from storm_kafka_compat.spout.client.first_poll import (NO_COMMIT, OUT_OF_RANGE, RESUME,
                                                   RESUME_FOREIGN, STRATEGY, CommitMetadata)
-from storm_kafka_compat.client.spout import ClientSpout
-from storm_kafka_compat.client.testing import MemoryGroupOffsets
+from storm_kafka_compat.spout.client.spout import ClientSpout
+from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.scripted import ScriptedKafka
-from storm_kafka_compat.pipeline.spout import LazyKafka
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.spout.legacy import LazyKafka
 from storm_kafka_compat.tools import ToolEnv
 from storm_kafka_compat.tools.explain import explain_group
 from storm_kafka_compat.tools.lag import GROUP_TABLE_COLUMNS, lag, monitor_json

@@ -8,9 +8,9 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from storm_kafka_compat.config import Broker, StaticHosts, job_config_from_dict
-from storm_kafka_compat.coordinators.base import PartitionInfo
+from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.state.document import encode_document, parse_document
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.tools import ToolEnv, select_partitions
 from storm_kafka_compat.tools.explain import explain

@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.pipeline.bolts import BasicBolt, RichBolt, SimpleBolt
-from storm_kafka_compat.pipeline.topology import (Grouping, TopologyBuilder, TopologyError,
+from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt, SimpleBolt
+from storm_kafka_compat.topology.builder import (Grouping, TopologyBuilder, TopologyError,
                                                   from_spec, route, stable_hash)
-from storm_kafka_compat.pipeline.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple
 
 
 class Split(BasicBolt):
@@ -139,7 +139,7 @@ def test_stable_hash_equal_values_hash_alike(values: list) -> None:
 
 
 def test_stable_hash_is_not_salted() -> None:
-    code = ("from storm_kafka_compat.pipeline.topology import stable_hash;"
+    code = ("from storm_kafka_compat.topology.builder import stable_hash;"
             "print(stable_hash(['user-42', b'x', 7]))")
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={"PYTHONHASHSEED": seed}, check=True).stdout
@@ -230,7 +230,7 @@ def test_spout_fields_bound_later_from_the_scheme(bolts_module: str) -> None:
 # --- bolt instantiation ------------------------------------------------------------------
 
 def test_instantiation_kinds() -> None:
-    from storm_kafka_compat.pipeline.bolts import bolt_kind, instantiate_bolt
+    from storm_kafka_compat.topology.bolts import bolt_kind, instantiate_bolt
 
     proto = Split()
     proto.marker = [1]  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from storm_kafka_compat.state.trident import (TridentBatch, encode_batch, java_hashmap_order,
+from storm_kafka_compat.trident.state import (TridentBatch, encode_batch, java_hashmap_order,
                                               last_batch, parse_batch, partition_dir)
 
 
@@ -76,7 +76,7 @@ def test_topology_config_takes_the_trident_keys() -> None:
 ])
 def test_trident_store_maps_storm_kafka_paths_to_partitions(wildcard: bool, path: str,
                                                             where: object) -> None:
-    from storm_kafka_compat.state.trident_store import TridentStateStore
+    from storm_kafka_compat.trident.store import TridentStateStore
     store = TridentStateStore.__new__(TridentStateStore)  # no connection needed
     store.configure_trident(zk_root="/r", spout_id="s", topic="clicks", wildcard=wildcard,
                             tx_state_id="t", transactional_root="/transactional")
@@ -84,7 +84,7 @@ def test_trident_store_maps_storm_kafka_paths_to_partitions(wildcard: bool, path
 
 
 def test_last_batch_ignores_txids_the_coordinator_has_not_committed() -> None:
-    from storm_kafka_compat.state.trident import parse_current_tx
+    from storm_kafka_compat.trident.state import parse_current_tx
 
     def doc(o: int) -> bytes:
         return encode_batch(offset=o, next_offset=o + 10, topology_id="t", topology_name="t",

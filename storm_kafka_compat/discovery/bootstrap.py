@@ -1,0 +1,87 @@
+"""BootstrapCoordinator: partitions and leaders from the brokers' metadata.
+
+KRaft-era clusters (Kafka 3.3+, only mode from 4.0) no longer register brokers
+in ZooKeeper, so ``ZkHosts`` discovery finds nothing there (or stale data after a
+migration). This coordinator asks the bootstrap servers through
+:meth:`KafkaAccess.leaders` / :meth:`KafkaAccess.topics` instead; everything
+else (assignment, managers, leader changes, wildcard) is as for ZkCoordinator.
+Partitions the metadata reports without a leader are left out (logged at WARN).
+When the brokers cannot be asked, ``refresh`` raises the access's
+:class:`~storm_kafka_compat.errors.FailedFetchError` (retriable).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import List, Optional
+
+from storm_kafka_compat.config import BootstrapHosts, SpoutConfig, TopologyConfig
+from storm_kafka_compat.discovery.base import (Coordinator, ManagerFactory,
+                                                  PartitionInfo, RemovedCallback)
+from storm_kafka_compat.discovery.registry import java_full_match
+from storm_kafka_compat.errors import CoordinatorError
+from storm_kafka_compat.kafka.client import KafkaAccess
+
+log = logging.getLogger(__name__)
+
+
+class BootstrapCoordinator(Coordinator):
+    """Coordinator over :class:`~storm_kafka_compat.config.BootstrapHosts`.
+
+    Parameters
+    ----------
+    hosts : BootstrapHosts
+        Bootstrap servers and ``refresh_freq_secs``.
+    spout : SpoutConfig
+        ``topic`` (a Java regex in wildcard mode).
+    topology : TopologyConfig
+        ``wildcard_match``.
+    access : KafkaAccess
+        Metadata source (not closed by this object).
+    manager_factory, on_removed, task_index, total_tasks
+        See :class:`~storm_kafka_compat.discovery.base.Coordinator`.
+    """
+
+    def __init__(self, hosts: BootstrapHosts, spout: SpoutConfig, topology: TopologyConfig,
+                 access: KafkaAccess, *, manager_factory: ManagerFactory,
+                 on_removed: Optional[RemovedCallback] = None, task_index: int = 0,
+                 total_tasks: int = 1) -> None:
+        super().__init__(manager_factory=manager_factory, on_removed=on_removed,
+                         task_index=task_index, total_tasks=total_tasks,
+                         refresh_freq_ms=hosts.refresh_freq_secs * 1000)
+        self.hosts = hosts
+        self.topic = spout.topic
+        self.wildcard = topology.wildcard_match
+        self.access = access
+
+    def discover(self) -> List[PartitionInfo]:
+        """Topics (regex-matched in wildcard mode, sorted) and their leaders.
+
+        Raises
+        ------
+        CoordinatorError
+            Outside wildcard mode, the topic has no partition with a leader.
+        """
+        if self.wildcard:
+            topics = [t for t in self.access.topics() if java_full_match(self.topic, t)]
+            if not topics:
+                log.warning("no topic on %s matches the regex %r",
+                            ",".join(self.hosts.servers), self.topic)
+        else:
+            topics = [self.topic]
+        out: List[PartitionInfo] = []
+        for t in topics:
+            leaders = self.access.leaders(t)
+            if not leaders and not self.wildcard:
+                raise CoordinatorError(
+                    f"topic {t!r} has no partitions with a leader on "
+                    f"{','.join(self.hosts.servers)}; check the topic name and that "
+                    "the brokers are up", topic=t)
+            expected = range(max(leaders) + 1) if leaders else range(0)
+            missing = [p for p in expected if p not in leaders]
+            if missing:
+                log.warning("partitions %s of %s have no leader; skipped this refresh",
+                            missing, t)
+            for p in sorted(leaders):
+                out.append(PartitionInfo(t, p, leaders[p], t if self.wildcard else None))
+        return out

@@ -1,0 +1,261 @@
+"""ZkCoordinator: partitions and leaders from Kafka's broker registry in ZooKeeper.
+
+What storm-kafka's ``ZkCoordinator`` + ``DynamicBrokersReader`` do, over kazoo:
+
+* ``<brokerZkPath>/topics/<topic>/partitions``: only the number of children
+  ``n`` is used; partitions ``0..n-1`` are assumed;
+* ``.../partitions/<p>/state``: the leader id; ``-1`` raises
+  :class:`~storm_kafka_compat.errors.NoLeaderError`;
+* ``<brokerZkPath>/ids/<leader>``: the leader's address (every registration
+  version; see :mod:`storm_kafka_compat.discovery.registry`). A missing
+  node leaves the partition out of this refresh, logged at ERROR (Kafka does
+  not update leader and registration atomically, STORM-1682);
+* wildcard mode (``kafka.topic.wildcard.match``): ``SpoutConfig.topic`` is a
+  Java regex fully matched against the children of ``<brokerZkPath>/topics``;
+  offsets then live under ``zkRoot/id/<topic>/partition_N``. A matched topic
+  whose ``partitions`` node is gone by the time it is read (deleted in between)
+  is skipped (Storm throws);
+
+Deviation: matched topics are taken in sorted order (storm-kafka uses
+ZooKeeper's unsorted child order), so every task computes the same list.
+
+The registry is read through a small :class:`RegistryReader`, so the logic is
+tested with a fake; :class:`KazooRegistryReader` is the real one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Optional, Protocol
+
+from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
+from storm_kafka_compat.discovery import registry
+from storm_kafka_compat.discovery.base import (Coordinator, ManagerFactory,
+                                                  PartitionInfo, RemovedCallback)
+from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError
+
+log = logging.getLogger(__name__)
+
+
+class RegistryReader(Protocol):
+    """Read access to Kafka's ZooKeeper."""
+
+    def children(self, path: str) -> Optional[List[str]]:
+        """Child names of ``path``, or ``None`` when the node does not exist."""
+        ...
+
+    def data(self, path: str) -> Optional[bytes]:
+        """Data of ``path``, or ``None`` when the node does not exist."""
+        ...
+
+
+def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
+                    wildcard: bool = False,
+                    listener_name: Optional[str] = None) -> List[PartitionInfo]:
+    """Read the ordered partition list ``L`` from the registry under ``base_path``.
+
+    Parameters
+    ----------
+    reader : RegistryReader
+        Access to Kafka's ZooKeeper.
+    base_path : str
+        ``ZkHosts.brokerZkPath`` (``/brokers``).
+    topic : str
+        The topic, or in wildcard mode a Java regex.
+    wildcard : bool
+        ``kafka.topic.wildcard.match``.
+    listener_name : str, optional
+        Which registered listener to fetch from (see
+        :meth:`~storm_kafka_compat.discovery.registry.BrokerRegistration.address`).
+
+    Raises
+    ------
+    NoLeaderError
+        A partition's state says ``leader: -1``.
+    BrokerRegistryError
+        A topic's ``partitions`` node or a ``state`` node is missing or malformed.
+    """
+    if wildcard:
+        tpath = registry.topics_path(base_path)
+        names = reader.children(tpath)
+        if names is None:
+            raise BrokerRegistryError(
+                f"{tpath} does not exist; check brokerZkPath ({base_path!r}) and the "
+                "ZooKeeper connect string's chroot", zk_path=tpath)
+        topics = sorted(t for t in names if registry.java_full_match(topic, t))
+        if not topics:
+            log.warning("no topic under %s matches the regex %r", tpath, topic)
+    else:
+        topics = [topic]
+    brokers: Dict[int, Optional[Broker]] = {}
+    out: List[PartitionInfo] = []
+    for t in topics:
+        ppath = registry.partitions_path(base_path, t)
+        children = reader.children(ppath)
+        if children is None and wildcard:
+            # listed a moment ago: deleted since (or not yet fully created)
+            log.warning("topic %r matched %r but %s is gone: the topic is being deleted "
+                        "or created; skipped this refresh", t, topic, ppath)
+            continue
+        if children is None:
+            raise BrokerRegistryError(
+                f"{ppath} does not exist: topic {t!r} is unknown to Kafka (or still being "
+                f"created); check the topic name and brokerZkPath ({base_path!r})",
+                topic=t, zk_path=ppath)
+        for p in range(len(children)):
+            spath = registry.state_path(base_path, t, p)
+            raw = reader.data(spath)
+            if raw is None:
+                raise BrokerRegistryError(
+                    f"{spath} does not exist although {ppath} has {len(children)} "
+                    "children; the topic is being created or the registry is damaged",
+                    topic=t, partition=p, zk_path=spath)
+            state = registry.parse_partition_state(raw, topic=t, partition=p, zk_path=spath)
+            if state.leader not in brokers:
+                brokers[state.leader] = _broker(reader, base_path, state.leader, listener_name)
+            leader = brokers[state.leader]
+            if leader is None:
+                log.error("Node %s does not exist; partition %s/%d is skipped until its "
+                          "leader %d registers", registry.broker_path(base_path, state.leader),
+                          t, p, state.leader)
+                continue
+            out.append(PartitionInfo(t, p, leader, t if wildcard else None))
+    return out
+
+
+def _broker(reader: RegistryReader, base: str, broker_id: int,
+            listener_name: Optional[str]) -> Optional[Broker]:
+    path = registry.broker_path(base, broker_id)
+    raw = reader.data(path)
+    if raw is None:
+        return None
+    reg = registry.parse_broker_registration(raw, broker_id=broker_id, zk_path=path)
+    try:
+        return reg.address(listener_name)
+    except BrokerRegistryError as exc:
+        exc.zk_path = path
+        raise
+
+
+class KazooRegistryReader:
+    """:class:`RegistryReader` over a connected kazoo client.
+
+    Every call waits at most ``timeout_s``; a timeout or connection loss
+    raises :class:`~storm_kafka_compat.errors.CoordinatorError`.
+    """
+
+    def __init__(self, client: Any, *, timeout_s: float = 15.0) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+
+    def children(self, path: str) -> Optional[List[str]]:
+        from kazoo.exceptions import NoNodeError
+        try:
+            return list(self.client.get_children_async(path).get(timeout=self.timeout_s))
+        except NoNodeError:
+            return None
+        except Exception as exc:
+            raise _unreachable(self.client, path, exc) from exc
+
+    def data(self, path: str) -> Optional[bytes]:
+        from kazoo.exceptions import NoNodeError
+        try:
+            data, _stat = self.client.get_async(path).get(timeout=self.timeout_s)
+            return data
+        except NoNodeError:
+            return None
+        except Exception as exc:
+            raise _unreachable(self.client, path, exc) from exc
+
+
+def _unreachable(client: Any, path: str, exc: BaseException) -> CoordinatorError:
+    hosts = getattr(client, "hosts", "?")
+    return CoordinatorError(f"reading {path} from Kafka's ZooKeeper {hosts} failed "
+                            f"({type(exc).__name__}: {exc}); check ZkHosts and that "
+                            "ZooKeeper is up", zk_path=path)
+
+
+def connect_kazoo(hosts: ZkHosts, topology: TopologyConfig) -> Any:
+    """Start a kazoo client on ``hosts.broker_zk_str`` (chroot included) with the
+    ``storm.zookeeper.*`` timings (Storm's ``RetryNTimes`` as a fixed-delay retry).
+
+    Raises
+    ------
+    CoordinatorError
+        ZooKeeper did not answer within ``storm.zookeeper.connection.timeout``.
+    """
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+    interval_s = topology.zookeeper_retry_interval_ms / 1000.0
+    client = KazooClient(
+        hosts=hosts.broker_zk_str, timeout=topology.zookeeper_session_timeout_ms / 1000.0,
+        connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
+        command_retry=KazooRetry(max_tries=topology.zookeeper_retry_times, delay=interval_s,
+                                 backoff=1, max_delay=interval_s),
+        read_only=True)
+    try:
+        client.start(timeout=topology.zookeeper_connection_timeout_ms / 1000.0)
+    except Exception as exc:
+        client.stop()
+        client.close()
+        raise CoordinatorError(
+            f"cannot connect to Kafka's ZooKeeper {hosts.broker_zk_str!r} within "
+            f"{topology.zookeeper_connection_timeout_ms} ms ({exc}); check "
+            "hosts.zk and storm.zookeeper.connection.timeout") from exc
+    return client
+
+
+class ZkCoordinator(Coordinator):
+    """Coordinator over :class:`~storm_kafka_compat.config.ZkHosts`.
+
+    Parameters
+    ----------
+    hosts : ZkHosts
+        Connect string (with optional chroot), ``brokerZkPath``, ``refreshFreqSecs``.
+    spout : SpoutConfig
+        ``topic`` (a regex in wildcard mode).
+    topology : TopologyConfig
+        ``wildcard_match`` and the ``storm.zookeeper.*`` timings.
+    reader : RegistryReader, optional
+        Registry access; by default a kazoo client is started on
+        ``hosts.broker_zk_str`` and stopped by :meth:`close`.
+    listener_name : str, optional
+        Registered listener to fetch from (default: top-level host/port, else
+        a PLAINTEXT endpoint, else the first one).
+    manager_factory, on_removed, task_index, total_tasks
+        See :class:`~storm_kafka_compat.discovery.base.Coordinator`.
+    """
+
+    def __init__(self, hosts: ZkHosts, spout: SpoutConfig, topology: TopologyConfig, *,
+                 manager_factory: ManagerFactory, on_removed: Optional[RemovedCallback] = None,
+                 task_index: int = 0, total_tasks: int = 1,
+                 reader: Optional[RegistryReader] = None,
+                 listener_name: Optional[str] = None) -> None:
+        super().__init__(manager_factory=manager_factory, on_removed=on_removed,
+                         task_index=task_index, total_tasks=total_tasks,
+                         refresh_freq_ms=hosts.refresh_freq_secs * 1000)
+        self.hosts = hosts
+        self.topic = spout.topic
+        self.wildcard = topology.wildcard_match
+        self.listener_name = listener_name
+        self._client: Any = None
+        if reader is None:
+            self._client = connect_kazoo(hosts, topology)
+            reader = KazooRegistryReader(
+                self._client, timeout_s=topology.zookeeper_session_timeout_ms / 1000.0)
+        self.reader = reader
+
+    def discover(self) -> List[PartitionInfo]:
+        """Read the partition list from the registry (see :func:`read_partitions`)."""
+        return read_partitions(self.reader, self.hosts.broker_zk_path, self.topic,
+                               wildcard=self.wildcard, listener_name=self.listener_name)
+
+    def close(self) -> None:
+        """Release the managers, then stop the kazoo client this object started."""
+        try:
+            super().close()
+        finally:
+            if self._client is not None:
+                self._client.stop()
+                self._client.close()
+                self._client = None

@@ -1,0 +1,1 @@
+"""The Spark engine: executor tasks, stages, the driver loop."""

@@ -1,0 +1,596 @@
+"""The PySpark driver loop.
+
+Each batch the driver plans one fetch per partition (due retries first, else new
+data from the emitted position, capped by backpressure), runs the fetches as
+Spark tasks that read Kafka, apply the scheme and run the bolts on the
+executors, and applies what comes back (offsets taken, acks, fails, tuple trees
+still open, out-of-range and fetch errors) to the PartitionManagers. It commits
+to ZooKeeper every ``stateUpdateIntervalMs`` and on shutdown.
+
+A topology whose groupings cross partitions (fields, global, all) runs as
+several Spark stages (:mod:`storm_kafka_compat.engine.stages`); simple bolts
+and shuffle-only topologies run in the fetching task.
+
+Tuple trees still open when a batch ends stay pending (they hold the commit
+back) and fail once ``topology.message.timeout.secs`` has passed since their
+batch started; the failed offset is then retried per the retry settings.
+
+SIGTERM or SIGINT stops planning; the batch in flight is settled, a final commit
+is made and :meth:`Pipeline.run` returns normally: nothing acknowledged is lost
+and nothing unacknowledged is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.errors import KafkaAccessError, StormKafkaCompatError
+from storm_kafka_compat.spout.manager import CommitTimer, PartitionManager
+from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
+from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_task, run_tasks
+from storm_kafka_compat.engine.stages import StageJob, build_stage_job, needs_stages, run_stages_local, run_stages_spark
+from storm_kafka_compat.spout.legacy import LazyKafka, Spout, topology_instance_id
+
+log = logging.getLogger(__name__)
+
+Key = Tuple[str, int]
+
+
+def _job_error(exc: BaseException) -> str:
+    """The telling line of a failed Spark job (the Python error of the worker
+    when there is one, not py4j's first line)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b:", line)
+              and not line.startswith(("py4j.", "org.apache", "java."))]
+    if python:
+        return python[-1]
+    return lines[0] if lines else repr(exc)
+
+
+#: new messages per partition per batch. Measured with `bench` (1M x 100 B, 4
+#: partitions, local[2], Kafka 0.9): 10,000 gave 26 batches and 222k msg/s with the
+#: confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch is a Spark
+#: job and a fresh wait for data); the task's fill budget keeps a batch short
+DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
+#: first pause of the metrics' log-range lookups after one failed (ms); doubled after
+#: each failed round up to LOOKUP_PAUSE_MAX_MS
+LOOKUP_PAUSE_MS = 5_000
+LOOKUP_PAUSE_MAX_MS = 60_000
+
+
+class PipelineError(StormKafkaCompatError):
+    """The pipeline cannot go on (e.g. the bolt fails to load on every try)."""
+
+
+@dataclass
+class RunOptions:
+    """How long and how fast :meth:`Pipeline.run` goes."""
+
+    until_caught_up: bool = False
+    max_batches: Optional[int] = None
+    #: new messages fetched per partition per batch (the task's time budget bounds
+    #: it too: see executor.FILL_BUDGET_MS)
+    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    idle_sleep_ms: int = 200
+    progress_every_s: float = 5.0
+    #: give up on a partition whose task keeps failing this many batches in a row
+    max_consecutive_task_errors: int = 3
+    #: attempts of the commit made on shutdown
+    final_commit_attempts: int = 5
+
+
+@dataclass
+class PartitionSummary:
+    topic: str
+    partition: int
+    zk_path: str
+    decision: str
+    resumed_from: int
+    processed: int = 0
+    acked: int = 0
+    failed: int = 0
+    given_up: int = 0
+    lost: int = 0
+    committed: int = 0
+
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    messages: int = 0
+    elapsed_s: float = 0.0
+    stopped_by: str = ""
+    commits: int = 0
+    commit_round_trips: int = 0
+    commit_failures: int = 0
+    fetch_failures: int = 0
+    timeouts: int = 0
+    final_commit_failed: bool = False
+    partitions: List[PartitionSummary] = field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["partitions"] = [p.__dict__ for p in self.partitions]
+        return d
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.processed: Dict[Key, int] = {}
+        self.acked: Dict[Key, int] = {}
+        self.failed: Dict[Key, int] = {}
+
+    def add(self, d: Dict[Key, int], key: Key, n: int) -> None:
+        d[key] = d.get(key, 0) + n
+
+
+class Pipeline:
+    """Storm's KafkaSpout and bolts on Spark.
+
+    Parameters
+    ----------
+    job : JobConfig
+    spark : SparkSession, optional
+        Created from ``job.spark`` when omitted. Pass ``"local"`` to run tasks in
+        this process without Spark (tests of the loop logic).
+    store : ZkStateStore-like, optional
+        Created from the config when omitted.
+    kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
+    clock : callable returning int ms (monotonic)
+    sleep : callable(seconds)
+    progress : callable(str), optional
+        Receives the progress line (the CLI prints it on stderr).
+    metrics : callable(dict), optional
+        Receives each metrics record (Storm names) every ``metricsTimeBucketSizeInSecs``.
+    spout_factory : callable, optional
+        Builds the driver-side spout (offset store and managers); default :class:`Spout`.
+    executor : callable(list of TaskSpec) -> list of TaskResult, optional
+        Runs one batch's tasks instead of Spark.
+    stages : bool, optional
+        Run a bolt topology as several Spark stages: None (default) when a
+        grouping crosses partitions (fields, global, all), True always, False never.
+    """
+
+    def __init__(self, job: JobConfig, *, spark: Any = None, store: Any = None,
+                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
+                 clock: Optional[Callable[[], int]] = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 progress: Optional[Callable[[str], None]] = None,
+                 metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 registry_reader: Any = None, topology_id: Optional[str] = None,
+                 spout_factory: Optional[Callable[..., Any]] = None,
+                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None,
+                 stages: Optional[bool] = None) -> None:
+        self.job = job
+        self._spark = spark
+        self.clock = clock or (lambda: int(time.monotonic() * 1000))
+        self.sleep = sleep
+        self.progress = progress
+        self.metrics = metrics
+        self._owns_store = store is None
+        if store is None:
+            from storm_kafka_compat.offsets.zkstore import ZkStateStore
+            store = ZkStateStore.from_config(job.spout, job.topology)
+        self.store = store
+        self.kafka = LazyKafka(job, kafka_factory)
+        self.topology_id = topology_id or topology_instance_id(job)
+        # the spout (offset store + managers) and the batch executor are pluggable:
+        # the Kafka-group offset store and the DataFrame mode plug in here
+        factory = spout_factory or Spout
+        self.spout = factory(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
+                             clock=self.clock, registry_reader=registry_reader)
+        self._executor = executor
+        self._stages_pref = stages
+        self._stage_job: Any = None
+        self._stage_job_known = False
+        self.timer = CommitTimer(job.spout.state_update_interval_ms)
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
+        self._caught_up: Dict[Key, bool] = {}
+        self._task_errors: Dict[Key, int] = {}
+        #: log-range lookups for metrics and progress are not made before this time
+        #: (ms, self.clock) after failures; the pause doubles with each failed round
+        self._lookups_paused_until_ms = 0
+        self._lookup_pause_ms = 0
+        self._stats = _Stats()
+        self.summary = RunSummary()
+
+    # --- control ---------------------------------------------------------------------
+    def stop(self, reason: str = "stop requested") -> None:
+        """Ask the loop to stop after the batch in flight."""
+        self._stop_reason = reason
+        self._stop.set()
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from storm_kafka_compat.engine.spark import get_spark
+            self._spark = get_spark(self.job.spark)
+        return self._spark
+
+    # --- one batch -------------------------------------------------------------------------
+    def plan(self, options: RunOptions) -> List[TaskSpec]:
+        managers = self.spout.managers()
+        if not managers:
+            return []
+        cap = options.max_messages_per_partition
+        spout_pending = self.job.topology.max_spout_pending
+        if spout_pending is not None:
+            room = spout_pending - sum(pm.pending_count for pm in managers.values())
+            if room <= 0:
+                return []
+            cap = min(cap, max(1, math.ceil(room / len(managers))))
+        bootstrap = self.kafka.bootstrap
+        settings = self.job.kafka_settings
+        backend = settings.backend
+        kafka_conf = tuple(sorted(settings.for_backend(backend).items()))
+        storm_conf = tuple(sorted(self.spout.storm_conf().items()))
+        specs = []
+        for pm in managers.values():
+            plan = pm.plan_fetch(max_messages=cap)
+            if plan is not None:
+                specs.append(TaskSpec(plan, bootstrap, self.job.spout, self.job.bolt,
+                                      self.job.topology_spec, kafka_conf, storm_conf, backend))
+        return specs
+
+    def stage_job(self) -> Optional[StageJob]:
+        """The multi-stage plan of the bolt topology, or None for the single-stage path."""
+        if not self._stage_job_known:
+            self._stage_job_known = True
+            spec = self.job.topology_spec
+            if spec is not None and self._stages_pref is not False:
+                from storm_kafka_compat.topology.builder import from_spec
+                topology = from_spec(spec)
+                if self._stages_pref or needs_stages(topology):
+                    self._stage_job = build_stage_job(spec, self.job.spout.scheme,
+                                                      self.spout.storm_conf(), topology)
+                    log.info("the topology runs as %d Spark stages: %s",
+                             len(self._stage_job.layout.stages),
+                             " | ".join(",".join(s) or "-" for s in
+                                        self._stage_job.layout.stages))
+        return self._stage_job
+
+    def execute(self, specs: List[TaskSpec]) -> List[TaskResult]:
+        """Run one batch's tasks; a failed Spark job becomes a ``bolt_error``
+        result for every task (counted towards ``max_consecutive_task_errors``)."""
+        if not specs:
+            return []
+        if self._executor is not None:
+            return self._executor(specs)
+        stage_job = self.stage_job()
+        if self._spark == "local":
+            kafka = self.kafka.get()
+            if stage_job is not None:
+                return run_stages_local(specs, stage_job, kafka=kafka)
+            return [run_task(s, kafka=kafka) for s in specs]
+        sc = self.spark.sparkContext
+        slices = min(len(specs), self.job.spark.tasks or sc.defaultParallelism)
+        try:
+            if stage_job is not None:
+                return run_stages_spark(sc, specs, stage_job, slices)
+            return sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+        except Exception as exc:  # Py4JJavaError: a task died (worker crash, import error)
+            message = _job_error(exc)
+            log.error("the Spark job of this batch failed: %s", message)
+            out = []
+            for s in specs:
+                r = TaskResult(s.plan.topic, s.plan.partition, s.plan)
+                r.error, r.error_message = "bolt_error", f"Spark job failed: {message}"
+                out.append(r)
+            return out
+
+    def apply(self, results: List[TaskResult], now_ms: int) -> int:
+        """Apply task results to the managers; returns messages taken.
+
+        ``now_ms`` is when the results came back: open tuple trees
+        (``TaskResult.unacked``) time out ``topology.message.timeout.secs`` after it.
+        Their offsets stay pending until then, so they hold the commit back.
+        """
+        managers = self.spout.managers()
+        taken_total = 0
+        refresh = False
+        task_errors = self._task_errors
+        stats = self._stats
+        processed, acked, failed = stats.processed, stats.acked, stats.failed
+        for r in results:
+            key = (r.topic, r.partition)
+            pm = managers.get(key)
+            if pm is None:
+                log.info("%s/%d is no longer assigned; dropping its batch result", *key)
+                continue
+            if r.error in ("bolt_error", "client_error"):
+                n = task_errors[key] = task_errors.get(key, 0) + 1
+                log.error("task for %s/%d failed (%d in a row): %s", r.topic, r.partition, n,
+                          r.error_message)
+                if r.error_traceback:
+                    log.info("the task's traceback (%s/%d):\n%s", r.topic, r.partition,
+                             r.error_traceback.rstrip())
+                if n >= self._max_task_errors:
+                    hint = ("fix the bolt or scheme (is its module importable on the "
+                            "executors?)" if r.error == "bolt_error" else
+                            "this is not your bolt: the Kafka client failed; check the kafka "
+                            "settings (api_version for brokers before 0.10) and report the "
+                            "traceback that -v shows")
+                    raise PipelineError(
+                        f"the task for {r.topic}/{r.partition} failed {n} batches in a row: "
+                        f"{r.error_message}; {hint}")
+                continue
+            if task_errors:
+                task_errors.pop(key, None)
+            if r.error == "out_of_range":
+                if self.job.spout.use_start_offset_time_if_offset_out_of_range:
+                    try:
+                        earliest = self.kafka.offset_for(r.topic, r.partition, EARLIEST_TIME)
+                        latest = self.kafka.offset_for(r.topic, r.partition, LATEST_TIME)
+                    except KafkaAccessError as exc:
+                        # the leader is moving (an unclean election truncated the log):
+                        # the partition stays where it is and the next batch asks again
+                        log.warning("%s/%d: out of range, and its log range cannot be asked "
+                                    "(%s); refreshing partitions", r.topic, r.partition, exc)
+                        self.summary.fetch_failures += 1
+                        refresh = True
+                        continue
+                    pm.out_of_range(r.plan, earliest, latest)
+                else:
+                    log.warning("%s/%d: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so "
+                                "this is a fetch failure", r.topic, r.partition, r.error_message)
+                    self.summary.fetch_failures += 1
+                    refresh = True
+                continue
+            if r.error == "failed_fetch":
+                log.warning("fetch failed for %s/%d: %s; refreshing partitions", r.topic,
+                            r.partition, r.error_message)
+                self.summary.fetch_failures += 1
+                refresh = True
+                continue
+            taken = r.taken
+            pm.fetched(r.plan, taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
+            if not taken and not r.plan.retry:       # nothing new: the common idle case
+                self._caught_up[key] = True
+                continue
+            if r.acked:
+                pm.ack_ranges(r.acked)
+            for offset in r.failed:
+                pm.fail(offset)
+            for offset in r.unacked:
+                self._open_trees[(key, offset)] = now_ms
+            n = sum(e - s for s, e in taken)
+            taken_total += n
+            processed[key] = processed.get(key, 0) + n
+            acked[key] = acked.get(key, 0) + sum(e - s for s, e in r.acked)
+            if r.failed:
+                failed[key] = failed.get(key, 0) + len(r.failed)
+            if not r.plan.retry:
+                self._caught_up[key] = n == 0
+        if refresh:
+            self.spout.coordinator.on_fetch_failure()
+        return taken_total
+
+    def expire_open_trees(self, now_ms: int) -> int:
+        """Fail tuple trees open longer than ``topology.message.timeout.secs``."""
+        timeout_ms = self.job.topology.message_timeout_secs * 1000
+        expired = [k for k, t in self._open_trees.items() if now_ms - t >= timeout_ms]
+        managers = self.spout.managers()
+        for key, offset in expired:
+            del self._open_trees[(key, offset)]
+            pm = managers.get(key)
+            if pm is not None:
+                log.info("%s/%d offset %d timed out after %d s; failing it", key[0], key[1],
+                         offset, self.job.topology.message_timeout_secs)
+                pm.fail(offset)
+        self.summary.timeouts += len(expired)
+        return len(expired)
+
+    def maybe_commit(self, now_ms: int, force: bool = False) -> None:
+        if not (force or self.timer.due(now_ms)):
+            return
+        report = self.spout.commit()
+        self.timer.committed(now_ms)
+        if report.error:
+            self.summary.commit_failures += 1
+        elif report.written:
+            self.summary.commits += report.written
+            self.summary.commit_round_trips += report.round_trips
+
+    def caught_up(self) -> bool:
+        managers = self.spout.managers()
+        return bool(managers) and not self._open_trees and all(
+            self._caught_up.get(k, False) and not pm.has_work() for k, pm in managers.items())
+
+    # --- metrics and progress ----------------------------------------------------------
+    def offset_samples(self) -> List[OffsetSample]:
+        """Log start and end of every managed partition, for metrics and progress.
+
+        After the first lookup that fails (a leader being elected: each failure
+        costs socketTimeoutMs) the remaining partitions are reported unknown, and
+        no lookup is made for a pause (LOOKUP_PAUSE_MS, doubled after each failed
+        round up to LOOKUP_PAUSE_MAX_MS, reset by a good round), so the loop goes
+        on fetching: measured on Kafka 0.9 after a controller kill, the driver's
+        kafka-python lookups kept timing out for minutes while the fetches went on.
+        """
+        out = []
+        now = self.clock()
+        failed = now < self._lookups_paused_until_ms
+        for (topic, partition), pm in self.spout.managers().items():
+            earliest = latest = None
+            if not failed:
+                try:
+                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
+                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
+                except StormKafkaCompatError as exc:
+                    earliest = latest = None
+                    failed = True
+                    self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
+                        LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
+                    self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
+                    log.info("log range of %s/%d unknown (%s); no log ranges asked for the "
+                             "next %d s", topic, partition, exc, self._lookup_pause_ms // 1000)
+            out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
+                                    pm.last_completed_offset(), self.job.topology.wildcard_match))
+        if not failed:
+            self._lookup_pause_ms = 0
+        return out
+
+    def emit_metrics(self) -> None:
+        """Send one record per metric (``{"time": epoch s, "name", "value"}``) with
+        Storm's names: ``kafkaOffset`` (skipped when Storm would report null),
+        ``kafkaPartition`` (reset at each report) and our ``stormKafkaCompat`` counters."""
+        if self.metrics is None:
+            return
+        now = int(time.time())
+        managers = self.spout.managers()
+        wildcard = self.job.topology.wildcard_match
+        client_metric = getattr(self.spout, "kafka_offset_metric", None)  # 2.x names
+        offsets = client_metric(self.kafka.offset_for) if client_metric is not None \
+            else kafka_offset_metric(self.offset_samples())
+        if offsets is not None:   # Storm sends no data point for a null value
+            self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
+        self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
+            [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
+        self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
+            "commitFailures": self.summary.commit_failures,
+            "fetchFailures": self.summary.fetch_failures,
+            "timeouts": self.summary.timeouts,
+            "refreshFailures": getattr(self.spout.coordinator, "refresh_failures", 0),
+            "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
+
+    def _progress_line(self, rate: float) -> str:
+        managers = self.spout.managers()
+        pending = sum(pm.pending_count for pm in managers.values())
+        retries = sum(len(pm.retry) for pm in managers.values())
+        lag = 0
+        for s in self.offset_samples():
+            if s.latest is not None:
+                lag += max(0, s.latest - s.latest_completed)
+        return (f"batch {self.summary.batches}: {rate:,.0f} msg/s, lag {lag:,}, "
+                f"pending {pending:,}, retries {retries:,}")
+
+    # --- the loop -----------------------------------------------------------------------------
+    def run(self, options: Optional[RunOptions] = None) -> RunSummary:
+        """Run until stopped, caught up (``until_caught_up``) or ``max_batches``."""
+        options = options or RunOptions()
+        self._max_task_errors = options.max_consecutive_task_errors
+        restore = self._install_signal_handlers()
+        started = time.monotonic()
+        last_progress_ms = self.clock()
+        progress_msgs = 0
+        metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
+        next_metrics_ms = self.clock() + metrics_period_ms
+        try:
+            # reach ZooKeeper and Kafka first: a wrong host fails in seconds, not after
+            # Spark's start-up
+            self.spout.maybe_refresh(self.clock())
+            if self._spark != "local":
+                self.spark   # SparkContext installs its own SIGINT handler: take ours back
+                self._install_signal_handlers()   # `restore` still restores the originals
+            while not self._stop.is_set():
+                now = self.clock()
+                self.spout.maybe_refresh(now)
+                self.expire_open_trees(now)
+                specs = self.plan(options)
+                results = self.execute(specs)
+                # open trees date from when the results came back, after the bolts
+                # ran: at least topology.message.timeout.secs after the emit
+                taken = self.apply(results, self.clock())
+                if specs:
+                    log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
+                              self.summary.batches + 1, len(specs),
+                              sum(1 for s in specs if s.plan.retry), taken, self.clock() - now)
+                self.summary.messages += taken
+                progress_msgs += taken
+                if specs:
+                    self.summary.batches += 1
+                now = self.clock()
+                self.maybe_commit(now)
+                if now >= next_metrics_ms:
+                    self.emit_metrics()
+                    next_metrics_ms = now + metrics_period_ms
+                elapsed_ms = now - last_progress_ms
+                if self.progress and elapsed_ms >= options.progress_every_s * 1000:
+                    self.progress(self._progress_line(
+                        progress_msgs * 1000.0 / elapsed_ms if elapsed_ms > 0 else 0.0))
+                    last_progress_ms, progress_msgs = now, 0
+                if options.until_caught_up and self.caught_up():
+                    self._stop_reason = "caught up"
+                    break
+                if options.max_batches is not None and self.summary.batches >= options.max_batches:
+                    self._stop_reason = f"{options.max_batches} batches"
+                    break
+                if taken == 0:
+                    self.sleep(options.idle_sleep_ms / 1000.0)
+        finally:
+            self._last_managers = self.spout.managers()
+            try:
+                self._final_commit(options)
+            finally:
+                restore()
+                if self._owns_store:
+                    self.store.close()
+                self.kafka.close()
+        self.summary.elapsed_s = time.monotonic() - started
+        self.summary.stopped_by = self._stop_reason or "stopped"
+        self.summary.partitions = self._partition_summaries()
+        return self.summary
+
+    def _final_commit(self, options: RunOptions) -> None:
+        """Commit on shutdown, retrying a failed write ``final_commit_attempts``
+        times; what still fails is reported (and replayed on the next start)."""
+        interval_s = self.job.topology.zookeeper_retry_interval_ms / 1000.0
+        for attempt in range(1, options.final_commit_attempts + 1):
+            report = self.spout.commit()
+            if report.written:
+                self.summary.commits += report.written
+                self.summary.commit_round_trips += report.round_trips
+            if not report.error:
+                break
+            self.summary.commit_failures += 1
+            if attempt < options.final_commit_attempts:
+                self.sleep(interval_s)
+        else:
+            self.summary.final_commit_failed = True
+            log.error("final commit failed %d times; the uncommitted progress will be "
+                      "processed again on the next start (at-least-once is kept)",
+                      options.final_commit_attempts)
+        self.spout.close_coordinator()
+
+    def _partition_summaries(self) -> List[PartitionSummary]:
+        out = []
+        for key, decision in sorted(self.spout.decisions.items()):
+            pm = getattr(self, "_last_managers", {}).get(key)
+            out.append(PartitionSummary(
+                topic=key[0], partition=key[1], zk_path=pm.zk_path if pm else "",
+                decision=decision.decision, resumed_from=decision.start_offset,
+                processed=self._stats.processed.get(key, 0), acked=self._stats.acked.get(key, 0),
+                failed=self._stats.failed.get(key, 0),
+                given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
+                committed=pm.committed_to if pm else decision.start_offset))
+        return out
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {}
+
+        def handler(signum: int, frame: Any) -> None:
+            name = signal.Signals(signum).name
+            log.warning("%s received: finishing the batch in flight, committing, stopping", name)
+            self.stop(name)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, handler)
+
+        def restore() -> None:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+        return restore

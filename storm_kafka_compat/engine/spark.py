@@ -1,0 +1,53 @@
+"""The Spark session the pipeline runs on (thin adapter)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+from storm_kafka_compat.config import SparkConfig
+
+
+def under_spark_submit() -> bool:
+    """True when ``spark-submit`` launched this driver: its JVM is already running
+    (``PYSPARK_GATEWAY_PORT``) with the submitted ``--master`` and settings."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def prepare_environment(extra_python_paths: tuple = (), *, local: bool = True) -> None:
+    """Environment the Python workers need: this interpreter, the driver's import
+    path (so bolts in the user's project import there) and, for a local master
+    only, loopback binding (executors on other hosts could not reach it)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    paths = [p for p in (*extra_python_paths, os.getcwd()) if p]
+    current = os.environ.get("PYTHONPATH", "")
+    merged = [p for p in paths if p not in current.split(os.pathsep)]
+    if merged:
+        os.environ["PYTHONPATH"] = os.pathsep.join(merged + ([current] if current else []))
+
+
+def get_spark(config: Optional[SparkConfig] = None) -> Any:
+    """Get or create the SparkSession described by ``config`` (UI off).
+
+    Under ``spark-submit`` the submitted master wins over ``spark.master`` of the
+    CONFIG (whose default is ``local[2]``)."""
+    config = config or SparkConfig()
+    submitted = under_spark_submit()
+    prepare_environment(local=not submitted and config.master.startswith("local"))
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder if submitted else SparkSession.builder.master(config.master)
+    builder = (builder.appName(config.app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.python.worker.reuse", "true"))
+    for key, value in dict(config.conf).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

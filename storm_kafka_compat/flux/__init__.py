@@ -1,0 +1,1 @@
+"""Storm Flux topologies and .properties files converted into CONFIG."""

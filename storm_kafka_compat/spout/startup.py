@@ -1,0 +1,218 @@
+"""The start-up decision of storm-kafka 1.2.x ``PartitionManager``.
+
+One function, :func:`decide_start`, used by the pipeline and by
+``offsets explain``: given the stored document (or None), this job's topology id,
+the SpoutConfig and a way to ask Kafka for an offset, it returns where the
+partition starts and why.
+
+Storm's rules (reference section 2.3):
+
+1. No usable document (no node, or ``topology.id`` not a string, or ``offset``
+   not an integer) -> start at the ``startOffsetTime`` offset.
+2. Stored id differs from ours and ``ignoreZkOffsets`` -> the ``startOffsetTime``
+   offset. A different id without the flag is resumed (the migration path).
+3. Otherwise the stored offset.
+4. Then, if ``reference - start > maxOffsetBehind`` or ``start <= 0``, the start
+   becomes the reference offset itself (not ``latest - maxOffsetBehind``, unless
+   the opt-in ``max_offset_behind_reset_to_window`` is set).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol
+
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, SpoutConfig
+from storm_kafka_compat.errors import CorruptStateError
+
+log = logging.getLogger(__name__)
+
+RESUME = "resume"
+NO_STATE = "no_state"
+IGNORE_ZK_OFFSETS = "ignore_zk_offsets"
+MAX_OFFSET_BEHIND = "max_offset_behind"
+INVALID_STATE = "invalid_state"
+DECISIONS = (RESUME, NO_STATE, IGNORE_ZK_OFFSETS, MAX_OFFSET_BEHIND, INVALID_STATE)
+
+
+class StoredState(Protocol):
+    """What the decision reads from a stored document (see state.document)."""
+
+    data: bytes
+    topology_id: Optional[str]
+    offset: Optional[int]
+    problem: Optional[str]
+
+
+@dataclass(frozen=True)
+class StartDecision:
+    """Where a partition starts, and why.
+
+    ``start_offset`` is the next offset to read. ``reference_offset`` is the
+    ``startOffsetTime`` offset Kafka gave.
+    """
+
+    decision: str
+    start_offset: int
+    reason: str
+    reference_offset: int
+    stored_offset: Optional[int] = None
+    stored_topology_id: Optional[str] = None
+
+
+def describe_time(start_offset_time: int) -> str:
+    if start_offset_time == EARLIEST_TIME:
+        return "startOffsetTime -2 (earliest)"
+    if start_offset_time == LATEST_TIME:
+        return "startOffsetTime -1 (latest)"
+    return f"startOffsetTime {start_offset_time} (epoch ms)"
+
+
+def decide_start(stored: Optional[StoredState], *, topology_id: str, config: SpoutConfig,
+                 offset_for: Callable[[int], int], where: str = "") -> StartDecision:
+    """Decide the start offset of one partition exactly as storm-kafka 1.2.x does.
+
+    Parameters
+    ----------
+    stored : StoredState or None
+        The parsed document at the partition's path; None when there is no node.
+    topology_id : str
+        This job's topology id (compared with the stored one for ``ignoreZkOffsets``).
+    config : SpoutConfig
+    offset_for : callable(int) -> int
+        Kafka's offset for a time: -2 earliest, -1 latest, else epoch ms; returns
+        ``NO_OFFSET`` (-5) when Kafka has none.
+    where : str
+        Partition description for messages, e.g. the ZooKeeper path.
+
+    Raises
+    ------
+    CorruptStateError
+        The document is unusable and ``corrupt_state_policy`` is ``"fail"``.
+    """
+    time_name = describe_time(config.start_offset_time)
+    reference = offset_for(config.start_offset_time)
+    stored_offset = stored.offset if stored is not None else None
+    stored_id = stored.topology_id if stored is not None else None
+
+    if stored is None:
+        decision, start = NO_STATE, reference
+        reason = f"no document; starting at the {time_name} offset {reference}"
+    elif stored.problem is not None:
+        if config.corrupt_state_policy == "fail":
+            raise CorruptStateError(
+                f"stored document at {where or 'the partition path'} is unusable "
+                f"({stored.problem}): {stored.data[:200]!r}; fix or delete the node, or set "
+                "corruptStatePolicy: storm to fall back to startOffsetTime as Storm does",
+                zk_path=where or None, data=stored.data, reason=stored.problem)
+        log.warning("stored document at %s is unusable (%s), bytes %r; starting at the "
+                    "%s offset %d as Storm does", where, stored.problem, stored.data[:200],
+                    time_name, reference)
+        decision, start = INVALID_STATE, reference
+        reason = (f"stored document rejected ({stored.problem}); Storm treats it as no state: "
+                  f"starting at the {time_name} offset {reference}")
+    elif stored_id != topology_id and config.ignore_zk_offsets:
+        decision, start = IGNORE_ZK_OFFSETS, offset_for(config.start_offset_time)
+        reason = (f"stored topology id {stored_id!r} differs from ours {topology_id!r} and "
+                  f"ignoreZkOffsets is true; starting at the {time_name} offset {start}")
+    else:
+        assert stored_offset is not None
+        decision, start = RESUME, stored_offset
+        same = "our" if stored_id == topology_id else f"another topology's ({stored_id!r})"
+        reason = f"resuming from {same} stored offset {stored_offset}"
+
+    # Storm's sanity reset, 64-bit semantics (Python ints do not overflow).
+    if reference - start > config.max_offset_behind:
+        if config.max_offset_behind_reset_to_window:
+            latest = offset_for(LATEST_TIME)
+            target = max(latest - config.max_offset_behind, 0)
+            how = f"latest {latest} - maxOffsetBehind (opt-in deviation 6)"
+        else:
+            target, how = reference, f"the {time_name} offset"
+        reason = (f"start {start} is {reference - start} behind the {time_name} offset "
+                  f"{reference}, more than maxOffsetBehind {config.max_offset_behind}; "
+                  f"resetting to {how} = {target}")
+        decision, start = MAX_OFFSET_BEHIND, target
+    elif start <= 0:
+        if decision == RESUME:
+            decision = INVALID_STATE
+            reason = (f"stored offset {start} is not > 0, which Storm treats as no state; "
+                      f"starting at the {time_name} offset {reference}")
+        start = reference
+    if start == NO_OFFSET:
+        reason += " (Kafka returned no offset for this time: the first fetch will be out of range)"
+    return StartDecision(decision=decision, start_offset=start, reason=reason,
+                         reference_offset=reference, stored_offset=stored_offset,
+                         stored_topology_id=stored_id)
+
+
+def stored_summary(stored: Optional[StoredState]) -> Any:
+    """The parsed document for display, or None."""
+    return getattr(stored, "parsed", None) if stored is not None else None
+
+
+#: ``OutsideLog.where`` values
+BELOW_START = "below_start"
+BEYOND_END = "beyond_end"
+
+
+@dataclass(frozen=True)
+class OutsideLog:
+    """What a start at an offset outside the log ``[earliest, latest)`` would do.
+
+    ``skipped`` is how many messages the start passes over: deleted by retention
+    (below the log start), or in the log but never read (beyond the log end: the
+    start moves to the log end, deviation 1). ``moves_to`` is where the first
+    fetch lands, None when ``useStartOffsetTimeIfOffsetOutOfRange`` is false and
+    the partition would fail every fetch instead (Storm's behaviour).
+    """
+
+    where: str
+    offset: int
+    earliest: int
+    latest: int
+    skipped: int
+    moves_to: Optional[int]
+
+    @property
+    def note(self) -> str:
+        """One sentence for an operator."""
+        if self.where == BELOW_START:
+            what = (f"offset {self.offset} is below the log start {self.earliest} (retention "
+                    f"deleted {self.skipped} messages it had not processed)")
+        else:
+            what = (f"offset {self.offset} is beyond the log end {self.latest} (topic "
+                    "re-created or log truncated)")
+        if self.moves_to is None:
+            return (f"{what}; useStartOffsetTimeIfOffsetOutOfRange is false, so every fetch "
+                    "fails: move it with `offsets reset`")
+        if self.where == BELOW_START:
+            return f"{what}; a start moves to {self.moves_to}, counting them as lost"
+        return (f"{what}; a start moves to {self.moves_to} and never reads the {self.skipped} "
+                f"messages in [{self.earliest}, {self.latest}): `offsets reset --to-earliest` "
+                "reads them")
+
+    def as_dict(self) -> dict:
+        return {"where": self.where, "skipped": self.skipped, "moves_to": self.moves_to,
+                "note": self.note}
+
+
+def outside_log(offset: Optional[int], earliest: Optional[int], latest: Optional[int], *,
+                use_start_offset_time: bool = True) -> Optional[OutsideLog]:
+    """The :class:`OutsideLog` of a start at ``offset`` (the next offset to read),
+    or None when it is inside ``[earliest, latest]`` or something is unknown.
+
+    What a start does there is :meth:`PartitionManager.out_of_range
+    <storm_kafka_compat.spout.manager.PartitionManager.out_of_range>`: below
+    the start it moves to the log start, beyond the end to the log end.
+    """
+    if offset is None or earliest is None or latest is None or offset < 0:
+        return None
+    if offset < earliest:
+        return OutsideLog(BELOW_START, offset, earliest, latest, earliest - offset,
+                          earliest if use_start_offset_time else None)
+    if offset > latest:
+        return OutsideLog(BEYOND_END, offset, earliest, latest, max(0, latest - earliest),
+                          latest if use_start_offset_time else None)
+    return None

@@ -1,0 +1,1 @@
+"""Spark front ends: the Structured Streaming source and the DataFrame mode."""

@@ -1,0 +1,1 @@
+"""What users write: tuples, schemes, bolts, the topology builder, the acker."""

@@ -1,0 +1,472 @@
+"""Storm's bolt model for migrated topologies: basic, rich and simple bolts.
+
+* :class:`BasicBolt` (Storm's ``BaseBasicBolt``): ``execute(tuple, collector)``;
+  every emit is anchored to the input, the input is acked when ``execute``
+  returns and failed when it raises :class:`FailedException`.
+* :class:`RichBolt` (``BaseRichBolt``): ``prepare(conf, context, collector)``
+  then ``execute(tuple)``; the bolt anchors, acks and fails explicitly through
+  ``collector.emit(values, anchors=[...], stream=...)``, ``collector.ack(t)``,
+  ``collector.fail(t)``.
+* :func:`simple_bolt` adapts the CONTRACT's simple bolt, a callable taking a
+  tuple: returning acks it, raising fails it; a returned list of value lists is
+  emitted downstream (anchored) when the bolt has declared output fields.
+
+Deviation from Storm: an exception other than ``FailedException`` escaping a
+bolt kills the Storm worker (its in-flight tuples then time out and replay).
+Here it fails the input tuple at once and is logged at WARNING with the
+traceback; the Spark task keeps running. The replay outcome is the same, sooner.
+
+The collectors do the acker bookkeeping (edge ids XOR-ed per root, see
+:mod:`storm_kafka_compat.topology.acker`); where the tuples go is the job of a
+:class:`Dispatcher` supplied by the runtime (:mod:`storm_kafka_compat.engine.process`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
+
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.topology.acker import new_id
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "FailedException", "ReportedFailedException", "TopologyContext", "Dispatcher",
+    "OutputCollector", "BasicOutputCollector", "BasicBolt", "RichBolt", "SimpleBolt",
+    "simple_bolt", "normalize_output_fields", "instantiate_bolt", "BoltRunner", "BOLT_KINDS",
+]
+
+BOLT_KINDS = ("simple", "basic", "rich")
+
+OutputFields = Union[Sequence[str], Mapping[str, Sequence[str]]]
+
+
+class FailedException(Exception):
+    """Raise from a basic (or simple) bolt to fail the input tuple (Storm's
+    ``FailedException``); the Kafka message is replayed per the retry settings."""
+
+
+class ReportedFailedException(FailedException):
+    """Like :class:`FailedException`, and also reported (logged at WARNING)."""
+
+
+def normalize_output_fields(declared: Any) -> Dict[str, Tuple[str, ...]]:
+    """``declare_output_fields()`` result -> stream -> fields.
+
+    A sequence of names declares the default stream; a mapping declares streams.
+    """
+    if declared is None:
+        return {}
+    if isinstance(declared, Mapping):
+        return {str(s): tuple(f) for s, f in declared.items()}
+    if isinstance(declared, str):
+        return {DEFAULT_STREAM: (declared,)}
+    names = tuple(declared)
+    return {DEFAULT_STREAM: names} if names else {}
+
+
+@dataclass
+class TopologyContext:
+    """What a bolt task learns about itself in ``prepare`` (Storm's ``TopologyContext``).
+
+    Attributes
+    ----------
+    component_id : str
+        The bolt's name in the topology.
+    task_index : int
+        Index of this task within the component, 0-based.
+    component_tasks : int
+        Parallelism of the component.
+    output_fields : dict
+        Stream -> fields declared by the bolt.
+    """
+
+    component_id: str
+    task_index: int = 0
+    component_tasks: int = 1
+    output_fields: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+
+    def get_this_component_id(self) -> str:
+        return self.component_id
+
+    def get_this_task_index(self) -> int:
+        return self.task_index
+
+
+class Dispatcher(Protocol):
+    """Where collectors send tuples and acker messages (supplied by the runtime)."""
+
+    def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
+        """The (component, task) copies an emitted tuple goes to."""
+        ...
+
+    def deliver(self, component: str, task: int, tup: StormTuple) -> None:
+        """Queue one copy for a task."""
+        ...
+
+    def ack_root(self, root_id: int, value: int) -> None:
+        """XOR ``value`` into ``root_id``'s ack value."""
+        ...
+
+    def fail_root(self, root_id: int) -> None:
+        """Fail the tree of ``root_id``."""
+        ...
+
+    def reset_root(self, root_id: int) -> None:
+        """Postpone the timeout of ``root_id``."""
+        ...
+
+
+class OutputCollector:
+    """Storm's ``OutputCollector`` (rich bolts): emit with explicit anchors, ack, fail.
+
+    Parameters
+    ----------
+    context : TopologyContext
+        The owning task.
+    dispatcher : Dispatcher
+        Where copies and acker messages go; replaced by the runtime per batch.
+    rng : random.Random
+        Source of edge ids.
+    """
+
+    def __init__(self, context: TopologyContext, dispatcher: Optional[Dispatcher] = None,
+                 rng: Optional[random.Random] = None) -> None:
+        self.context = context
+        self.dispatcher = dispatcher
+        self.rng = rng if rng is not None else random.Random()
+        self.emitted = 0
+        self.acked = 0
+        self.failed = 0
+
+    def emit(self, values: Sequence[Any], anchors: Optional[Sequence[StormTuple]] = None,
+             stream: str = DEFAULT_STREAM) -> List[int]:
+        """Emit ``values`` on ``stream``, anchored to every tuple in ``anchors``.
+
+        Returns the indexes of the tasks that received a copy. Without anchors
+        the tuple is not tracked: its failure does not replay anything.
+
+        Raises
+        ------
+        ValueError
+            The stream is not declared or the value count differs from its fields.
+        """
+        ctx = self.context
+        fields = ctx.output_fields.get(stream)
+        if fields is None:
+            raise ValueError(
+                f"bolt {ctx.component_id!r} emitted on undeclared stream {stream!r}; "
+                f"declare it in declare_output_fields() (declared: {sorted(ctx.output_fields)})")
+        if len(values) != len(fields):
+            raise ValueError(
+                f"bolt {ctx.component_id!r} emitted {len(values)} values on stream {stream!r} "
+                f"whose fields are {list(fields)}; emit one value per field")
+        first = anchors[0] if anchors else None
+        proto = StormTuple(values, fields, stream=stream, source_component=ctx.component_id,
+                           source_task=ctx.task_index,
+                           topic=first.topic if first is not None else None,
+                           partition=first.partition if first is not None else None,
+                           offset=first.offset if first is not None else None)
+        self.emitted += 1
+        dispatcher = self.dispatcher
+        assert dispatcher is not None, "collector used outside a batch"
+        targets = dispatcher.targets(proto)
+        tasks: List[int] = []
+        rng = self.rng
+        for i, (component, task) in enumerate(targets):
+            copy_ = proto if i == 0 else StormTuple(
+                values, fields, stream=stream, source_component=ctx.component_id,
+                source_task=ctx.task_index, topic=proto.topic, partition=proto.partition,
+                offset=proto.offset)
+            if anchors:
+                ids = copy_.anchors
+                for a in anchors:
+                    if a.anchors:
+                        edge = new_id(rng)
+                        a.ack_val ^= edge
+                        for root in a.anchors:
+                            ids[root] = ids.get(root, 0) ^ edge
+            dispatcher.deliver(component, task, copy_)
+            tasks.append(task)
+        return tasks
+
+    def ack(self, tup: StormTuple) -> None:
+        """Ack ``tup``: for each of its roots, its edge id XOR its children's ids."""
+        self.acked += 1
+        if tup.anchors:
+            dispatcher = self.dispatcher
+            assert dispatcher is not None, "collector used outside a batch"
+            ack_val = tup.ack_val
+            for root, edge in tup.anchors.items():
+                dispatcher.ack_root(root, edge ^ ack_val)
+
+    def fail(self, tup: StormTuple) -> None:
+        """Fail ``tup``: every root it belongs to fails (and is replayed)."""
+        self.failed += 1
+        if tup.anchors:
+            dispatcher = self.dispatcher
+            assert dispatcher is not None, "collector used outside a batch"
+            for root in tup.anchors:
+                dispatcher.fail_root(root)
+
+    def reset_timeout(self, tup: StormTuple) -> None:
+        """Postpone the timeout of every root of ``tup`` (``resetTimeout``)."""
+        if tup.anchors and self.dispatcher is not None:
+            for root in tup.anchors:
+                self.dispatcher.reset_root(root)
+
+    def report_error(self, error: BaseException) -> None:
+        """Storm's ``reportError``: logged at WARNING with the component name."""
+        logger.warning("bolt %r task %d reported: %r", self.context.component_id,
+                       self.context.task_index, error, exc_info=error)
+
+
+class BasicOutputCollector:
+    """Storm's ``BasicOutputCollector``: every emit is anchored to the current input."""
+
+    __slots__ = ("collector", "input")
+
+    def __init__(self, collector: OutputCollector) -> None:
+        self.collector = collector
+        self.input: Optional[StormTuple] = None
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> List[int]:
+        """Emit ``values`` anchored to the input being executed."""
+        anchors = [self.input] if self.input is not None else None
+        return self.collector.emit(values, anchors=anchors, stream=stream)
+
+    def reset_timeout(self, tup: StormTuple) -> None:
+        self.collector.reset_timeout(tup)
+
+    def report_error(self, error: BaseException) -> None:
+        self.collector.report_error(error)
+
+
+class BasicBolt:
+    """Base class for auto-anchoring, auto-acking bolts (``BaseBasicBolt``)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once per task before the first tuple."""
+
+    def execute(self, tup: StormTuple, collector: BasicOutputCollector) -> None:
+        """Process one tuple; return to ack it, raise :class:`FailedException` to fail it."""
+        raise NotImplementedError
+
+    def declare_output_fields(self) -> OutputFields:
+        """Output fields: a sequence (default stream) or a mapping stream -> fields."""
+        return ()
+
+    def cleanup(self) -> None:
+        """Called when the runtime is torn down (best effort, as in Storm)."""
+
+
+class RichBolt:
+    """Base class for bolts that anchor, ack and fail explicitly (``BaseRichBolt``)."""
+
+    collector: OutputCollector
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext,
+                collector: OutputCollector) -> None:
+        """Called once per task; keep the collector."""
+        self.collector = collector
+
+    def execute(self, tup: StormTuple) -> None:
+        """Process one tuple; every input must eventually be acked or failed."""
+        raise NotImplementedError
+
+    def declare_output_fields(self) -> OutputFields:
+        return ()
+
+    def cleanup(self) -> None:
+        """Called when the runtime is torn down."""
+
+
+class SimpleBolt(BasicBolt):
+    """The CONTRACT simple bolt: ``function(tuple)``; return acks, raise fails.
+
+    A returned iterable of value lists is emitted (anchored) when output fields
+    are declared; otherwise the return value is ignored.
+    """
+
+    def __init__(self, function: Callable[[StormTuple], Any],
+                 fields: Optional[OutputFields] = None) -> None:
+        self.function = function
+        declared = fields if fields is not None else getattr(function, "fields", ())
+        self._fields = normalize_output_fields(declared)
+        self._emits = DEFAULT_STREAM in self._fields
+
+    def declare_output_fields(self) -> OutputFields:
+        return self._fields
+
+    def execute(self, tup: StormTuple, collector: BasicOutputCollector) -> None:
+        result = self.function(tup)
+        if result is None or not self._emits:
+            return
+        if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
+            raise TypeError(
+                f"simple bolt {getattr(self.function, '__name__', self.function)!r} returned "
+                f"{result!r}; return None or a list of value lists")
+        for values in result:
+            collector.emit(values)
+
+    def __repr__(self) -> str:
+        return f"SimpleBolt({getattr(self.function, '__qualname__', self.function)!r})"
+
+
+def simple_bolt(function: Callable[[StormTuple], Any],
+                fields: Optional[OutputFields] = None) -> SimpleBolt:
+    """Adapt a CONTRACT simple bolt (a callable taking a tuple) to a :class:`BasicBolt`.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(tuple)``; returning acks the tuple, raising fails it.
+    fields : sequence of str, optional
+        Output fields when the returned value lists are to be emitted downstream
+        (default: the function's ``fields`` attribute, else none).
+    """
+    return SimpleBolt(function, fields)
+
+
+def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "bolt",
+                     fields: Optional[OutputFields] = None) -> Any:
+    """One bolt instance (a new one per task) from what the topology was given.
+
+    ``factory`` may be a :class:`BasicBolt`/:class:`RichBolt` subclass, an
+    instance of one (deep-copied per task), a zero-argument factory, or, for
+    ``kind="simple"`` (the default for plain functions), the simple-bolt callable.
+    """
+    if kind is not None and kind not in BOLT_KINDS:
+        raise ConfigError(f"bolt {name!r}: kind {kind!r} is not one of {', '.join(BOLT_KINDS)}",
+                          key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
+    if isinstance(factory, (BasicBolt, RichBolt)):
+        return copy.deepcopy(factory)
+    if kind == "simple" and inspect.isclass(factory) and issubclass(factory, (BasicBolt, RichBolt)):
+        real = "rich" if issubclass(factory, RichBolt) else "basic"
+        raise ConfigError(f"bolt {name!r}: {factory.__name__} is a {real} bolt class, not a "
+                          f"simple-bolt function; set kind: {real}",
+                          key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
+    if kind == "simple" or (kind is None and not inspect.isclass(factory)
+                            and not _is_zero_arg(factory)):
+        if not callable(factory):
+            raise ConfigError(f"bolt {name!r}: {factory!r} is not callable",
+                              key=f"bolts.{name}.bolt", value=repr(factory))
+        return SimpleBolt(factory, fields)
+    bolt = factory()
+    if bolt_kind(bolt) is None:
+        raise ConfigError(
+            f"bolt {name!r}: {factory!r} gave {bolt!r}, which is neither a basic bolt "
+            f"(execute(tuple, collector)) nor a rich bolt (prepare(conf, context, collector), "
+            f"execute(tuple)); subclass BasicBolt or RichBolt",
+            key=f"bolts.{name}.bolt", value=repr(factory))
+    return bolt
+
+
+def _is_zero_arg(obj: Any) -> bool:
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                   for p in params)
+
+
+def bolt_kind(bolt: Any) -> Optional[str]:
+    """"basic", "rich" or None for an instance."""
+    if isinstance(bolt, RichBolt):
+        return "rich"
+    if isinstance(bolt, BasicBolt):
+        return "basic"
+    execute = getattr(bolt, "execute", None)
+    if execute is None:
+        return None
+    try:
+        n = len([p for p in inspect.signature(execute).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        return None
+    return "basic" if n >= 2 else "rich"
+
+
+class BoltRunner:
+    """One prepared bolt task: calls the bolt for each input with Storm's ack rules.
+
+    Parameters
+    ----------
+    bolt : object
+        A basic or rich bolt instance.
+    context : TopologyContext
+        The task's context (its ``output_fields`` are filled from the bolt).
+    conf : mapping
+        Topology configuration passed to ``prepare``.
+    rng : random.Random
+        Source of edge ids.
+    """
+
+    def __init__(self, bolt: Any, context: TopologyContext, conf: Mapping[str, Any],
+                 rng: random.Random) -> None:
+        self.bolt = bolt
+        self.kind = bolt_kind(bolt)
+        if not context.output_fields:
+            context.output_fields = normalize_output_fields(bolt.declare_output_fields()
+                                                            if hasattr(bolt, "declare_output_fields")
+                                                            else ())
+        self.context = context
+        self.collector = OutputCollector(context, None, rng)
+        self.executed = 0
+        if self.kind == "rich":
+            bolt.prepare(conf, context, self.collector)
+            self._basic: Optional[BasicOutputCollector] = None
+        else:
+            if hasattr(bolt, "prepare"):
+                bolt.prepare(conf, context)
+            self._basic = BasicOutputCollector(self.collector)
+
+    def run(self, tuples: Sequence[StormTuple]) -> None:
+        """Execute every tuple in order."""
+        self.executed += len(tuples)
+        bolt = self.bolt
+        collector = self.collector
+        basic = self._basic
+        if basic is not None:
+            execute = bolt.execute
+            for t in tuples:
+                basic.input = t
+                try:
+                    execute(t, basic)
+                except FailedException as exc:
+                    if isinstance(exc, ReportedFailedException):
+                        collector.report_error(exc)
+                    collector.fail(t)
+                except Exception as exc:  # deviation: Storm kills the worker here
+                    logger.warning("bolt %r failed the tuple from %s/%s@%s: %r",
+                                   self.context.component_id, t.topic, t.partition, t.offset,
+                                   exc, exc_info=True)
+                    collector.fail(t)
+                else:
+                    collector.ack(t)
+            basic.input = None
+        else:
+            execute = bolt.execute
+            for t in tuples:
+                try:
+                    execute(t)
+                except Exception as exc:  # deviation: Storm kills the worker here
+                    logger.warning("bolt %r raised on the tuple from %s/%s@%s: %r; failing it",
+                                   self.context.component_id, t.topic, t.partition, t.offset,
+                                   exc, exc_info=True)
+                    collector.fail(t)
+        finish = getattr(bolt, "finish_batch", None)
+        if finish is not None:  # e.g. KafkaBolt: acks once the broker acknowledged
+            finish()
+
+    def cleanup(self) -> None:
+        if hasattr(self.bolt, "cleanup"):
+            self.bolt.cleanup()

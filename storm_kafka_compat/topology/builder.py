@@ -1,0 +1,529 @@
+"""A topology of bolts behind the Kafka spout, with Storm's stream groupings.
+
+:class:`TopologyBuilder` mirrors Storm's builder::
+
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", ("str",))
+    builder.set_bolt("split", SplitBolt, 2).shuffle_grouping("kafka")
+    builder.set_bolt("count", CountBolt, 2).fields_grouping("split", ["word"])
+    topology = builder.build()          # validated; topology.order is topological
+
+or from the CONFIG form with :func:`from_spec`. :func:`route` decides which
+tasks of a component receive a tuple.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+import random
+
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
+                                               normalize_output_fields)
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
+
+__all__ = ["GROUPINGS", "Grouping", "BoltSpec", "Topology", "TopologyBuilder", "BoltDeclarer",
+           "TopologyError", "route", "stable_hash", "from_spec"]
+
+GROUPINGS = ("shuffle", "fields", "global", "all")
+
+
+class TopologyError(ConfigError):
+    """The topology is invalid: unknown source, stream or field, a cycle, a bad grouping."""
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """One subscription of a bolt to a stream of another component."""
+
+    kind: str
+    source: str
+    stream: str = DEFAULT_STREAM
+    fields: Tuple[str, ...] = ()
+
+
+@dataclass
+class BoltSpec:
+    """A bolt component: its factory, kind, parallelism, inputs and outputs."""
+
+    name: str
+    factory: Any
+    parallelism: int = 1
+    kind: Optional[str] = None
+    inputs: List[Grouping] = field(default_factory=list)
+    output_fields: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+
+    def new_instance(self) -> Any:
+        """A fresh bolt instance for one task."""
+        return instantiate_bolt(self.factory, self.kind, name=self.name,
+                                fields=self.output_fields or None)
+
+
+class BoltDeclarer:
+    """Returned by :meth:`TopologyBuilder.set_bolt`; declares the bolt's inputs."""
+
+    def __init__(self, spec: BoltSpec) -> None:
+        self._spec = spec
+
+    def _add(self, grouping: Grouping) -> "BoltDeclarer":
+        self._spec.inputs.append(grouping)
+        return self
+
+    def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Tuples spread evenly over the tasks."""
+        return self._add(Grouping("shuffle", source, stream))
+
+    def fields_grouping(self, source: str, fields: Sequence[str],
+                        stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Tuples with equal values of ``fields`` go to the same task."""
+        if isinstance(fields, str):
+            fields = (fields,)
+        return self._add(Grouping("fields", source, stream, tuple(fields)))
+
+    def global_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Every tuple goes to task 0."""
+        return self._add(Grouping("global", source, stream))
+
+    def all_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Every task receives a copy."""
+        return self._add(Grouping("all", source, stream))
+
+    def grouping(self, kind: str, source: str, fields: Sequence[str] = (),
+                 stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Any grouping by name (``shuffle``, ``fields``, ``global``, ``all``)."""
+        if kind not in GROUPINGS:
+            raise TopologyError(
+                f"bolt {self._spec.name!r}: grouping {kind!r} is not one of "
+                f"{', '.join(GROUPINGS)}", key=f"bolts.{self._spec.name}.inputs.grouping",
+                value=kind, allowed=GROUPINGS)
+        return self._add(Grouping(kind, source, stream, tuple(fields)))
+
+
+@dataclass
+class Topology:
+    """A validated topology.
+
+    Attributes
+    ----------
+    spout : str
+        The spout's component name.
+    spout_streams : dict
+        Stream -> fields of the spout; empty when the spout's fields are not
+        known yet (see :meth:`with_spout_fields`).
+    bolts : dict
+        Name -> :class:`BoltSpec`.
+    order : list of str
+        Bolt names in topological order (sources first; ties in declaration order).
+    subscribers : dict
+        (component, stream) -> list of (bolt name, grouping).
+    """
+
+    spout: str
+    spout_streams: Dict[str, Tuple[str, ...]]
+    bolts: Dict[str, BoltSpec]
+    order: List[str]
+    subscribers: Dict[Tuple[str, str], List[Tuple[str, Grouping]]]
+
+    @property
+    def spout_fields_declared(self) -> bool:
+        """False when built without the spout's fields (they come from the scheme)."""
+        return bool(self.spout_streams)
+
+    def with_spout_fields(self, fields: OutputFields) -> "Topology":
+        """The same topology with the spout's fields set (and checked again).
+
+        Raises
+        ------
+        TopologyError
+            A grouping names a field or stream the spout does not have.
+        """
+        builder = TopologyBuilder().set_spout(self.spout, fields)
+        for spec in self.bolts.values():
+            builder._bolts[spec.name] = spec
+        return builder.build()
+
+    def parallelism(self, component: str) -> int:
+        return 1 if component == self.spout else self.bolts[component].parallelism
+
+    def stream_fields(self, component: str, stream: str) -> Tuple[str, ...]:
+        if component == self.spout:
+            return self.spout_streams[stream]
+        return self.bolts[component].output_fields[stream]
+
+    def stages(self) -> List[List[str]]:
+        """Bolts grouped in levels: every bolt's inputs are in earlier levels."""
+        level: Dict[str, int] = {}
+        for name in self.order:
+            sources = [g.source for g in self.bolts[name].inputs if g.source != self.spout]
+            level[name] = 1 + max((level[s] for s in sources), default=-1)
+        out: List[List[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+        for name in self.order:
+            out[level[name]].append(name)
+        return out
+
+
+class TopologyBuilder:
+    """Storm's ``TopologyBuilder`` for the bolts behind one Kafka spout."""
+
+    def __init__(self) -> None:
+        self._spout: Optional[str] = None
+        self._spout_streams: Dict[str, Tuple[str, ...]] = {}
+        self._bolts: Dict[str, BoltSpec] = {}
+
+    def set_spout(self, name: str, fields: Optional[OutputFields], stream: str = DEFAULT_STREAM
+                  ) -> "TopologyBuilder":
+        """Declare the spout: its name and output fields (the scheme's fields).
+
+        ``fields=None`` leaves them to be bound later from the scheme
+        (:meth:`Topology.with_spout_fields`; the pipeline does it); checks on
+        the spout's fields wait until then.
+
+        ``fields`` may also be a mapping stream -> fields; the spout emits on
+        the first stream of the mapping (storm-kafka's ``outputStreamId``).
+        """
+        if self._spout is not None:
+            raise TopologyError(f"the spout is already set to {self._spout!r}; a topology "
+                                f"here has exactly one Kafka spout", key="spout", value=name)
+        if name in self._bolts:
+            raise TopologyError(f"component name {name!r} is used twice; names must be unique",
+                                key="spout", value=name)
+        self._spout = name
+        if fields is None:
+            self._spout_streams = {}
+        elif isinstance(fields, Mapping):
+            self._spout_streams = normalize_output_fields(fields)
+        else:
+            self._spout_streams = {stream: tuple(fields)}
+        return self
+
+    def set_bolt(self, name: str, bolt_factory: Any, parallelism: int = 1, *,
+                 kind: Optional[str] = None, output_fields: Optional[OutputFields] = None
+                 ) -> BoltDeclarer:
+        """Add a bolt component.
+
+        Parameters
+        ----------
+        name : str
+            Unique component name.
+        bolt_factory : object
+            A bolt class, a zero-argument factory, a bolt instance (copied per
+            task) or a simple-bolt callable.
+        parallelism : int
+            Number of tasks (bolt instances).
+        kind : {"simple", "basic", "rich"}, optional
+            Forces how ``bolt_factory`` is read.
+        output_fields : optional
+            Output fields; default what the bolt declares.
+        """
+        key = f"bolts.{name}"
+        if not isinstance(name, str) or not name:
+            raise TopologyError(f"bolt name {name!r} must be a non-empty string", key=key,
+                                value=name)
+        if name in self._bolts or name == self._spout:
+            raise TopologyError(f"component name {name!r} is used twice; names must be unique",
+                                key=key, value=name)
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+            raise TopologyError(f"bolt {name!r}: parallelism {parallelism!r} must be an "
+                                f"integer >= 1", key=f"{key}.parallelism", value=parallelism)
+        if kind is not None and kind not in BOLT_KINDS:
+            raise TopologyError(f"bolt {name!r}: kind {kind!r} is not one of "
+                                f"{', '.join(BOLT_KINDS)}", key=f"{key}.kind", value=kind,
+                                allowed=BOLT_KINDS)
+        spec = BoltSpec(name, bolt_factory, parallelism, kind,
+                        output_fields=normalize_output_fields(output_fields))
+        self._bolts[name] = spec
+        return BoltDeclarer(spec)
+
+    def build(self) -> Topology:
+        """Validate and freeze the topology.
+
+        Raises
+        ------
+        TopologyError
+            No spout, a bolt without inputs, an unknown source or stream, an
+            unknown grouping field, or a cycle.
+        """
+        if self._spout is None:
+            raise TopologyError("no spout set; call set_spout(name, fields) first", key="spout")
+        spout = self._spout
+        # output fields: declared by the builder, else asked from one instance
+        for spec in self._bolts.values():
+            if not spec.output_fields:
+                probe = spec.new_instance()
+                declare = getattr(probe, "declare_output_fields", None)
+                spec.output_fields = normalize_output_fields(declare() if declare else ())
+        subscribers: Dict[Tuple[str, str], List[Tuple[str, Grouping]]] = {}
+        for spec in self._bolts.values():
+            if not spec.inputs:
+                raise TopologyError(
+                    f"bolt {spec.name!r} has no input; add a grouping such as "
+                    f"shuffle_grouping({spout!r})", key=f"bolts.{spec.name}.inputs")
+            for g in spec.inputs:
+                if g.kind not in GROUPINGS:
+                    raise TopologyError(
+                        f"bolt {spec.name!r}: grouping {g.kind!r} is not one of "
+                        f"{', '.join(GROUPINGS)}", key=f"bolts.{spec.name}.inputs.grouping",
+                        value=g.kind, allowed=GROUPINGS)
+                if g.source == spout:
+                    streams = self._spout_streams
+                    if not streams:  # spout fields bound later from the scheme
+                        subscribers.setdefault((g.source, g.stream), []).append((spec.name, g))
+                        continue
+                elif g.source in self._bolts:
+                    streams = self._bolts[g.source].output_fields
+                else:
+                    known = [spout, *self._bolts]
+                    raise TopologyError(
+                        f"bolt {spec.name!r} subscribes to unknown component {g.source!r}; "
+                        f"use one of {', '.join(known)}", key=f"bolts.{spec.name}.inputs.from",
+                        value=g.source, allowed=known)
+                if g.stream not in streams:
+                    raise TopologyError(
+                        f"bolt {spec.name!r} subscribes to stream {g.stream!r} of {g.source!r}, "
+                        f"which declares {sorted(streams) or 'no output stream'}; declare the "
+                        f"stream's fields or subscribe to a declared one",
+                        key=f"bolts.{spec.name}.inputs.stream", value=g.stream,
+                        allowed=sorted(streams))
+                if g.kind == "fields":
+                    if not g.fields:
+                        raise TopologyError(
+                            f"bolt {spec.name!r}: fields grouping on {g.source!r} needs fields",
+                            key=f"bolts.{spec.name}.inputs.fields")
+                    unknown = [f for f in g.fields if f not in streams[g.stream]]
+                    if unknown:
+                        raise TopologyError(
+                            f"bolt {spec.name!r}: fields grouping on {unknown} but "
+                            f"{g.source!r} stream {g.stream!r} has fields "
+                            f"{list(streams[g.stream])}", key=f"bolts.{spec.name}.inputs.fields",
+                            value=unknown, allowed=streams[g.stream])
+                subscribers.setdefault((g.source, g.stream), []).append((spec.name, g))
+        order = self._topological_order()
+        return Topology(spout, dict(self._spout_streams), dict(self._bolts), order, subscribers)
+
+    def _topological_order(self) -> List[str]:
+        names = list(self._bolts)
+        deps = {n: {g.source for g in self._bolts[n].inputs if g.source != self._spout}
+                for n in names}
+        order: List[str] = []
+        done: set = set()
+        remaining = names[:]
+        while remaining:
+            ready = [n for n in remaining if deps[n] <= done]
+            if not ready:
+                cycle = _find_cycle({n: deps[n] for n in remaining})
+                raise TopologyError(
+                    f"the bolts form a cycle: {' -> '.join(cycle)}; a Storm topology fed by "
+                    f"Kafka here must be acyclic", key="bolts", value=cycle)
+            for n in ready:
+                order.append(n)
+                done.add(n)
+            remaining = [n for n in remaining if n not in done]
+        return order
+
+
+def _find_cycle(deps: Mapping[str, set]) -> List[str]:
+    start = next(iter(deps))
+    path: List[str] = []
+    seen: Dict[str, int] = {}
+    node = start
+    while node not in seen:
+        seen[node] = len(path)
+        path.append(node)
+        node = next(d for d in sorted(deps[node]) if d in deps)
+    return path[seen[node]:] + [node]
+
+
+# --- routing ------------------------------------------------------------------------
+
+def _encode(value: Any) -> bytes:
+    if value is None:
+        return b"n"
+    if isinstance(value, bytes):
+        return b"b" + value
+    if isinstance(value, str):
+        return b"s" + value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bool):
+        return b"t" if value else b"f"
+    if isinstance(value, int):
+        return b"i" + str(value).encode()
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 2**63:
+            return b"i" + str(int(value)).encode()  # 1.0 groups with 1, as == says
+        return b"d" + struct.pack(">d", value)
+    if isinstance(value, (list, tuple)):
+        return b"l" + b"".join(_frame(v) for v in value)
+    if isinstance(value, dict):
+        return b"m" + b"".join(_frame(k) + _frame(v) for k, v in
+                               sorted(value.items(), key=lambda kv: repr(kv[0])))
+    return b"r" + repr(value).encode("utf-8", "surrogatepass")
+
+
+def _frame(value: Any) -> bytes:
+    data = _encode(value)
+    return struct.pack(">I", len(data)) + data
+
+
+def stable_hash(values: Sequence[Any]) -> int:
+    """A hash of ``values`` that is the same in every process and run.
+
+    Python's ``hash()`` of str/bytes is salted per process, so it cannot route
+    tuples consistently across Spark workers; this is CRC-32 of a typed,
+    length-framed encoding (values equal under ``==`` for the common scalar
+    types hash alike).
+    """
+    if len(values) == 1:
+        return zlib.crc32(_encode(values[0]))
+    return zlib.crc32(b"".join(_frame(v) for v in values))
+
+
+def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
+          rng: Optional[random.Random] = None, seq: int = 0) -> List[int]:
+    """The task indexes of a component that receive ``tup``.
+
+    Parameters
+    ----------
+    grouping : Grouping
+        The subscription.
+    tup : StormTuple
+        The tuple (fields grouping reads its values).
+    n_tasks : int
+        Parallelism of the receiving component.
+    rng : random.Random, optional
+        Shuffle grouping draws from it when given.
+    seq : int
+        Shuffle grouping without ``rng``: deterministic round-robin, task ``seq % n``.
+    """
+    kind = grouping.kind
+    if n_tasks == 1:
+        return [0]
+    if kind == "shuffle":
+        return [rng.randrange(n_tasks) if rng is not None else seq % n_tasks]
+    if kind == "fields":
+        index = fields_index(tup.fields)
+        values = tup.values
+        return [stable_hash([values[index[f]] for f in grouping.fields]) % n_tasks]
+    if kind == "global":
+        return [0]
+    if kind == "all":
+        return list(range(n_tasks))
+    raise TopologyError(f"grouping {kind!r} is not one of {', '.join(GROUPINGS)}",
+                        value=kind, allowed=GROUPINGS)
+
+
+# --- CONFIG form ---------------------------------------------------------------------
+
+_BOLT_KEYS = ("name", "bolt", "kind", "parallelism", "inputs", "output_fields",
+              "properties")
+_INPUT_KEYS = ("from", "grouping", "fields", "stream")
+
+
+def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
+              spout_fields: Optional[OutputFields] = None) -> Topology:
+    """Build a topology from the CONFIG mapping.
+
+    Form::
+
+        bolts:
+          - name: split
+            bolt: my.module:SplitBolt
+            kind: basic            # simple | basic | rich (default: detected)
+            parallelism: 2
+            output_fields: [word]  # optional; default what the bolt declares
+            inputs:
+              - {from: spout, grouping: shuffle}
+          - name: count
+            bolt: my.module:count
+            inputs:
+              - {from: split, grouping: fields, fields: [word]}
+
+    A bolt without ``inputs`` subscribes to the spout with a shuffle grouping.
+    Without ``kind``, a BasicBolt/RichBolt class or a zero-argument factory gives
+    that bolt, and a one-argument function is a simple bolt.
+
+    Parameters
+    ----------
+    spec : mapping
+        The ``topology`` bolts mapping of the CONFIG.
+    spout_name : str
+        Name the inputs use for the Kafka spout.
+    spout_fields : sequence of str or mapping, optional
+        The scheme's fields (mapping stream -> fields with ``outputStreamId``).
+        None: bound later from the scheme by the pipeline (``process_batch``),
+        which then checks the groupings on the spout.
+
+    Raises
+    ------
+    TopologyError
+        Unknown keys, kinds or groupings, and everything :meth:`TopologyBuilder.build` checks.
+    """
+    if not isinstance(spec, Mapping):
+        raise TopologyError(f"the bolt topology must be a mapping with a 'bolts' list, "
+                            f"got {type(spec).__name__}", key="bolts")
+    unknown = [k for k in spec if k != "bolts"]
+    if unknown:
+        raise TopologyError(f"unknown key(s) {unknown} in the bolt topology; valid: bolts",
+                            key=str(unknown[0]), allowed=("bolts",))
+    bolts = spec.get("bolts")
+    if not isinstance(bolts, Sequence) or isinstance(bolts, str) or not bolts:
+        raise TopologyError("'bolts' must be a non-empty list of bolt mappings", key="bolts",
+                            value=bolts)
+    builder = TopologyBuilder().set_spout(spout_name, spout_fields)
+    for i, b in enumerate(bolts):
+        if not isinstance(b, Mapping):
+            raise TopologyError(f"bolts[{i}] must be a mapping, got {b!r}", key=f"bolts[{i}]")
+        bad = [k for k in b if k not in _BOLT_KEYS]
+        name = b.get("name")
+        key = f"bolts.{name if name else i}"
+        if bad:
+            raise TopologyError(f"{key}: unknown key(s) {bad}; valid: {', '.join(_BOLT_KEYS)}",
+                                key=f"{key}.{bad[0]}", allowed=_BOLT_KEYS)
+        if not name or "bolt" not in b:
+            raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
+                                key=key)
+        kind = b.get("kind")
+        factory = _storm_bolt(b, str(name), key) or load_object(str(b["bolt"]),
+                                                                key=f"{key}.bolt")
+        declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=kind,
+                                    output_fields=b.get("output_fields"))
+        inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
+        for j, inp in enumerate(inputs):
+            if not isinstance(inp, Mapping):
+                raise TopologyError(f"{key}.inputs[{j}] must be a mapping like "
+                                    f"{{from: {spout_name}, grouping: shuffle}}",
+                                    key=f"{key}.inputs")
+            bad = [k for k in inp if k not in _INPUT_KEYS]
+            if bad:
+                raise TopologyError(f"{key}.inputs[{j}]: unknown key(s) {bad}; valid: "
+                                    f"{', '.join(_INPUT_KEYS)}", key=f"{key}.inputs",
+                                    allowed=_INPUT_KEYS)
+            if "from" not in inp:
+                raise TopologyError(f"{key}.inputs[{j}] needs 'from' (a component name)",
+                                    key=f"{key}.inputs.from")
+            fields = inp.get("fields") or ()
+            if isinstance(fields, str):
+                fields = (fields,)
+            declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
+                              fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
+    return builder.build()
+
+
+def _storm_bolt(entry: Mapping[str, Any], name: str, key: str) -> Any:
+    """A factory for a bolt named by its Storm class (``KafkaBolt``), else None."""
+    from storm_kafka_compat.topology.kafka_bolt import (STORM_KAFKA_BOLT_CLASSES,
+                                                        kafka_bolt_from_properties)
+    props = entry.get("properties")
+    if str(entry["bolt"]) not in STORM_KAFKA_BOLT_CLASSES:
+        if props is not None:
+            raise TopologyError(f"{key}.properties is only read for "
+                                f"{', '.join(STORM_KAFKA_BOLT_CLASSES)}; a Python bolt takes "
+                                f"its settings from the topology config", key=f"{key}.properties")
+        return None
+    if props is not None and not isinstance(props, Mapping):
+        raise TopologyError(f"{key}.properties must be a mapping", key=f"{key}.properties")
+    kafka_bolt_from_properties(props or {}, name=name)  # check now, fail at config time
+    return functools.partial(kafka_bolt_from_properties, dict(props or {}), name=name)

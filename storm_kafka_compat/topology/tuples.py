@@ -1,0 +1,155 @@
+"""Storm's tuple: values, their field names and where the values came from.
+
+A :class:`StormTuple` is what bolts receive. It exposes ``values``, ``fields``,
+item access by field name or by index, ``get(name, default)``, the Kafka origin
+(``topic``, ``partition``, ``offset``; inherited by tuples anchored to it), the
+spout message id, the stream and the source component.
+
+The acker bookkeeping lives on the tuple, as in Storm: ``anchors`` maps each
+root id of the tuple tree to this tuple's edge id (XOR of edge ids when several
+anchors share a root), and ``ack_val`` accumulates the edge ids of the tuples
+anchored to it. Both are internal; see :mod:`storm_kafka_compat.topology.acker`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Dict, Iterator, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+__all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index"]
+
+#: Storm's ``Utils.DEFAULT_STREAM_ID``
+DEFAULT_STREAM = "default"
+
+_MISSING: Any = object()
+
+
+class KafkaMessageId(NamedTuple):
+    """storm-kafka's ``KafkaMessageId``: the spout message id shared by every
+    tuple of one Kafka message."""
+
+    partition: int
+    offset: int
+
+
+@lru_cache(maxsize=1024)
+def fields_index(fields: Tuple[str, ...]) -> Mapping[str, int]:
+    """Field name -> position, computed once per distinct field tuple."""
+    return {name: i for i, name in enumerate(fields)}
+
+
+class StormTuple:
+    """One tuple flowing through the topology.
+
+    Parameters
+    ----------
+    values : list
+        The values, one per field.
+    fields : tuple of str
+        The field names of the stream the tuple was emitted on.
+    stream : str
+        Stream id (``"default"`` unless declared otherwise).
+    source_component : str
+        Name of the spout or bolt that emitted the tuple.
+    source_task : int
+        Index of the emitting task within its component.
+    topic, partition, offset : optional
+        The Kafka message the tuple derives from. ``offset`` is the message's
+        own offset (not the next one to read).
+    anchors : dict, optional
+        Root id -> edge id, for the acker; empty for untracked tuples.
+    """
+
+    __slots__ = ("values", "fields", "stream", "source_component", "source_task",
+                 "topic", "partition", "offset", "anchors", "ack_val")
+
+    def __init__(self, values: Sequence[Any], fields: Tuple[str, ...], *,
+                 stream: str = DEFAULT_STREAM, source_component: str = "",
+                 source_task: int = 0, topic: Optional[str] = None,
+                 partition: Optional[int] = None, offset: Optional[int] = None,
+                 anchors: Optional[Dict[int, int]] = None) -> None:
+        self.values = values
+        self.fields = fields
+        self.stream = stream
+        self.source_component = source_component
+        self.source_task = source_task
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.anchors: Dict[int, int] = anchors if anchors is not None else {}
+        #: XOR of the edge ids of tuples anchored to this one (Storm's ackVal)
+        self.ack_val = 0
+
+    # --- Storm's ITuple ------------------------------------------------------
+    def __getitem__(self, key: Union[str, int]) -> Any:
+        if isinstance(key, str):
+            try:
+                return self.values[fields_index(self.fields)[key]]
+            except KeyError:
+                raise KeyError(f"field {key!r} is not one of {list(self.fields)} "
+                               f"(stream {self.stream!r} of {self.source_component!r})"
+                               ) from None
+        return self.values[key]
+
+    def get(self, key: Union[str, int], default: Any = None) -> Any:
+        """The value of field ``key`` (name or index), or ``default``."""
+        try:
+            return self[key]
+        except (KeyError, IndexError):
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return name in fields_index(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.values)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """Field name -> value."""
+        return dict(zip(self.fields, self.values))
+
+    @property
+    def message_id(self) -> Optional[KafkaMessageId]:
+        """The spout message id (partition, offset) of the Kafka message the
+        tuple comes from, or None for tuples not derived from one."""
+        if self.partition is None or self.offset is None:
+            return None
+        return KafkaMessageId(self.partition, self.offset)
+
+    @property
+    def tracked(self) -> bool:
+        """True when the tuple belongs to at least one tuple tree."""
+        return bool(self.anchors)
+
+    # --- pickling (Spark moves tuples between stages) --------------------------
+    def __reduce__(self) -> Any:
+        return (_rebuild, (self.values, self.fields, self.stream, self.source_component,
+                           self.source_task, self.topic, self.partition, self.offset,
+                           self.anchors, self.ack_val))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StormTuple):
+            return NotImplemented
+        return (list(self.values) == list(other.values) and self.fields == other.fields
+                and self.stream == other.stream and self.topic == other.topic
+                and self.partition == other.partition and self.offset == other.offset)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        origin = (f" from {self.topic}/{self.partition}@{self.offset}"
+                  if self.offset is not None else "")
+        return (f"StormTuple({self.as_dict()!r}, stream={self.stream!r}, "
+                f"source={self.source_component!r}{origin})")
+
+
+def _rebuild(values: Sequence[Any], fields: Tuple[str, ...], stream: str, source: str,
+             task: int, topic: Optional[str], partition: Optional[int],
+             offset: Optional[int], anchors: Dict[int, int], ack_val: int) -> StormTuple:
+    t = StormTuple(values, fields, stream=stream, source_component=source, source_task=task,
+                   topic=topic, partition=partition, offset=offset, anchors=anchors)
+    t.ack_val = ack_val
+    return t

@@ -1,0 +1,1 @@
+"""Trident's Kafka spouts: transactional state in ZooKeeper."""

@@ -1,0 +1,46 @@
+"""Reading (and, for a roll-back, writing) Trident Kafka spout state in ZooKeeper:
+a thin kazoo adapter over :mod:`storm_kafka_compat.trident.state`."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from storm_kafka_compat.trident.state import (TridentBatch, coordinator_path, last_batch,
+                                              parse_current_tx, partition_dir)
+
+__all__ = ["read_trident_partition", "write_trident_rollback"]
+
+
+def read_trident_partition(zk: Any, root: str, tx_state_id: str, topic: str, partition: int,
+                           *, fmt: str = "storm-kafka", wildcard: bool = False,
+                           timeout_s: float = 10.0) -> Tuple[str, Optional[TridentBatch]]:
+    """``(partition directory, last batch or None)`` for one partition.
+
+    ``zk`` is a started ``KazooClient``; calls are bounded by ``timeout_s``.
+    """
+    path = partition_dir(root, tx_state_id, topic, partition, fmt=fmt, wildcard=wildcard)
+    if not zk.exists_async(path).get(timeout=timeout_s):
+        return path, None
+    names = zk.get_children_async(path).get(timeout=timeout_s)
+    cpath = coordinator_path(root, tx_state_id)
+    current_tx = (parse_current_tx(zk.get_async(cpath).get(timeout=timeout_s)[0])
+                  if zk.exists_async(cpath).get(timeout=timeout_s) else None)
+    children: Dict[str, Optional[bytes]] = {}
+    for name in names:
+        if name.isdigit() and (current_tx is None or int(name) < current_tx):
+            children[name] = zk.get_async(f"{path}/{name}").get(timeout=timeout_s)[0]
+    # only the highest txid matters (getLastState)
+    return path, last_batch(children, current_tx)
+
+
+def write_trident_rollback(zk: Any, path: str, txid: int, data: bytes, *,
+                           timeout_s: float = 10.0) -> None:
+    """Overwrite (or create) ``path/<txid>`` with ``data``: the emitter's next batch
+    then starts from its ``nextOffset`` (``RotatingTransactionalState`` initialises a
+    new txid from the highest one below it)."""
+    node = f"{path}/{txid}"
+    zk.ensure_path_async(path).get(timeout=timeout_s)
+    if zk.exists_async(node).get(timeout=timeout_s):
+        zk.set_async(node, data).get(timeout=timeout_s)
+    else:
+        zk.create_async(node, data).get(timeout=timeout_s)
