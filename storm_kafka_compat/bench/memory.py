@@ -25,7 +25,7 @@ import random
 import tracemalloc
 from typing import Any, Callable, Dict, List, Tuple
 
-from storm_kafka_compat.spout.pending import OffsetRanges
+from storm_kafka_compat.offsets.ranges import OffsetRanges
 
 #: first offset of the window (large, so no int object is shared with small-int caches)
 BASE_OFFSET = 1_000_000_000

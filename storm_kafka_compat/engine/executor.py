@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
 from storm_kafka_compat.spout.manager import FetchPlan
-from storm_kafka_compat.spout.pending import Range
+from storm_kafka_compat.offsets.ranges import Range
 
 log = logging.getLogger(__name__)
 
@@ -71,33 +73,11 @@ class TaskResult:
 
 
 # --- per-worker caches -----------------------------------------------------------
-_KAFKA: Dict[Any, Any] = {}
 _PROCESSORS: Dict[Any, Any] = {}
 
 
 def _kafka_for(spec: TaskSpec) -> Any:
-    s = spec.spout
-    key = (spec.backend, spec.bootstrap, s.fetch_size_bytes, s.fetch_max_wait, s.min_fetch_byte,
-           s.buffer_size_bytes, s.socket_timeout_ms, s.client_id, spec.kafka_conf)
-    client = _KAFKA.get(key)
-    if client is None:
-        if spec.backend == "confluent":
-            from storm_kafka_compat.kafka.confluent import ConfluentAccess
-            client = ConfluentAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
-        else:
-            from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-            client = KafkaPythonAccess(list(spec.bootstrap), s, dict(spec.kafka_conf))
-        _KAFKA[key] = client
-    return client
-
-
-def _load_callable(spec: str) -> Any:
-    import importlib
-    module, _, attr = spec.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return worker_kafka(spec.backend, spec.bootstrap, spec.spout, spec.kafka_conf)
 
 
 def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
@@ -122,7 +102,7 @@ def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
         else:
             if not spec.bolt:
                 raise ValueError("no bolt configured: set `bolt: module:callable`")
-            bolt = _load_callable(spec.bolt)
+            bolt = load_object(spec.bolt, key="bolt")
 
             def proc(messages: List[Any], plan: FetchPlan) -> Any:
                 return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)

@@ -24,6 +24,7 @@ passed, as Storm's spout times out a tuple tree.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import weakref
@@ -36,16 +37,15 @@ from storm_kafka_compat.topology.bolts import (BoltRunner, FailedException, Simp
                                                TopologyContext)
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Grouping, Topology, TopologyError, route
+from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["PlanFilter", "BatchOutcome", "LocalRuntime", "SpoutStageResult", "StageResult",
            "process_batch", "run_spout_stage", "run_stage", "run_stage_group", "GroupResult",
-           "resolve_batch", "coalesce",
-           "subtract_offsets", "as_plan_filter"]
+           "resolve_batch", "as_plan_filter"]
 
-Range = Tuple[int, int]
 SPOUT_COMPONENT = "spout"
 
 
@@ -137,38 +137,6 @@ class BatchOutcome:
     @property
     def acked_count(self) -> int:
         return sum(e - s for s, e in self.acked)
-
-
-def coalesce(offsets: Iterable[int]) -> List[Range]:
-    """Sorted, merged ``[start, end)`` ranges of the given offsets."""
-    out: List[Range] = []
-    for o in sorted(set(offsets)):
-        if out and out[-1][1] == o:
-            out[-1] = (out[-1][0], o + 1)
-        else:
-            out.append((o, o + 1))
-    return out
-
-
-def subtract_offsets(ranges: Sequence[Range], offsets: Iterable[int]) -> List[Range]:
-    """``ranges`` without ``offsets`` (both sorted), as coalesced ranges."""
-    holes = sorted(set(offsets))
-    if not holes:
-        return list(ranges)
-    out: List[Range] = []
-    i = 0
-    for start, end in ranges:
-        while i < len(holes) and holes[i] < start:
-            i += 1
-        cur = start
-        while i < len(holes) and holes[i] < end:
-            if holes[i] > cur:
-                out.append((cur, holes[i]))
-            cur = holes[i] + 1
-            i += 1
-        if cur < end:
-            out.append((cur, end))
-    return out
 
 
 class _RangeBuilder:
@@ -592,7 +560,7 @@ def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilde
     failed_sorted = sorted(set(failed))
     open_sorted = sorted(set(incomplete) - set(failed_sorted))
     return BatchOutcome(topic=topic, partition=partition, taken=taken_ranges,
-                        acked=subtract_offsets(taken_ranges, failed_sorted + open_sorted),
+                        acked=subtract(taken_ranges, failed_sorted + open_sorted),
                         failed=failed_sorted, skipped_null=skipped,
                         next_offset=(last + 1) if last >= 0 else None, scanned_to=scanned,
                         stage_counts=counts, incomplete=open_sorted)
@@ -811,14 +779,13 @@ def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> Bat
     failed it; a failed root fails its offset; a root neither complete nor failed
     is reported in ``incomplete`` (it times out on the driver).
     """
-    total = dict(spout.init)
-    for root, value in spout.pairs.items():        # bolts run with the spout
-        total[root] = total.get(root, 0) ^ value
+    stages = list(stages)
+    # init, the pairs of the bolts that ran with the spout, then every stage's pairs
+    total = xor_by_root(itertools.chain(spout.init.items(), spout.pairs.items(),
+                                        *(st.pairs.items() for st in stages)))
     failed_roots: Set[int] = set(spout.failed_roots)
     counts = dict(spout.outcome.stage_counts)
     for st in stages:
-        for root, value in st.pairs.items():
-            total[root] = total.get(root, 0) ^ value
         failed_roots |= st.failed_roots
         agg = counts.setdefault(st.component, {})
         for k, v in st.counts.items():
@@ -834,7 +801,7 @@ def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> Bat
     failed_sorted = sorted(set(failed))
     open_sorted = sorted(set(incomplete) - set(failed_sorted))
     return BatchOutcome(topic=o.topic, partition=o.partition, taken=o.taken,
-                        acked=subtract_offsets(o.taken, failed_sorted + open_sorted),
+                        acked=subtract(o.taken, failed_sorted + open_sorted),
                         failed=failed_sorted, skipped_null=o.skipped_null,
                         next_offset=o.next_offset, scanned_to=o.scanned_to,
                         stage_counts=counts, incomplete=open_sorted)

@@ -38,11 +38,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import (AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Tuple)
 
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, bolt_error, fetch_plan
-from storm_kafka_compat.engine.process import run_spout_stage, run_stage_group, subtract_offsets
+from storm_kafka_compat.engine.process import run_spout_stage, run_stage_group
+from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.builder import Topology
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ def settle(records: Iterable[Record]) -> List[TaskResult]:
             bad = set(r.failed) | failed.get(k, set())
             r.failed = sorted(bad)
             r.unacked = sorted(open_.get(k, set()) - bad)
-            r.acked = subtract_offsets(r.taken, r.failed + r.unacked)
+            r.acked = subtract(r.taken, r.failed + r.unacked)
         out.append(r)
     return out
 

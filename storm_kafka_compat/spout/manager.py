@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import Broker, SpoutConfig
 from storm_kafka_compat.errors import TooManyFailuresError
-from storm_kafka_compat.spout.pending import OffsetRanges, Range
+from storm_kafka_compat.offsets.ranges import OffsetRanges, Range
 from storm_kafka_compat.spout.retry import Clock, FailedMsgRetryManager, load_retry_manager, monotonic_ms
 
 log = logging.getLogger(__name__)

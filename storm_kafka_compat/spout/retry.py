@@ -13,7 +13,6 @@ class implementing :class:`FailedMsgRetryManager`.
 from __future__ import annotations
 
 import heapq
-import importlib
 import itertools
 import math
 import time
@@ -21,6 +20,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from storm_kafka_compat.config import DEFAULT_RETRY_MANAGER, LONG_MAX, SpoutConfig
+from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.errors import ConfigError
 
 Clock = Callable[[], int]
@@ -229,14 +229,15 @@ def load_retry_manager(class_name: str, spout_config: SpoutConfig,
     cls: Any = _BUILTIN.get(class_name)
     if cls is None:
         module_name, sep, attr = class_name.partition(":")
-        if not sep:
+        if not sep:  # Java style: package.module.Class
             module_name, _, attr = class_name.rpartition(".")
         try:
-            cls = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
+            cls = load_object(f"{module_name}:{attr}", key="failedMsgRetryManagerClass")
+        except ConfigError as exc:
             raise ConfigError(
-                f"failedMsgRetryManagerClass {class_name!r} cannot be loaded ({exc}); use "
-                f"{DEFAULT_RETRY_MANAGER!r} or a Python class as 'package.module:Class'",
+                f"failedMsgRetryManagerClass {class_name!r} cannot be loaded "
+                f"({exc.__cause__ or exc}); use {DEFAULT_RETRY_MANAGER!r} or a Python class "
+                f"as 'package.module:Class'",
                 key="failedMsgRetryManagerClass", value=class_name) from exc
     if not (isinstance(cls, type) and issubclass(cls, FailedMsgRetryManager)):
         raise ConfigError(

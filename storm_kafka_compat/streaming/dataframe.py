@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
-from storm_kafka_compat.spout.pending import Range
+from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.streaming.datasource import KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, kafka_row
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec
 
@@ -48,32 +48,6 @@ Key = Tuple[str, int]
 #: the Kafka columns plus one status row per planned partition (``_status`` true)
 INTERNAL_SCHEMA_DDL = (KAFKA_SCHEMA_DDL + ", _status boolean, _error string, "
                        "_error_message string, _scanned_to long, _latency_ms long")
-
-
-def offsets_to_ranges(offsets: Iterable[int]) -> List[Range]:
-    """Sorted ``[(start, end_exclusive), ...]`` covering exactly ``offsets``."""
-    out: List[Range] = []
-    for o in sorted(set(offsets)):
-        if out and out[-1][1] == o:
-            out[-1] = (out[-1][0], o + 1)
-        else:
-            out.append((o, o + 1))
-    return out
-
-
-def subtract(ranges: Sequence[Range], offsets: Set[int]) -> List[Range]:
-    """``ranges`` without ``offsets``."""
-    out: List[Range] = []
-    for start, end in ranges:
-        cut = sorted(o for o in offsets if start <= o < end)
-        pos = start
-        for o in cut:
-            if o > pos:
-                out.append((pos, o))
-            pos = o + 1
-        if pos < end:
-            out.append((pos, end))
-    return out
 
 
 def fetch_rows(specs: Iterable[TaskSpec]) -> Iterator[Tuple[Any, ...]]:
@@ -213,7 +187,7 @@ class DataFrameExecutor:
         for key in gapped:      # offsets only, and only where they are not contiguous
             rows = fetched.where(data & (F.col("topic") == key[0]) &
                                  (F.col("partition") == key[1])).select("offset").collect()
-            taken[key] = offsets_to_ranges(int(row["offset"]) for row in rows)
+            taken[key] = coalesce(int(row["offset"]) for row in rows)
 
         failed: Dict[Key, Set[int]] = {}
         total = sum(int(r["n"]) for k, r in by_key.items() if k in taken)

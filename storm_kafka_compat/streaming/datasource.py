@@ -65,6 +65,7 @@ from storm_kafka_compat.config import (
     parse_yaml,
 )
 from storm_kafka_compat.discovery.base import PartitionInfo
+from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.errors import ConfigError, OffsetOutOfRangeError, StormKafkaCompatError
 from storm_kafka_compat.spout.startup import StartDecision, decide_start
 from storm_kafka_compat.offsets.document import encode_document
@@ -466,20 +467,6 @@ def kafka_row(m: Any) -> Tuple[Any, ...]:
     return (m.key, m.value, m.topic, m.partition, m.offset, ts, m.timestamp_type, headers)
 
 
-_CLIENTS: Dict[Any, Any] = {}
-
-
-def executor_kafka(bootstrap: Tuple[str, ...], spout: SpoutConfig,
-                   kafka_conf: Tuple[Tuple[str, Any], ...]) -> Any:
-    """A KafkaPythonAccess cached per Python worker and settings."""
-    key = (bootstrap, spout, kafka_conf)
-    client = _CLIENTS.get(key)
-    if client is None:
-        from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-        client = _CLIENTS[key] = KafkaPythonAccess(list(bootstrap), spout, dict(kafka_conf))
-    return client
-
-
 def read_range(kafka: Any, topic: str, partition: int, start: int, end: int, *,
                fail_on_data_loss: bool = True) -> Iterator[Any]:
     """Every message of ``[start, end)``, fetching until ``end`` (not until an empty poll).
@@ -520,13 +507,15 @@ class KafkaRange(InputPartition):
 
     def __init__(self, topic: str, partition: int, start: int, end: int,
                  bootstrap: Tuple[str, ...], spout: SpoutConfig,
-                 kafka_conf: Tuple[Tuple[str, Any], ...], fail_on_data_loss: bool) -> None:
+                 kafka_conf: Tuple[Tuple[str, Any], ...], fail_on_data_loss: bool,
+                 backend: str = "kafka-python") -> None:
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.bootstrap = bootstrap
         self.spout = spout
         self.kafka_conf = kafka_conf
         self.fail_on_data_loss = fail_on_data_loss
+        self.backend = backend
 
 
 # --- the stream reader -----------------------------------------------------------------------
@@ -612,8 +601,8 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         starts, ends = from_offset_map(start), from_offset_map(end)
         infos = self.positions.partitions()          # leaders known before the bootstrap list
         bootstrap = self.positions.kafka.bootstrap
-        # the source's executors read through kafka-python whatever the backend
-        kafka_conf = tuple(sorted(self.job.kafka_settings.for_kafka_python().items()))
+        backend = self.job.kafka_settings.backend
+        kafka_conf = tuple(sorted(self.job.kafka_settings.for_backend(backend).items()))
         out = []
         for key, stop in sorted(ends.items()):
             if key in starts:
@@ -623,11 +612,12 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 begin = self._start_for(info) if info is not None else stop
             if stop > begin:
                 out.append(KafkaRange(key[0], key[1], begin, stop, bootstrap, self.job.spout,
-                                      kafka_conf, self.source.fail_on_data_loss))
+                                      kafka_conf, self.source.fail_on_data_loss, backend))
         return out
 
     def read(self, partition: KafkaRange) -> Iterator[Tuple[Any, ...]]:
-        kafka = executor_kafka(partition.bootstrap, partition.spout, partition.kafka_conf)
+        kafka = worker_kafka(partition.backend, partition.bootstrap, partition.spout,
+                             partition.kafka_conf)
         for m in read_range(kafka, partition.topic, partition.partition, partition.start,
                             partition.end, fail_on_data_loss=partition.fail_on_data_loss):
             yield kafka_row(m)

@@ -9,7 +9,7 @@ from storm_kafka_compat.config import Broker, job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from storm_kafka_compat.streaming.dataframe import _failed_offsets, offsets_to_ranges, subtract
+from storm_kafka_compat.streaming.dataframe import _failed_offsets
 from storm_kafka_compat.streaming.datasource import (
     StormKafkaStreamReader,
     ZkPositions,
@@ -160,12 +160,6 @@ def test_zk_positions_overwrite_a_foreign_document_but_not_a_later_own_one():
     assert pos.write({("orders", 0): 20}) == {("orders", 0): 20}
     assert pos.write({("orders", 0): 30}) == {("orders", 0): 30}
     assert pos.write({("orders", 0): 25}) == {}
-
-
-def test_offsets_to_ranges_and_subtract():
-    assert offsets_to_ranges([5, 3, 4, 9, 10, 4]) == [(3, 6), (9, 11)]
-    assert subtract([(0, 10)], {0, 4, 9}) == [(1, 4), (5, 9)]
-    assert subtract([(0, 3), (5, 6)], set()) == [(0, 3), (5, 6)]
 
 
 def test_failed_offsets_from_lists_and_dicts():

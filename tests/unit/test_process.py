@@ -17,9 +17,8 @@ from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
                                                simple_bolt)
 from storm_kafka_compat.engine.process import (BatchOutcome, LocalRuntime, PlanFilter,
-                                                 as_plan_filter, coalesce, process_batch,
-                                                 resolve_batch, run_spout_stage, run_stage,
-                                                 subtract_offsets)
+                                                 as_plan_filter, process_batch,
+                                                 resolve_batch, run_spout_stage, run_stage)
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.builder import Topology, TopologyBuilder, TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
@@ -35,27 +34,6 @@ def msgs(offsets: Sequence[int], fmt: str = "m{}") -> List[KafkaMessage]:
 
 
 STRING = load_scheme("string")
-
-
-# --- ranges -----------------------------------------------------------------------------
-
-@pytest.mark.parametrize("offsets, ranges", [
-    ([], []), ([5], [(5, 6)]), ([1, 2, 3, 7, 8, 10], [(1, 4), (7, 9), (10, 11)]),
-    ([3, 1, 2, 2], [(1, 4)]),
-])
-def test_coalesce(offsets: List[int], ranges: List[Tuple[int, int]]) -> None:
-    assert coalesce(offsets) == ranges
-
-
-@pytest.mark.parametrize("ranges, holes, expected", [
-    ([(0, 10)], [], [(0, 10)]),
-    ([(0, 10)], [0, 9], [(1, 9)]),
-    ([(0, 10)], [4, 5], [(0, 4), (6, 10)]),
-    ([(0, 3), (5, 8)], [1, 5, 20], [(0, 1), (2, 3), (6, 8)]),
-    ([(0, 1)], [0], []),
-])
-def test_subtract_offsets(ranges: Any, holes: Any, expected: Any) -> None:
-    assert subtract_offsets(ranges, holes) == expected
 
 
 # --- plan filter ---------------------------------------------------------------------------

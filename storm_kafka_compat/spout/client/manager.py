@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.spout.manager import FetchPlan, PartitionCounters
-from storm_kafka_compat.spout.pending import OffsetRanges
+from storm_kafka_compat.offsets.ranges import OffsetRanges, Range, overlap
 from storm_kafka_compat.spout.client.config import AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE, KafkaSpoutConfig
 from storm_kafka_compat.spout.client.first_poll import NoOffsetResetError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
@@ -43,7 +43,6 @@ from storm_kafka_compat.spout.client.retry import Clock, RetryService
 
 log = logging.getLogger(__name__)
 
-Range = Tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -59,17 +58,6 @@ class BoundedFetchPlan(FetchPlan):
 
     def takes(self, offset: int) -> bool:
         return self.offset <= offset < self.bound
-
-
-def _overlap(ranges: OffsetRanges, start: int, end: int) -> List[Range]:
-    """The parts of ``[start, end)`` that are in ``ranges``."""
-    out: List[Range] = []
-    for s, e in ranges.ranges():
-        if s >= end:
-            break
-        if e > start:
-            out.append((max(s, start), min(e, end)))
-    return out
 
 
 class ClientPartitionManager:
@@ -248,7 +236,7 @@ class ClientPartitionManager:
         if not self.tracked:
             return
         for start, end in ranges:
-            for s, e in _overlap(self.in_flight, start, end):
+            for s, e in overlap(self.in_flight, start, end):
                 self.in_flight.remove_range(s, e)
                 if self.guarantee == AT_LEAST_ONCE:
                     self.offsets.add_to_acked(s, e)

@@ -18,12 +18,11 @@ range entries. This module is pure.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, Optional
 
 from storm_kafka_compat.errors import StormKafkaCompatError
-from storm_kafka_compat.spout.pending import OffsetRanges
+from storm_kafka_compat.offsets.ranges import OffsetRanges, Range
 
-Range = Tuple[int, int]
 
 
 class OffsetManagerInvariantError(StormKafkaCompatError):

@@ -1,9 +1,11 @@
 """OffsetRanges against a plain set model."""
 
+from typing import Any, List, Tuple
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from storm_kafka_compat.spout.pending import OffsetRanges, coalesce
+from storm_kafka_compat.offsets.ranges import OffsetRanges, coalesce, overlap, subtract
 
 
 def test_in_order_batch_is_one_range():
@@ -66,3 +68,36 @@ def test_matches_set_model(script):
         assert p.first() == (min(model) if model else None)
         rs = list(p.ranges())
         assert all(e0 < s1 for (_, e0), (s1, _) in zip(rs, rs[1:])), "ranges stay disjoint and non-adjacent"
+
+
+# --- range arithmetic (the one copy) -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("offsets, ranges", [
+    ([], []), ([5], [(5, 6)]), ([1, 2, 3, 7, 8, 10], [(1, 4), (7, 9), (10, 11)]),
+    ([3, 1, 2, 2], [(1, 4)]),
+])
+def test_coalesce_merges_runs(offsets: List[int], ranges: List[Tuple[int, int]]) -> None:
+    assert coalesce(offsets) == ranges
+
+
+@pytest.mark.parametrize("ranges, holes, expected", [
+    ([(0, 10)], [], [(0, 10)]),
+    ([(0, 10)], [0, 9], [(1, 9)]),
+    ([(0, 10)], [4, 5], [(0, 4), (6, 10)]),
+    ([(0, 3), (5, 8)], [1, 5, 20], [(0, 1), (2, 3), (6, 8)]),
+    ([(0, 1)], [0], []),
+])
+def test_subtract(ranges: Any, holes: Any, expected: Any) -> None:
+    assert subtract(ranges, holes) == expected
+
+
+def test_offsets_to_ranges_and_subtract():
+    assert coalesce([5, 3, 4, 9, 10, 4]) == [(3, 6), (9, 11)]
+    assert subtract([(0, 10)], {0, 4, 9}) == [(1, 4), (5, 9)]
+    assert subtract([(0, 3), (5, 6)], set()) == [(0, 3), (5, 6)]
+
+
+def test_overlap_clips_to_the_window() -> None:
+    r = OffsetRanges([(0, 3), (5, 8), (10, 12)])
+    assert overlap(r, 2, 11) == [(2, 3), (5, 8), (10, 11)]
+    assert overlap(r, 3, 5) == []

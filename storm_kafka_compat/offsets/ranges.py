@@ -1,4 +1,7 @@
-"""Pending offsets kept as sorted, disjoint half-open ranges.
+"""Offsets as sorted, disjoint half-open ``[start, end)`` ranges: the one copy.
+
+:class:`OffsetRanges` is the pending set; :func:`coalesce`, :func:`subtract` and
+:func:`overlap` are the range arithmetic every other module uses.
 
 storm-kafka keeps ``_pending`` as a ``TreeMap<offset, time>``: one entry, roughly a
 hundred bytes, per fetched-but-unacked offset. Here the pending set is two
@@ -12,7 +15,7 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 Range = Tuple[int, int]
 
@@ -174,13 +177,44 @@ class OffsetRanges:
         return self.remove_range(bound, last + 1)
 
 
-def coalesce(offsets: Iterable[int]) -> list:
-    """Sorted offsets to ``[(start, end_exclusive), ...]`` runs."""
-    out: list = []
-    for o in sorted(offsets):
-        if out and o <= out[-1][1]:
-            if o == out[-1][1]:
-                out[-1][1] = o + 1
+def coalesce(offsets: Iterable[int]) -> List[Range]:
+    """Offsets in any order, repeats allowed, to sorted merged ``[start, end)`` ranges."""
+    out: List[Range] = []
+    for o in sorted(set(offsets)):
+        if out and out[-1][1] == o:
+            out[-1] = (out[-1][0], o + 1)
         else:
-            out.append([o, o + 1])
-    return [(s, e) for s, e in out]
+            out.append((o, o + 1))
+    return out
+
+
+def subtract(ranges: Sequence[Range], offsets: Iterable[int]) -> List[Range]:
+    """Sorted disjoint ``ranges`` without ``offsets`` (any order), as ranges."""
+    holes = sorted(set(offsets))
+    if not holes:
+        return list(ranges)
+    out: List[Range] = []
+    i = 0
+    for start, end in ranges:
+        while i < len(holes) and holes[i] < start:
+            i += 1
+        cur = start
+        while i < len(holes) and holes[i] < end:
+            if holes[i] > cur:
+                out.append((cur, holes[i]))
+            cur = holes[i] + 1
+            i += 1
+        if cur < end:
+            out.append((cur, end))
+    return out
+
+
+def overlap(ranges: OffsetRanges, start: int, end: int) -> List[Range]:
+    """The parts of ``[start, end)`` that are in ``ranges``."""
+    out: List[Range] = []
+    for s, e in ranges.ranges():
+        if s >= end:
+            break
+        if e > start:
+            out.append((max(s, start), min(e, end)))
+    return out
