@@ -135,3 +135,99 @@ class TooManyFailuresError(StormKafkaCompatError):
         super().__init__(message)
         self.topic = topic
         self.partition = partition
+
+
+# --- raised by users' bolts (Storm's names; not failures of this project) ----------------
+
+class FailedException(Exception):
+    """Raise from a basic (or simple) bolt to fail the input tuple (Storm's
+    ``FailedException``); the Kafka message is replayed per the retry settings."""
+
+
+class ReportedFailedException(FailedException):
+    """Like :class:`FailedException`, and also reported (logged at WARNING)."""
+
+
+# --- config and topology -------------------------------------------------------------------
+
+
+class TopologyError(ConfigError):
+    """The topology is invalid: unknown source, stream or field, a cycle, a bad grouping."""
+
+
+# --- offset state --------------------------------------------------------------------------
+
+
+class OwnershipConflictError(ConcurrentWriterError):
+    """Another job wrote a document this job owns (same ``zkRoot``/``id``)."""
+
+
+class OffsetManagerInvariantError(StormKafkaCompatError):
+    """An ack below the committed offset reached the OffsetManager (Storm's
+    ``IllegalStateException`` bug guard): the spout's bookkeeping is broken."""
+
+
+# --- Kafka ---------------------------------------------------------------------------------
+
+
+class NoOffsetResetError(KafkaAccessError):
+    """The committed offset is outside the log and ``auto.offset.reset`` is
+    ``none`` (Kafka's ``NoOffsetForPartitionException``)."""
+
+
+class DataLossError(StormKafkaCompatError):
+    """Offsets planned for a batch are no longer in Kafka and ``failOnDataLoss`` is true."""
+
+
+class GroupAccessError(KafkaAccessError):
+    """Reading or writing a Kafka consumer group's offsets failed.
+
+    ``group_id`` names the group.
+    """
+
+    def __init__(self, message: str, *, group_id: Optional[str] = None,
+                 topic: Optional[str] = None, partition: Optional[int] = None,
+                 offset: Optional[int] = None) -> None:
+        super().__init__(message, topic=topic, partition=partition, offset=offset)
+        self.group_id = group_id
+
+
+class ActiveGroupError(GroupAccessError):
+    """The group has live members; its offsets are theirs to commit.
+
+    ``members`` lists their member ids.
+    """
+
+    def __init__(self, message: str, *, group_id: Optional[str] = None,
+                 members: Iterable[str] = ()) -> None:
+        super().__init__(message, group_id=group_id)
+        self.members = tuple(members)
+
+
+# --- the job -------------------------------------------------------------------------------
+
+
+class PipelineError(StormKafkaCompatError):
+    """The pipeline cannot go on (e.g. the bolt fails to load on every try)."""
+
+
+# --- operator tools ------------------------------------------------------------------------
+
+
+class ResetRefusedError(StormKafkaCompatError):
+    """``--execute`` on a plan that refuses some partitions: nothing was written."""
+
+
+# --- embedded servers (demo, bench, tests) -------------------------------------------------
+
+
+class EmbeddedServerError(StormKafkaCompatError):
+    """An embedded test server (ZooKeeper) could not be started or stopped."""
+
+
+class KafkaUnavailableError(EmbeddedServerError):
+    """npm, Java or the Kafka package is missing, or a broker did not start."""
+
+
+class BrokerUnavailableError(StormKafkaCompatError):
+    """The tansu binary is missing or the broker did not start."""

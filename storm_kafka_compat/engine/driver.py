@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from storm_kafka_compat.errors import KafkaAccessError, StormKafkaCompatError
+from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
 from storm_kafka_compat.spout.manager import CommitTimer, PartitionManager
 from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_task, run_tasks
@@ -66,10 +66,6 @@ DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
 #: each failed round up to LOOKUP_PAUSE_MAX_MS
 LOOKUP_PAUSE_MS = 5_000
 LOOKUP_PAUSE_MAX_MS = 60_000
-
-
-class PipelineError(StormKafkaCompatError):
-    """The pipeline cannot go on (e.g. the bolt fails to load on every try)."""
 
 
 @dataclass

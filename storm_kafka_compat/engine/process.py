@@ -36,7 +36,8 @@ from storm_kafka_compat.topology.acker import Acker, new_id, xor_by_root
 from storm_kafka_compat.topology.bolts import (BoltRunner, FailedException, SimpleBolt,
                                                TopologyContext)
 from storm_kafka_compat.topology.schemes import Scheme
-from storm_kafka_compat.topology.builder import Grouping, Topology, TopologyError, route
+from storm_kafka_compat.topology.builder import Grouping, Topology, route
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.topology.tuples import StormTuple
 

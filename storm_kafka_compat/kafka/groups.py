@@ -46,7 +46,7 @@ import logging
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
-from storm_kafka_compat.errors import ConfigError, KafkaAccessError
+from storm_kafka_compat.errors import ActiveGroupError, ConfigError, GroupAccessError
 
 log = logging.getLogger(__name__)
 
@@ -77,31 +77,6 @@ _T = TypeVar("_T")
 #: when found in the job's ``kafka`` mapping (they tune fetching)
 _IGNORED_CONSUMER_KEYS = ("group_id", "enable_auto_commit", "auto_offset_reset",
                           "key_deserializer", "value_deserializer")
-
-
-class GroupAccessError(KafkaAccessError):
-    """Reading or writing a Kafka consumer group's offsets failed.
-
-    ``group_id`` names the group.
-    """
-
-    def __init__(self, message: str, *, group_id: Optional[str] = None,
-                 topic: Optional[str] = None, partition: Optional[int] = None,
-                 offset: Optional[int] = None) -> None:
-        super().__init__(message, topic=topic, partition=partition, offset=offset)
-        self.group_id = group_id
-
-
-class ActiveGroupError(GroupAccessError):
-    """The group has live members; its offsets are theirs to commit.
-
-    ``members`` lists their member ids.
-    """
-
-    def __init__(self, message: str, *, group_id: Optional[str] = None,
-                 members: Iterable[str] = ()) -> None:
-        super().__init__(message, group_id=group_id)
-        self.members = tuple(members)
 
 
 def is_retriable_coordinator_error(error: Any) -> bool:

@@ -29,13 +29,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Set
 
-from storm_kafka_compat.errors import ConcurrentWriterError
+from storm_kafka_compat.errors import OwnershipConflictError
 
 log = logging.getLogger(__name__)
-
-
-class OwnershipConflictError(ConcurrentWriterError):
-    """Another job wrote a document this job owns (same ``zkRoot``/``id``)."""
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import (EmbeddedServerError, EmbeddedZooKeeper,
-                                                  _java, free_port)
+from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, _java, free_port
+from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +73,6 @@ KAFKA_PYTHON_API_VERSION = (0, 9)
 LIBRDKAFKA_SETTINGS = {"api.version.request": False, "broker.version.fallback": KAFKA_VERSION}
 
 Message = Tuple[int, Optional[bytes], Optional[bytes]]
-
-
-class KafkaUnavailableError(EmbeddedServerError):
-    """npm, Java or the Kafka package is missing, or a broker did not start."""
 
 
 # --- the package ----------------------------------------------------------------------

@@ -32,15 +32,11 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterable, List, Optional, Tuple
 
-from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.errors import BrokerUnavailableError
 
 log = logging.getLogger(__name__)
 
 Message = Tuple[int, Optional[bytes], Optional[bytes]]
-
-
-class BrokerUnavailableError(StormKafkaCompatError):
-    """The tansu binary is missing or the broker did not start."""
 
 
 def tansu_binary() -> Path:

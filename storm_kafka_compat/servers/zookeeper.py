@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import List, Optional
 
-from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.errors import EmbeddedServerError
 from storm_kafka_compat.servers.process import ServerProcess
 
 logger = logging.getLogger(__name__)
@@ -39,10 +39,6 @@ logger = logging.getLogger(__name__)
 #: Debian's ZooKeeper jar (its manifest Class-Path brings the dependencies)
 DEBIAN_ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 _DEBIAN_LOGGING_JARS = ("/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar")
-
-
-class EmbeddedServerError(StormKafkaCompatError):
-    """An embedded test server (ZooKeeper) could not be started or stopped."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -66,7 +66,7 @@ from storm_kafka_compat.config import (
 )
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.kafka.worker import worker_kafka
-from storm_kafka_compat.errors import ConfigError, OffsetOutOfRangeError, StormKafkaCompatError
+from storm_kafka_compat.errors import ConfigError, DataLossError, OffsetOutOfRangeError
 from storm_kafka_compat.spout.startup import StartDecision, decide_start
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.spout.legacy import (
@@ -94,10 +94,6 @@ Key = Tuple[str, int]
 OffsetMap = Dict[str, Dict[str, int]]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-class DataLossError(StormKafkaCompatError):
-    """Offsets planned for a batch are no longer in Kafka and ``failOnDataLoss`` is true."""
 
 
 # --- options --------------------------------------------------------------------------

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, JobConfig, ZkHosts
-from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
-from storm_kafka_compat.kafka.groups import ActiveGroupError
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.errors import ActiveGroupError
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.tools import PartitionKey, PartitionState, ToolEnv, select_partitions
 
@@ -60,10 +60,6 @@ REPORT_COLUMNS = ("TOPIC", "PARTITION", "SOURCE", "TARGET", "SOURCE-OFFSET",
                   "TARGET-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET", "ACTION", "REASON")
 
 MOVE, UNCHANGED, SKIP = "move", "unchanged", "skip"
-
-
-class MigrateRefusedError(StormKafkaCompatError):
-    """The migration cannot run (e.g. the target group has active members)."""
 
 
 def kafka08_offsets_path(group: str, topic: str, partition: int) -> str:

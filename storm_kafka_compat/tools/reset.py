@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
 from storm_kafka_compat.config import EARLIEST_TIME, NO_OFFSET, Broker
-from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
+from storm_kafka_compat.errors import ConfigError, ResetRefusedError
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.tools import PartitionState, ToolEnv, select_partitions
 
@@ -52,10 +52,6 @@ log = logging.getLogger(__name__)
 MODES = ("earliest", "latest", "offset", "datetime", "shift")
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "DIFFERENCE",
                 "LOG-START-OFFSET", "LOG-END-OFFSET", "TOPOLOGY-ID", "NOTE")
-
-
-class ResetRefusedError(StormKafkaCompatError):
-    """``--execute`` on a plan that refuses some partitions: nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
                     Union)
 
-from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.errors import ConfigError, FailedException, ReportedFailedException
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
 
@@ -46,15 +46,6 @@ __all__ = [
 BOLT_KINDS = ("simple", "basic", "rich")
 
 OutputFields = Union[Sequence[str], Mapping[str, Sequence[str]]]
-
-
-class FailedException(Exception):
-    """Raise from a basic (or simple) bolt to fail the input tuple (Storm's
-    ``FailedException``); the Kafka message is replayed per the retry settings."""
-
-
-class ReportedFailedException(FailedException):
-    """Like :class:`FailedException`, and also reported (logged at WARNING)."""
 
 
 def normalize_output_fields(declared: Any) -> Dict[str, Tuple[str, ...]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import random
 
-from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
                                                normalize_output_fields)
@@ -31,10 +31,6 @@ __all__ = ["GROUPINGS", "Grouping", "BoltSpec", "Topology", "TopologyBuilder", "
            "TopologyError", "route", "stable_hash", "from_spec"]
 
 GROUPINGS = ("shuffle", "fields", "global", "all")
-
-
-class TopologyError(ConfigError):
-    """The topology is invalid: unknown source, stream or field, a cycle, a bad grouping."""
 
 
 @dataclass(frozen=True)

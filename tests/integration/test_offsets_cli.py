@@ -19,8 +19,8 @@ import time
 import pytest
 
 from storm_kafka_compat.errors import ConfigError, KafkaAccessError
-from storm_kafka_compat.kafka.groups import (ActiveGroupError, GroupAccessError,
-                                             KafkaGroupOffsets)
+from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+from storm_kafka_compat.errors import ActiveGroupError, GroupAccessError
 
 pytestmark = pytest.mark.integration
 

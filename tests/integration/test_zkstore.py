@@ -347,7 +347,8 @@ def test_session_expiry_through_a_cut_network(zk_server):
 def test_embedded_zookeeper_start_failure_shows_the_log(tmp_path):
     import socket
 
-    from storm_kafka_compat.servers.zookeeper import EmbeddedServerError, EmbeddedZooKeeper
+    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.errors import EmbeddedServerError
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))        # bound, not listening: ruok gets refused

@@ -3,7 +3,7 @@
 import pytest
 
 from storm_kafka_compat.spout.client.config import KafkaSpoutConfig
-from storm_kafka_compat.spout.client.first_poll import NoOffsetResetError
+from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.spout.client.manager import BoundedFetchPlan, ClientPartitionManager
 from storm_kafka_compat.spout.client.retry import RetrySettings, TimeInterval
 

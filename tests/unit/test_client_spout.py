@@ -8,7 +8,7 @@ from storm_kafka_compat.spout.client.spout import ClientSpout, client_spout_fact
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.groups import GroupAccessError
+from storm_kafka_compat.errors import GroupAccessError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 

@@ -18,7 +18,8 @@ from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldNameTopicSelector, serializer_for)
 from storm_kafka_compat.engine.process import PlanFilter, process_batch
 from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.builder import TopologyBuilder, TopologyError, from_spec
+from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 STRING = load_scheme("string")

@@ -20,7 +20,8 @@ from storm_kafka_compat.engine.process import (BatchOutcome, LocalRuntime, PlanF
                                                  as_plan_filter, process_batch,
                                                  resolve_batch, run_spout_stage, run_stage)
 from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.builder import Topology, TopologyBuilder, TopologyError
+from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 

@@ -18,8 +18,9 @@ from storm_kafka_compat.tools.lag import LagRow, lag, monitor_json
 from storm_kafka_compat.tools.migrate import (FROM_KAFKA, TO_KAFKA, commit_metadata,
                                               execute_migrate, metadata_topology_id,
                                               parse_kafka08_offset, plan_migrate)
-from storm_kafka_compat.tools.reset import (ResetRefusedError, ResetSpec, execute_reset,
-                                            export_csv, parse_datetime, plan_reset)
+from storm_kafka_compat.tools.reset import (ResetSpec, execute_reset, export_csv, parse_datetime,
+                                            plan_reset)
+from storm_kafka_compat.errors import ResetRefusedError
 
 LEADER = Broker("k1", 9092)
 
@@ -212,7 +213,7 @@ def test_migrate_to_kafka_range_check_and_active_members():
     assert "beyond the log end" in plan.entries[1].reason
     assert "below the log start" in plan.entries[2].reason
     assert json.loads(plan.entries[0].metadata)["topologyId"] == "clicks-1-1"
-    from storm_kafka_compat.kafka.groups import ActiveGroupError
+    from storm_kafka_compat.errors import ActiveGroupError
     with pytest.raises(ActiveGroupError):
         execute_migrate(env, plan, groups=group)
     assert group.offsets == {}

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt, SimpleBolt
-from storm_kafka_compat.topology.builder import (Grouping, TopologyBuilder, TopologyError,
-                                                  from_spec, route, stable_hash)
+from storm_kafka_compat.topology.builder import (Grouping, TopologyBuilder, from_spec, route,
+                                                 stable_hash)
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 

@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
-from storm_kafka_compat.errors import KafkaAccessError
+from storm_kafka_compat.errors import NoOffsetResetError
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,6 @@ RESUME_FOREIGN = "resume_foreign"  # someone else's commit, UNCOMMITTED_* strate
 STRATEGY = "first_poll_strategy"   # EARLIEST/LATEST over someone else's commit
 NO_COMMIT = "no_commit"            # nothing committed for the group
 OUT_OF_RANGE = "out_of_range"      # committed offset outside the log: auto.offset.reset
-
-
-class NoOffsetResetError(KafkaAccessError):
-    """The committed offset is outside the log and ``auto.offset.reset`` is
-    ``none`` (Kafka's ``NoOffsetForPartitionException``)."""
 
 
 @dataclass(frozen=True)

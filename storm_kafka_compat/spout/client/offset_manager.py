@@ -20,14 +20,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.errors import OffsetManagerInvariantError
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range
-
-
-
-class OffsetManagerInvariantError(StormKafkaCompatError):
-    """An ack below the committed offset reached the OffsetManager (Storm's
-    ``IllegalStateException`` bug guard): the spout's bookkeeping is broken."""
 
 
 def _first_at_or_above(ranges: OffsetRanges, offset: int) -> Optional[int]:
