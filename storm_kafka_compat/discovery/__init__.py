@@ -1,15 +1,43 @@
-"""Coordinators: which partitions this task owns, and from which leader.
+"""Discovery: which partitions exist and who leads them (no partition state).
 
-``StaticCoordinator`` (StaticHosts), ``ZkCoordinator`` (ZkHosts: Kafka's broker
-registry in ZooKeeper) and ``BootstrapCoordinator`` (KRaft-era clusters) share
-:class:`~storm_kafka_compat.discovery.base.Coordinator`.
+:func:`discovery_for` is the one place a job's config is turned into its
+discovery: ``StaticHosts`` -> :class:`StaticDiscovery`, ``ZkHosts`` ->
+:class:`ZkDiscovery` (Kafka's broker registry), bootstrap servers ->
+:class:`BootstrapDiscovery`, and a storm-kafka-client job (``kafkaSpout``
+with ``offsetStore: kafka``) -> :class:`TopicsDiscovery`.
 """
 
-from storm_kafka_compat.discovery.assignment import partitions_for_task
-from storm_kafka_compat.discovery.base import Coordinator, PartitionInfo
-from storm_kafka_compat.discovery.bootstrap import BootstrapCoordinator
-from storm_kafka_compat.discovery.static import StaticCoordinator
-from storm_kafka_compat.discovery.zk import ZkCoordinator
+from __future__ import annotations
 
-__all__ = ["Coordinator", "PartitionInfo", "partitions_for_task", "StaticCoordinator",
-           "ZkCoordinator", "BootstrapCoordinator"]
+from typing import Any, Optional
+
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+
+__all__ = ["Discovery", "PartitionInfo", "discovery_for"]
+
+
+def discovery_for(job: Any, kafka: Any, *, reader: Optional[Any] = None) -> Discovery:
+    """The discovery ``job`` calls for.
+
+    Parameters
+    ----------
+    job : JobConfig
+    kafka : LazyKafka-like
+        Metadata for the bootstrap and storm-kafka-client discoveries.
+    reader : RegistryReader, optional
+        For ``ZkHosts``: read the registry through this (tests) instead of a
+        kazoo client of the discovery's own.
+    """
+    from storm_kafka_compat.config import StaticHosts, ZkHosts
+    if job.uses_kafka_offsets:
+        from storm_kafka_compat.discovery.topics import TopicsDiscovery
+        return TopicsDiscovery(job.kafka_spout, kafka)
+    hosts = job.spout.hosts
+    if isinstance(hosts, ZkHosts):
+        from storm_kafka_compat.discovery.zk import ZkDiscovery
+        return ZkDiscovery(hosts, job.spout, job.topology, reader=reader)
+    if isinstance(hosts, StaticHosts):
+        from storm_kafka_compat.discovery.static import StaticDiscovery
+        return StaticDiscovery(hosts, job.spout.topic)
+    from storm_kafka_compat.discovery.bootstrap import BootstrapDiscovery
+    return BootstrapDiscovery(hosts, job.spout, job.topology, kafka)

@@ -1,10 +1,10 @@
-"""BootstrapCoordinator: partitions and leaders from the brokers' metadata.
+"""BootstrapDiscovery: partitions and leaders from the brokers' metadata.
 
 KRaft-era clusters (Kafka 3.3+, only mode from 4.0) no longer register brokers
 in ZooKeeper, so ``ZkHosts`` discovery finds nothing there (or stale data after a
-migration). This coordinator asks the bootstrap servers through
+migration). This discovery asks the bootstrap servers through
 :meth:`KafkaAccess.leaders` / :meth:`KafkaAccess.topics` instead; everything
-else (assignment, managers, leader changes, wildcard) is as for ZkCoordinator.
+else (wildcard, leaders) is as for ZkDiscovery.
 Partitions the metadata reports without a leader are left out (logged at WARN).
 When the brokers cannot be asked, ``refresh`` raises the access's
 :class:`~storm_kafka_compat.errors.FailedFetchError` (retriable).
@@ -13,11 +13,10 @@ When the brokers cannot be asked, ``refresh`` raises the access's
 from __future__ import annotations
 
 import logging
-from typing import List, Optional
+from typing import List
 
 from storm_kafka_compat.config import BootstrapHosts, SpoutConfig, TopologyConfig
-from storm_kafka_compat.discovery.base import (Coordinator, ManagerFactory,
-                                                  PartitionInfo, RemovedCallback)
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
 from storm_kafka_compat.discovery.registry import java_full_match
 from storm_kafka_compat.errors import CoordinatorError
 from storm_kafka_compat.kafka.client import KafkaAccess
@@ -25,8 +24,8 @@ from storm_kafka_compat.kafka.client import KafkaAccess
 log = logging.getLogger(__name__)
 
 
-class BootstrapCoordinator(Coordinator):
-    """Coordinator over :class:`~storm_kafka_compat.config.BootstrapHosts`.
+class BootstrapDiscovery(Discovery):
+    """The partitions of :class:`~storm_kafka_compat.config.BootstrapHosts` (brokers' metadata).
 
     Parameters
     ----------
@@ -38,17 +37,11 @@ class BootstrapCoordinator(Coordinator):
         ``wildcard_match``.
     access : KafkaAccess
         Metadata source (not closed by this object).
-    manager_factory, on_removed, task_index, total_tasks
-        See :class:`~storm_kafka_compat.discovery.base.Coordinator`.
     """
 
     def __init__(self, hosts: BootstrapHosts, spout: SpoutConfig, topology: TopologyConfig,
-                 access: KafkaAccess, *, manager_factory: ManagerFactory,
-                 on_removed: Optional[RemovedCallback] = None, task_index: int = 0,
-                 total_tasks: int = 1) -> None:
-        super().__init__(manager_factory=manager_factory, on_removed=on_removed,
-                         task_index=task_index, total_tasks=total_tasks,
-                         refresh_freq_ms=hosts.refresh_freq_secs * 1000)
+                 access: KafkaAccess) -> None:
+        self.refresh_freq_ms = hosts.refresh_freq_secs * 1000
         self.hosts = hosts
         self.topic = spout.topic
         self.wildcard = topology.wildcard_match

@@ -1,4 +1,4 @@
-"""ZkCoordinator: partitions and leaders from Kafka's broker registry in ZooKeeper.
+"""ZkDiscovery: partitions and leaders from Kafka's broker registry in ZooKeeper.
 
 What storm-kafka's ``ZkCoordinator`` + ``DynamicBrokersReader`` do, over kazoo:
 
@@ -30,8 +30,7 @@ from typing import Any, Dict, List, Optional, Protocol
 
 from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery import registry
-from storm_kafka_compat.discovery.base import (Coordinator, ManagerFactory,
-                                                  PartitionInfo, RemovedCallback)
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError
 
 log = logging.getLogger(__name__)
@@ -205,8 +204,8 @@ def connect_kazoo(hosts: ZkHosts, topology: TopologyConfig) -> Any:
     return client
 
 
-class ZkCoordinator(Coordinator):
-    """Coordinator over :class:`~storm_kafka_compat.config.ZkHosts`.
+class ZkDiscovery(Discovery):
+    """The partitions of :class:`~storm_kafka_compat.config.ZkHosts` (Kafka's registry).
 
     Parameters
     ----------
@@ -222,18 +221,12 @@ class ZkCoordinator(Coordinator):
     listener_name : str, optional
         Registered listener to fetch from (default: top-level host/port, else
         a PLAINTEXT endpoint, else the first one).
-    manager_factory, on_removed, task_index, total_tasks
-        See :class:`~storm_kafka_compat.discovery.base.Coordinator`.
     """
 
     def __init__(self, hosts: ZkHosts, spout: SpoutConfig, topology: TopologyConfig, *,
-                 manager_factory: ManagerFactory, on_removed: Optional[RemovedCallback] = None,
-                 task_index: int = 0, total_tasks: int = 1,
                  reader: Optional[RegistryReader] = None,
                  listener_name: Optional[str] = None) -> None:
-        super().__init__(manager_factory=manager_factory, on_removed=on_removed,
-                         task_index=task_index, total_tasks=total_tasks,
-                         refresh_freq_ms=hosts.refresh_freq_secs * 1000)
+        self.refresh_freq_ms = hosts.refresh_freq_secs * 1000
         self.hosts = hosts
         self.topic = spout.topic
         self.wildcard = topology.wildcard_match
@@ -251,11 +244,8 @@ class ZkCoordinator(Coordinator):
                                wildcard=self.wildcard, listener_name=self.listener_name)
 
     def close(self) -> None:
-        """Release the managers, then stop the kazoo client this object started."""
-        try:
-            super().close()
-        finally:
-            if self._client is not None:
-                self._client.stop()
-                self._client.close()
-                self._client = None
+        """Stop the kazoo client this object started."""
+        if self._client is not None:
+            self._client.stop()
+            self._client.close()
+            self._client = None

@@ -370,7 +370,7 @@ class Pipeline:
             if not r.plan.retry:
                 self._caught_up[key] = n == 0
         if refresh:
-            self.spout.coordinator.on_fetch_failure()
+            self.spout.assignment.on_fetch_failure()
         return taken_total
 
     def expire_open_trees(self, now_ms: int) -> int:
@@ -458,7 +458,7 @@ class Pipeline:
             "commitFailures": self.summary.commit_failures,
             "fetchFailures": self.summary.fetch_failures,
             "timeouts": self.summary.timeouts,
-            "refreshFailures": getattr(self.spout.coordinator, "refresh_failures", 0),
+            "refreshFailures": self.spout.assignment.refresh_failures,
             "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
 
     def _progress_line(self, rate: float) -> str:
@@ -558,7 +558,7 @@ class Pipeline:
             log.error("final commit failed %d times; the uncommitted progress will be "
                       "processed again on the next start (at-least-once is kept)",
                       options.final_commit_attempts)
-        self.spout.close_coordinator()
+        self.spout.release()
 
     def _partition_summaries(self) -> List[PartitionSummary]:
         out = []

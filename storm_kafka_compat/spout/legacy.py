@@ -1,7 +1,7 @@
-"""The driver-side spout: coordinator, PartitionManagers, offset store, commits.
+"""The driver-side spout: assignment, PartitionManagers, offset store, commits.
 
 This is storm-kafka's ``KafkaSpout`` minus emitting: it builds a
-PartitionManager for each partition the coordinator assigns (reading the
+PartitionManager for each partition the assignment gives this task (reading the
 ZooKeeper document and running the start-up decision), commits every manager
 whose offset changed in one batched write, and commits a manager when its
 partition goes away (Storm's ``close()``).
@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from storm_kafka_compat.config import BootstrapHosts, Broker, JobConfig, StaticHosts, ZkHosts
-from storm_kafka_compat.discovery.base import Coordinator, PartitionInfo
+from storm_kafka_compat.config import BootstrapHosts, Broker, JobConfig, StaticHosts
+from storm_kafka_compat.discovery import PartitionInfo, discovery_for
+from storm_kafka_compat.spout.assignment import Assignment
 from storm_kafka_compat.errors import StateError
 from storm_kafka_compat.spout.manager import PartitionManager
 from storm_kafka_compat.spout.retry import Clock, monotonic_ms
@@ -48,7 +49,7 @@ def zk_path_for(job: JobConfig, info: PartitionInfo) -> str:
 
 class LazyKafka:
     """A KafkaAccess built on first use from the known brokers (leaders found by
-    the coordinator) or the configured bootstrap servers."""
+    the discovery) or the configured bootstrap servers."""
 
     def __init__(self, job: JobConfig, factory: Optional[Callable[[List[str]], Any]] = None) -> None:
         self.job = job
@@ -72,7 +73,7 @@ class LazyKafka:
     def get(self) -> Any:
         if self._access is None:
             if not self.brokers:
-                raise StateError("no Kafka broker known yet: the coordinator found no leader")
+                raise StateError("no Kafka broker known yet: discovery found no leader")
             if self.factory is not None:
                 self._access = self.factory(list(self.bootstrap))
             else:
@@ -90,21 +91,12 @@ class LazyKafka:
             self._access = None
 
 
-def make_coordinator(job: JobConfig, kafka: LazyKafka, *, manager_factory: Callable[[PartitionInfo], Any],
-                     on_removed: Optional[Callable[[PartitionInfo, Any], None]] = None,
-                     task_index: int = 0, total_tasks: int = 1, reader: Any = None) -> Coordinator:
-    """The coordinator the hosts of ``job`` call for."""
-    hosts = job.spout.hosts
-    common = dict(manager_factory=manager_factory, on_removed=on_removed,
-                  task_index=task_index, total_tasks=total_tasks)
-    if isinstance(hosts, ZkHosts):
-        from storm_kafka_compat.discovery.zk import ZkCoordinator
-        return ZkCoordinator(hosts, job.spout, job.topology, reader=reader, **common)
-    if isinstance(hosts, StaticHosts):
-        from storm_kafka_compat.discovery.static import StaticCoordinator
-        return StaticCoordinator(hosts, job.spout.topic, **common)
-    from storm_kafka_compat.discovery.bootstrap import BootstrapCoordinator
-    return BootstrapCoordinator(hosts, job.spout, job.topology, kafka, **common)
+def make_assignment(job: JobConfig, kafka: LazyKafka, *, manager_factory: Callable[[PartitionInfo], Any],
+                    on_removed: Optional[Callable[[PartitionInfo, Any], None]] = None,
+                    task_index: int = 0, total_tasks: int = 1, reader: Any = None) -> Assignment:
+    """This task's share of the partitions the job's discovery finds."""
+    return Assignment(discovery_for(job, kafka, reader=reader), manager_factory=manager_factory,
+                      on_removed=on_removed, task_index=task_index, total_tasks=total_tasks)
 
 
 @dataclass
@@ -141,9 +133,9 @@ class Spout:
         #: detects another job writing our documents (Storm never did): one pipelined
         #: read of the documents we wrote last, per commit
         self.ownership = OwnershipGuard(topology_id)
-        self.coordinator = make_coordinator(job, kafka, manager_factory=self._new_manager,
-                                            on_removed=self._removed, task_index=task_index,
-                                            total_tasks=total_tasks, reader=registry_reader)
+        self.assignment = make_assignment(job, kafka, manager_factory=self._new_manager,
+                                          on_removed=self._removed, task_index=task_index,
+                                          total_tasks=total_tasks, reader=registry_reader)
 
     # --- managers ----------------------------------------------------------------
     def _new_manager(self, info: PartitionInfo) -> PartitionManager:
@@ -169,10 +161,10 @@ class Spout:
                 "kafka.topic.wildcard.match": t.wildcard_match}
 
     def managers(self) -> Dict[Tuple[str, int], PartitionManager]:
-        return self.coordinator.managed()
+        return self.assignment.managed()
 
     def maybe_refresh(self, now_ms: int) -> bool:
-        return self.coordinator.maybe_refresh(now_ms)
+        return self.assignment.maybe_refresh(now_ms)
 
     # --- commits -------------------------------------------------------------------
     def document(self, pm: PartitionManager, offset: int) -> bytes:
@@ -206,15 +198,12 @@ class Spout:
     def commit(self) -> CommitReport:
         return self.commit_managers(list(self.managers().values()))
 
-    def close_coordinator(self) -> None:
-        """Release the coordinator without writing (the caller committed)."""
-        close = getattr(self.coordinator, "close", None)
-        if close is not None:
-            self.coordinator._on_removed = None
-            close()
+    def release(self) -> None:
+        """Release the assignment without writing (the caller committed)."""
+        self.assignment.release()
 
     def close(self) -> CommitReport:
-        """Final commit, then release the coordinator."""
+        """Final commit, then release the assignment."""
         report = self.commit()
-        self.close_coordinator()
+        self.release()
         return report

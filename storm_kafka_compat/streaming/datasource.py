@@ -71,7 +71,7 @@ from storm_kafka_compat.spout.startup import StartDecision, decide_start
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.spout.legacy import (
     LazyKafka,
-    make_coordinator,
+    make_assignment,
     topology_instance_id,
     zk_path_for,
 )
@@ -356,8 +356,8 @@ class ZkPositions:
         self.store = store
         self.kafka = LazyKafka(job, kafka_factory)
         self.topology_id = topology_id or topology_instance_id(job)
-        self.coordinator = make_coordinator(job, self.kafka, manager_factory=self._learn,
-                                            reader=registry_reader)
+        self.assignment = make_assignment(job, self.kafka, manager_factory=self._learn,
+                                          reader=registry_reader)
         self.decisions: Dict[Key, StartDecision] = {}
         self._lock = threading.Lock()
 
@@ -366,10 +366,10 @@ class ZkPositions:
         return info
 
     def partitions(self, now_ms: Optional[int] = None) -> Dict[Key, PartitionInfo]:
-        """The partitions the coordinator finds (refreshed every ``refreshFreqSecs``)."""
+        """The partitions the discovery finds (refreshed every ``refreshFreqSecs``)."""
         import time
-        self.coordinator.maybe_refresh(int(time.monotonic() * 1000) if now_ms is None else now_ms)
-        return dict(self.coordinator.managed())
+        self.assignment.maybe_refresh(int(time.monotonic() * 1000) if now_ms is None else now_ms)
+        return dict(self.assignment.managed())
 
     def path(self, info: PartitionInfo) -> str:
         return zk_path_for(self.job, info)
@@ -445,10 +445,7 @@ class ZkPositions:
             return written
 
     def close(self) -> None:
-        close = getattr(self.coordinator, "close", None)
-        if close is not None:
-            self.coordinator._on_removed = None
-            close()
+        self.assignment.release()
         self.kafka.close()
         if self._owns_store:
             self.store.close()

@@ -11,7 +11,7 @@ Two offset stores, as in the pipeline:
   pipeline's coordinator, one :class:`PartitionState` per partition;
 * a Kafka consumer group (``kafkaSpout.offsetStore: kafka``, the
   storm-kafka-client spout): partitions from the
-  :class:`~storm_kafka_compat.spout.client.spout.ClientCoordinator` that
+  :class:`~storm_kafka_compat.discovery.topics.TopicsDiscovery` that
   ``ClientSpout`` builds, the group's commits through
   :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets`, one
   :class:`GroupPartitionState` per partition (:meth:`ToolEnv.group_states`).
@@ -158,7 +158,7 @@ class ToolEnv:
         ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``; the
         pipeline's :class:`~storm_kafka_compat.spout.legacy.LazyKafka` when omitted.
     registry_reader : RegistryReader, optional
-        Passed to the ZkCoordinator (tests); by default it connects itself.
+        Passed to the ZkDiscovery (tests); by default it connects itself.
     groups : KafkaGroupOffsets-like, optional
         ``committed(keys)``, ``commit(...)``, ``active_members()`` of the
         ``kafkaSpout`` group (Kafka-store jobs only); built on first use from
@@ -246,37 +246,20 @@ class ToolEnv:
     # --- partitions ------------------------------------------------------------------
 
     def partitions(self) -> List[PartitionInfo]:
-        """Every partition of the spout (all tasks), from the same coordinator the
-        pipeline builds (:func:`~storm_kafka_compat.spout.legacy.make_coordinator`,
-        or for a Kafka-store job ClientSpout's
-        :class:`~storm_kafka_compat.spout.client.spout.ClientCoordinator`), whose
-        manager factory here only records what it is given. Discovered once
-        per object."""
-        from storm_kafka_compat.spout.legacy import make_coordinator
+        """Every partition of the spout (all tasks), from the discovery the pipeline
+        uses (:func:`~storm_kafka_compat.discovery.discovery_for`: the hosts' for a
+        ZooKeeper-store job, the subscription's for a Kafka-store job). Discovered
+        once per object."""
+        from storm_kafka_compat.discovery import discovery_for
         if self._infos is not None:
             return list(self._infos)
-        infos: List[PartitionInfo] = []
-
-        def record(info: PartitionInfo) -> PartitionInfo:
-            self.kafka.learn(info.leader)
-            infos.append(info)
-            return info
-
-        coordinator: Any
-        if self.kafka_store:
-            from storm_kafka_compat.spout.client.spout import ClientCoordinator
-            coordinator = ClientCoordinator(self.job.kafka_spout, self.kafka,
-                                            manager_factory=record)
-        else:
-            coordinator = make_coordinator(self.job, self.kafka, manager_factory=record,
-                                           reader=self.registry_reader)
+        discovery = discovery_for(self.job, self.kafka, reader=self.registry_reader)
         try:
-            coordinator.refresh()
+            infos = discovery.discover()
         finally:
-            coordinator._on_removed = None
-            close = getattr(coordinator, "close", None)
-            if close is not None:
-                close()
+            discovery.close()
+        for info in infos:
+            self.kafka.learn(info.leader)
         self._infos = infos
         return list(infos)
 

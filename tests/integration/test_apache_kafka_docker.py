@@ -1,6 +1,6 @@
 """Real Apache Kafka (ZooKeeper mode, Confluent Platform 7.6 = Kafka 3.6) through
 testcontainers: the OFFSET_OUT_OF_RANGE answers tansu cannot give, checked
-against ScriptedKafka's, and a ZkCoordinator over the real ``/brokers``.
+against ScriptedKafka's, and a ZkDiscovery over the real ``/brokers``.
 
 Skipped with the reason when no Docker engine answers.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from storm_kafka_compat.config import (EARLIEST_TIME, LATEST_TIME, Broker, SpoutConfig,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.discovery import ZkCoordinator
+from tests.assignments import zk_assignment
 from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.errors import OffsetOutOfRangeError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
@@ -161,7 +161,7 @@ def test_zk_coordinator_over_the_real_broker_registry(apache_kafka):
 
     hosts = ZkHosts(zk_connect)
     managers = {}
-    c = ZkCoordinator(hosts, _spout(topic), TopologyConfig(name="top"),
+    c = zk_assignment(hosts, _spout(topic), TopologyConfig(name="top"),
                       manager_factory=lambda info: managers.setdefault(info.key, object()),
                       listener_name="EXTERNAL")
     try:

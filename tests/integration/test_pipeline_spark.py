@@ -186,7 +186,7 @@ def test_stop_and_restart_resumes_from_zookeeper_with_bounded_duplicates(
         """Dies without its final commit (kill -9 after the batches)."""
 
         def _final_commit(self, options):
-            self.spout.close_coordinator()
+            self.spout.release()
 
     # run 1: killed after 2 batches; only the first check committed (after batch 1)
     first = Killed(job, spark=spark).run(RunOptions(max_batches=2,

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from storm_kafka_compat.discovery.assignment import partitions_for_task
+from storm_kafka_compat.spout.assignment import partitions_for_task
 from storm_kafka_compat.errors import ConfigError
 
 L = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
@@ -29,7 +29,7 @@ def test_every_partition_has_exactly_one_owner():
 
 
 def test_more_tasks_than_partitions_leaves_idle_tasks_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.discovery.assignment"):
+    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.spout.assignment"):
         assert partitions_for_task(L, 6, 7) == []
         assert partitions_for_task(L, 4, 7) == [("b", 1)]
     assert "more tasks than partitions (tasks: 7; partitions: 5)" in caplog.text

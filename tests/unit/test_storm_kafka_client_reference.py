@@ -18,7 +18,7 @@ from storm_kafka_compat.spout.client.retry import INT_MAX, RetryService, RetrySe
 from storm_kafka_compat.spout.client.spout import ClientSpout
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.discovery.assignment import partitions_for_task
+from storm_kafka_compat.spout.assignment import partitions_for_task
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme

@@ -13,8 +13,9 @@ import pytest
 
 from storm_kafka_compat.config import (Broker, NO_OFFSET, SpoutConfig, StaticHosts,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.discovery import PartitionInfo, ZkCoordinator
-from storm_kafka_compat.discovery.assignment import partitions_for_task
+from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import zk_assignment
+from storm_kafka_compat.spout.assignment import partitions_for_task
 from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import ConfigError, FailedFetchError, OffsetOutOfRangeError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
@@ -380,7 +381,7 @@ class Managers:
 
 def coordinators(r: Registry, total: int, topic: str = "topic", wildcard: bool = False):
     m = Managers()
-    out = [ZkCoordinator(ZkHosts("zk:2181", refresh_freq_secs=1),
+    out = [zk_assignment(ZkHosts("zk:2181", refresh_freq_secs=1),
                          SpoutConfig(hosts=ZkHosts("zk:2181"), topic=topic, zk_root="/test",
                                      id="id"),
                          TopologyConfig(name="top", wildcard_match=wildcard),

@@ -23,7 +23,9 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from storm_kafka_compat.discovery.base import Coordinator, PartitionInfo
+from storm_kafka_compat.discovery.base import PartitionInfo
+from storm_kafka_compat.discovery.topics import TopicsDiscovery
+from storm_kafka_compat.spout.assignment import Assignment
 from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
 from storm_kafka_compat.spout.legacy import CommitReport
 from storm_kafka_compat.spout.client.config import AT_LEAST_ONCE, KafkaSpoutConfig
@@ -35,31 +37,6 @@ from storm_kafka_compat.spout.client.retry import Clock
 log = logging.getLogger(__name__)
 
 Key = Tuple[str, int]
-
-
-class ClientCoordinator(Coordinator):
-    """Partitions of the subscribed topics (``NamedTopicFilter`` or
-    ``PatternTopicFilter``), sorted by (topic, partition), split round-robin
-    over the tasks (``RoundRobinManualPartitioner``)."""
-
-    def __init__(self, config: KafkaSpoutConfig, access: Any, **kw: Any) -> None:
-        super().__init__(refresh_freq_ms=config.partition_refresh_period_ms, **kw)
-        self.config = config
-        self.access = access
-
-    def discover(self) -> List[PartitionInfo]:
-        if self.config.topic_pattern is not None:
-            topics = [t for t in self.access.topics() if self.config.matches(t)]
-        else:
-            topics = list(self.config.topics or ())
-        out: List[PartitionInfo] = []
-        for topic in sorted(set(topics)):
-            leaders = self.access.leaders(topic)
-            if not leaders:
-                log.warning("topic %r has no partitions (missing?); skipped", topic)
-                continue
-            out.extend(PartitionInfo(topic, p, leaders[p]) for p in sorted(leaders))
-        return out
 
 
 class ClientSpout:
@@ -115,9 +92,9 @@ class ClientSpout:
                         "offsetCommitPeriodMs %d; load the job with job_config_from_dict to "
                         "align them", job.spout.state_update_interval_ms,
                         config.offset_commit_period_ms)
-        self.coordinator = ClientCoordinator(
-            config, kafka, manager_factory=self._new_manager, on_removed=self._removed,
-            task_index=task_index, total_tasks=total_tasks)
+        self.assignment = Assignment(
+            TopicsDiscovery(config, kafka), manager_factory=self._new_manager,
+            on_removed=self._removed, task_index=task_index, total_tasks=total_tasks)
 
     # --- the group ------------------------------------------------------------------
     @property
@@ -165,7 +142,7 @@ class ClientSpout:
                 EMIT_NULL_TUPLES_KEY: bool(self.config.emit_null_tuples)}
 
     def managers(self) -> Dict[Key, ClientPartitionManager]:
-        return self.coordinator.managed()
+        return self.assignment.managed()
 
     def kafka_offset_metric(self, offset_for: Callable[[str, int, int], int]
                             ) -> Optional[Dict[str, int]]:
@@ -187,7 +164,7 @@ class ClientSpout:
         return kafka_offset_metric_v2(samples)
 
     def maybe_refresh(self, now_ms: int) -> bool:
-        return self.coordinator.maybe_refresh(now_ms)
+        return self.assignment.maybe_refresh(now_ms)
 
     # --- commits ----------------------------------------------------------------------
     def _commit_before_process(self, pm: ClientPartitionManager, offset: int) -> bool:
@@ -221,17 +198,16 @@ class ClientSpout:
     def commit(self) -> CommitReport:
         return self.commit_managers(list(self.managers().values()))
 
-    def close_coordinator(self) -> None:
-        """Release the coordinator and the group client without committing."""
-        self.coordinator._on_removed = None
-        self.coordinator.close()
+    def release(self) -> None:
+        """Release the assignment and the group client without committing."""
+        self.assignment.release()
         if self._owns_groups and self._groups is not None:
             self._groups.close()
             self._groups = None
 
     def close(self) -> CommitReport:
         report = self.commit()
-        self.close_coordinator()
+        self.release()
         return report
 
 

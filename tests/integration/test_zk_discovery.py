@@ -1,10 +1,11 @@
-"""ZkCoordinator on a real ZooKeeper, over a broker registry written in Kafka's
+"""ZkDiscovery (under an Assignment) on a real ZooKeeper, over a broker registry written in Kafka's
 formats (testing.registry) that points at a real broker (tansu)."""
 
 import pytest
 
 from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
-from storm_kafka_compat.discovery import PartitionInfo, ZkCoordinator
+from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import zk_assignment
 from storm_kafka_compat.errors import CoordinatorError, NoLeaderError
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 from storm_kafka_compat.servers import registry
@@ -28,7 +29,7 @@ class Manager:
 def coordinator(hosts: ZkHosts, topic: str, *, wildcard: bool = False, removed=None):
     topology = TopologyConfig(**{**TOPOLOGY.__dict__, "wildcard_match": wildcard})
     spout = SpoutConfig(hosts=hosts, topic=topic, zk_root="/r", id="i")
-    return ZkCoordinator(hosts, spout, topology, manager_factory=Manager,
+    return zk_assignment(hosts, spout, topology, manager_factory=Manager,
                          on_removed=(lambda i, m: removed.append(i.key)) if removed is not None
                          else None)
 
@@ -65,7 +66,7 @@ def test_discovery_for_every_registry_version_then_fetch(version, zk_server, chr
         assert info.leader == Broker(tansu.host, tansu.port) and info.path_topic is None
     finally:
         c.close()
-    access = KafkaPythonAccess(str(info.leader), SpoutConfig(hosts=c.hosts, topic=topic,
+    access = KafkaPythonAccess(str(info.leader), SpoutConfig(hosts=c.discovery.hosts, topic=topic,
                                                             zk_root="/r", id="i"))
     try:
         assert [m.value for m in access.fetch(topic, 2, 0)] == [b"m-2"]
@@ -155,5 +156,5 @@ def test_unreachable_zookeeper_is_a_coordinator_error():
     topology = TopologyConfig(name="top", zookeeper_connection_timeout_ms=500)
     hosts = ZkHosts(f"127.0.0.1:{free_port()}")
     with pytest.raises(CoordinatorError, match="cannot connect"):
-        ZkCoordinator(hosts, SpoutConfig(hosts=hosts, topic="t", zk_root="/r", id="i"),
+        zk_assignment(hosts, SpoutConfig(hosts=hosts, topic="t", zk_root="/r", id="i"),
                       topology, manager_factory=Manager)

@@ -7,8 +7,8 @@ import pytest
 
 from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, StaticHosts,
                                        TopologyConfig, ZkHosts)
-from storm_kafka_compat.discovery import (BootstrapCoordinator, PartitionInfo,
-                                             StaticCoordinator, ZkCoordinator)
+from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import bootstrap_assignment, static_assignment, zk_assignment
 from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError, NoLeaderError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
@@ -72,7 +72,7 @@ def spout(topic: str = "t") -> SpoutConfig:
 
 
 def zk_coordinator(reader, rec, *, topic="t", wildcard=False, task_index=0, total_tasks=1):
-    return ZkCoordinator(ZkHosts("zk:2181", refresh_freq_secs=60), spout(topic),
+    return zk_assignment(ZkHosts("zk:2181", refresh_freq_secs=60), spout(topic),
                          TopologyConfig(name="top", wildcard_match=wildcard),
                          manager_factory=rec.factory, on_removed=rec.on_removed,
                          task_index=task_index, total_tasks=total_tasks, reader=reader)
@@ -191,7 +191,7 @@ def test_static_coordinator_builds_once_in_partition_order():
     rec = Recorder()
     hosts = StaticHosts({2: Broker("b", 1), 0: Broker("a", 1), 1: Broker("c", 1)},
                         use_topic_name_for_partition_path_id=True)
-    c = StaticCoordinator(hosts, "t", manager_factory=rec.factory, on_removed=rec.on_removed,
+    c = static_assignment(hosts, "t", manager_factory=rec.factory, on_removed=rec.on_removed,
                           task_index=0, total_tasks=2)
     assert c.maybe_refresh(0) is True
     assert list(c.managed()) == [("t", 0), ("t", 2)]
@@ -207,7 +207,7 @@ def test_bootstrap_coordinator_follows_leaders_and_wildcard():
     k.create_topic("orders-eu", 2)
     k.create_topic("other", 1)
     rec = Recorder()
-    c = BootstrapCoordinator(BootstrapHosts(("b:9092",)), spout("orders-.*"),
+    c = bootstrap_assignment(BootstrapHosts(("b:9092",)), spout("orders-.*"),
                              TopologyConfig(name="x", wildcard_match=True), k,
                              manager_factory=rec.factory, on_removed=rec.on_removed)
     c.refresh()
@@ -220,7 +220,7 @@ def test_bootstrap_coordinator_follows_leaders_and_wildcard():
 
 def test_bootstrap_coordinator_unknown_topic():
     rec = Recorder()
-    c = BootstrapCoordinator(BootstrapHosts(("b:9092",)), spout("nope"),
+    c = bootstrap_assignment(BootstrapHosts(("b:9092",)), spout("nope"),
                              TopologyConfig(name="x"), ScriptedKafka(),
                              manager_factory=rec.factory)
     with pytest.raises(CoordinatorError, match="'nope'"):
@@ -297,7 +297,7 @@ def test_new_partition_whose_offset_cannot_be_asked_waits_for_the_next_refresh(r
                                    partition=info.partition)
         return rec.factory(info)
 
-    c = ZkCoordinator(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
+    c = zk_assignment(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
                       manager_factory=factory, on_removed=rec.on_removed, reader=reader)
     c.refresh()
     reader.topic("t", {0: 1, 1: 2, 2: 1, 3: 2, 4: 1})     # grows by two
@@ -314,7 +314,7 @@ def test_first_refresh_raises_when_a_manager_cannot_start(reader):
     def factory(info):
         raise FailedFetchError("brokers down", topic=info.topic, partition=info.partition)
 
-    c = ZkCoordinator(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
+    c = zk_assignment(ZkHosts("zk:2181"), spout(), TopologyConfig(name="top"),
                       manager_factory=factory, reader=reader)
     with pytest.raises(FailedFetchError):
         c.maybe_refresh(0)
@@ -324,7 +324,7 @@ def test_bootstrap_coordinator_survives_a_deleted_topic_after_the_first_refresh(
     k = ScriptedKafka()
     k.create_topic("t", 2)
     rec = Recorder()
-    c = BootstrapCoordinator(BootstrapHosts(("b:9092",)), spout("t"),
+    c = bootstrap_assignment(BootstrapHosts(("b:9092",)), spout("t"),
                              TopologyConfig(name="x"), k,
                              manager_factory=rec.factory, on_removed=rec.on_removed)
     c.maybe_refresh(0)

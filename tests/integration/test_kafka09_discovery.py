@@ -8,7 +8,8 @@ import pytest
 
 from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, TopologyConfig,
                                        ZkHosts)
-from storm_kafka_compat.discovery import BootstrapCoordinator, PartitionInfo, ZkCoordinator
+from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import bootstrap_assignment, zk_assignment
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 
 pytestmark = pytest.mark.integration
@@ -34,7 +35,7 @@ def make(kind: str, cluster, topic: str, removed: list, *, wildcard: bool = Fals
     if kind == "zk":
         hosts = ZkHosts(cluster.zk_connect, refresh_freq_secs=1)
         spout = SpoutConfig(hosts=hosts, topic=topic, zk_root="/r", id="i")
-        c = ZkCoordinator(hosts, spout, topology, **common)
+        c = zk_assignment(hosts, spout, topology, **common)
         return c, c.close
     hosts = BootstrapHosts(tuple(cluster.bootstrap.split(",")), refresh_freq_secs=1)
     spout = SpoutConfig(hosts=hosts, topic=topic, zk_root="/r", id="i")
@@ -43,7 +44,7 @@ def make(kind: str, cluster, topic: str, removed: list, *, wildcard: bool = Fals
     def close() -> None:
         c.close()
         access.close()
-    c = BootstrapCoordinator(hosts, spout, topology, access, **common)
+    c = bootstrap_assignment(hosts, spout, topology, access, **common)
     return c, close
 
 
