@@ -32,6 +32,7 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
     """
     from storm_kafka_compat.testing.scripted import ScriptedKafka
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.stages import InProcess
     from storm_kafka_compat.engine.executor import TaskResult
     from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
@@ -42,7 +43,7 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
                     topology=TopologyConfig(name="bench", id="bench-1-1"),
                     bolt="storm_kafka_compat.bench.pipeline:noop_bolt")
     started = clock()
-    pipe = Pipeline(job, spark="local", store=MemoryStateStore(),
+    pipe = Pipeline(job, executor=InProcess(), store=MemoryStateStore(),
                     kafka_factory=lambda boot: kafka, sleep=lambda s: None)
     pipe._max_task_errors = 3   # set by run(); apply() reads it
     pipe.spout.maybe_refresh(0)

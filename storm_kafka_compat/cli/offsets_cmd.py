@@ -259,7 +259,6 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
     refused; offsets outside the log are skipped with the reason.
     """
     from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-    from storm_kafka_compat.tools import client_settings
     from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA, execute_migrate,
                                  kafka08_store, plan_migrate)
     if (to_kafka_group is None) == (from_kafka_group is None):
@@ -273,7 +272,7 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
         zk08, owns_zk08 = kafka08_store(env) if layout == "kafka08" else (None, False)
         try:
             with KafkaGroupOffsets(list(env.kafka.bootstrap), group,
-                                   client_settings(env.job)) as groups:
+                                   env.job.kafka_settings.for_kafka_python()) as groups:
                 plan = plan_migrate(env, direction=direction, group=group, groups=groups,
                                     layout=layout, zk_group=zk_group, zk08=zk08,
                                     topology_id=topology_id, partitions=partitions,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -40,13 +39,6 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
     return sink
 
 
-class _NoZooKeeper:
-    """The offset store of a Kafka-group job: nothing is kept in ZooKeeper."""
-
-    def close(self) -> None:
-        pass
-
-
 @click.command()
 @click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 @click.option("--until-caught-up", is_flag=True,
@@ -79,17 +71,9 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
     if task_index >= total_tasks:
         raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
                                f"{total_tasks} (indexes start at 0)")
-    from storm_kafka_compat.spout.legacy import Spout
-    factory: Any = Spout
-    extra: Dict[str, Any] = {}
-    if job.uses_kafka_offsets:
-        # kafkaSpout.offsetStore: kafka -> offsets in the consumer group, no ZooKeeper
-        from storm_kafka_compat.spout.client.spout import ClientSpout
-        factory = ClientSpout
-        extra["store"] = _NoZooKeeper()
-    # the spout task this application is: partitions L[task_index::total_tasks]
-    extra["spout_factory"] = functools.partial(factory, task_index=task_index,
-                                               total_tasks=total_tasks)
+    # the spout task this application is: partitions L[task_index::total_tasks]; the
+    # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
+    extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks}
     if job.dataframe is not None:
         # DataFrame mode: each batch goes to the function as one DataFrame
         from storm_kafka_compat.streaming.dataframe import DataFrameExecutor

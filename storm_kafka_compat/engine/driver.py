@@ -22,12 +22,10 @@ and nothing unacknowledged is committed.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,11 +33,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
-from storm_kafka_compat.spout.manager import CommitTimer, PartitionManager
+from storm_kafka_compat.spout.manager import CommitTimer
 from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
-from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_task, run_tasks
-from storm_kafka_compat.engine.stages import StageJob, build_stage_job, needs_stages, run_stages_local, run_stages_spark
-from storm_kafka_compat.spout.legacy import LazyKafka, Spout, topology_instance_id
+from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks
+from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
+                                              run_stages_spark)
+from storm_kafka_compat.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +88,8 @@ class RunOptions:
 class PartitionSummary:
     topic: str
     partition: int
-    zk_path: str
+    #: where the position is kept: a ZooKeeper path, or group:topic-partition
+    location: str
     decision: str
     resumed_from: int
     processed: int = 0
@@ -136,55 +136,52 @@ class Pipeline:
     Parameters
     ----------
     job : JobConfig
+    runtime : Runtime, optional
+        The job's offset store, Kafka access, discovery and spout; built from
+        ``job`` and ``parts`` when omitted (and then closed when :meth:`run` ends).
     spark : SparkSession, optional
-        Created from ``job.spark`` when omitted. Pass ``"local"`` to run tasks in
-        this process without Spark (tests of the loop logic).
-    store : ZkStateStore-like, optional
-        Created from the config when omitted.
-    kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
+        Created from ``job.spark`` when omitted.
+    executor : callable(list of TaskSpec) -> list of TaskResult, optional
+        Runs one batch's tasks instead of Spark: the DataFrame mode,
+        :class:`~storm_kafka_compat.engine.stages.InProcess` (no Spark at all).
     clock : callable returning int ms (monotonic)
     sleep : callable(seconds)
     progress : callable(str), optional
         Receives the progress line (the CLI prints it on stderr).
     metrics : callable(dict), optional
         Receives each metrics record (Storm names) every ``metricsTimeBucketSizeInSecs``.
-    spout_factory : callable, optional
-        Builds the driver-side spout (offset store and managers); default :class:`Spout`.
-    executor : callable(list of TaskSpec) -> list of TaskResult, optional
-        Runs one batch's tasks instead of Spark.
     stages : bool, optional
         Run a bolt topology as several Spark stages: None (default) when a
         grouping crosses partitions (fields, global, all), True always, False never.
+    task_index, total_tasks : int
+        This spout task among the spout's tasks (each driver runs one).
+    **parts
+        ``store``, ``kafka``, ``kafka_factory``, ``groups``, ``registry_reader``,
+        ``topology_id`` for the :class:`~storm_kafka_compat.runtime.Runtime`.
     """
 
-    def __init__(self, job: JobConfig, *, spark: Any = None, store: Any = None,
-                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
+    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None, spark: Any = None,
+                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None,
                  clock: Optional[Callable[[], int]] = None,
                  sleep: Callable[[float], None] = time.sleep,
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
-                 registry_reader: Any = None, topology_id: Optional[str] = None,
-                 spout_factory: Optional[Callable[..., Any]] = None,
-                 executor: Optional[Callable[[List[TaskSpec]], List[TaskResult]]] = None,
-                 stages: Optional[bool] = None) -> None:
+                 stages: Optional[bool] = None, task_index: int = 0, total_tasks: int = 1,
+                 **parts: Any) -> None:
+        if runtime is not None and parts:
+            raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
         self._spark = spark
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
         self.sleep = sleep
         self.progress = progress
         self.metrics = metrics
-        self._owns_store = store is None
-        if store is None:
-            from storm_kafka_compat.offsets.zkstore import ZkStateStore
-            store = ZkStateStore.from_config(job.spout, job.topology)
-        self.store = store
-        self.kafka = LazyKafka(job, kafka_factory)
-        self.topology_id = topology_id or topology_instance_id(job)
-        # the spout (offset store + managers) and the batch executor are pluggable:
-        # the Kafka-group offset store and the DataFrame mode plug in here
-        factory = spout_factory or Spout
-        self.spout = factory(job, store=store, kafka=self.kafka, topology_id=self.topology_id,
-                             clock=self.clock, registry_reader=registry_reader)
+        self._owns_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(job, **parts)
+        self.kafka = self.runtime.kafka
+        self.topology_id = self.runtime.topology_id
+        self.spout = self.runtime.spout(clock=self.clock, task_index=task_index,
+                                        total_tasks=total_tasks)
         self._executor = executor
         self._stages_pref = stages
         self._stage_job: Any = None
@@ -262,14 +259,12 @@ class Pipeline:
         result for every task (counted towards ``max_consecutive_task_errors``)."""
         if not specs:
             return []
+        if isinstance(self._executor, InProcess):
+            self._executor.kafka = self.kafka.get()
+            self._executor.stage_job = self.stage_job()
         if self._executor is not None:
             return self._executor(specs)
         stage_job = self.stage_job()
-        if self._spark == "local":
-            kafka = self.kafka.get()
-            if stage_job is not None:
-                return run_stages_local(specs, stage_job, kafka=kafka)
-            return [run_task(s, kafka=kafka) for s in specs]
         sc = self.spark.sparkContext
         slices = min(len(specs), self.job.spark.tasks or sc.defaultParallelism)
         try:
@@ -447,9 +442,9 @@ class Pipeline:
         now = int(time.time())
         managers = self.spout.managers()
         wildcard = self.job.topology.wildcard_match
-        client_metric = getattr(self.spout, "kafka_offset_metric", None)  # 2.x names
-        offsets = client_metric(self.kafka.offset_for) if client_metric is not None \
-            else kafka_offset_metric(self.offset_samples())
+        offsets = self.spout.kafka_offset_metric(self.kafka.offset_for)   # 2.x names
+        if offsets is None:
+            offsets = kafka_offset_metric(self.offset_samples())
         if offsets is not None:   # Storm sends no data point for a null value
             self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
         self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
@@ -459,7 +454,7 @@ class Pipeline:
             "fetchFailures": self.summary.fetch_failures,
             "timeouts": self.summary.timeouts,
             "refreshFailures": self.spout.assignment.refresh_failures,
-            "ownershipConflicts": getattr(getattr(self.spout, "ownership", None), "conflicts", 0)}})
+            "ownershipConflicts": self.spout.ownership_conflicts}})
 
     def _progress_line(self, rate: float) -> str:
         managers = self.spout.managers()
@@ -487,7 +482,7 @@ class Pipeline:
             # reach ZooKeeper and Kafka first: a wrong host fails in seconds, not after
             # Spark's start-up
             self.spout.maybe_refresh(self.clock())
-            if self._spark != "local":
+            if not isinstance(self._executor, InProcess):
                 self.spark   # SparkContext installs its own SIGINT handler: take ours back
                 self._install_signal_handlers()   # `restore` still restores the originals
             while not self._stop.is_set():
@@ -531,9 +526,8 @@ class Pipeline:
                 self._final_commit(options)
             finally:
                 restore()
-                if self._owns_store:
-                    self.store.close()
-                self.kafka.close()
+                if self._owns_runtime:
+                    self.runtime.close()
         self.summary.elapsed_s = time.monotonic() - started
         self.summary.stopped_by = self._stop_reason or "stopped"
         self.summary.partitions = self._partition_summaries()
@@ -565,7 +559,7 @@ class Pipeline:
         for key, decision in sorted(self.spout.decisions.items()):
             pm = getattr(self, "_last_managers", {}).get(key)
             out.append(PartitionSummary(
-                topic=key[0], partition=key[1], zk_path=pm.zk_path if pm else "",
+                topic=key[0], partition=key[1], location=pm.location if pm else "",
                 decision=decision.decision, resumed_from=decision.start_offset,
                 processed=self._stats.processed.get(key, 0), acked=self._stats.acked.get(key, 0),
                 failed=self._stats.failed.get(key, 0),

@@ -257,7 +257,7 @@ def settle(records: Iterable[Record]) -> List[TaskResult]:
 
 def run_stages_local(specs: List[TaskSpec], job: StageJob, *, kafka: Any = None
                      ) -> List[TaskResult]:
-    """Every stage in this process, partitioned as Spark would (tests, ``spark="local"``)."""
+    """Every stage in this process, partitioned as Spark would (:class:`InProcess`)."""
     records: List[Record] = list(spout_stage(specs, job, kafka=kafka))
     for stage in range(1, len(job.layout.stages)):
         slots = {s: i for i, s in enumerate(job.layout.slots[stage])}
@@ -328,3 +328,23 @@ def build_stage_job(topology_spec: Mapping[str, Any], scheme: str,
 
 
 __all__ += ["build_stage_job", "unresolved", "CROSSING_GROUPINGS"]
+
+
+class InProcess:
+    """A batch executor that runs every task in this process, without Spark: the
+    single-stage tasks or every stage of a multi-stage topology, partitioned as
+    Spark would (tests of the loop, the planning benchmark).
+
+    ``Pipeline(job, executor=InProcess())``; the pipeline gives it its Kafka
+    access and stage plan.
+    """
+
+    def __init__(self) -> None:
+        self.kafka: Any = None
+        self.stage_job: Optional[StageJob] = None
+
+    def __call__(self, specs: List[TaskSpec]) -> List[TaskResult]:
+        if self.stage_job is not None:
+            return run_stages_local(specs, self.stage_job, kafka=self.kafka)
+        from storm_kafka_compat.engine.executor import run_task
+        return [run_task(s, kafka=self.kafka) for s in specs]

@@ -8,7 +8,7 @@ committed offsets. It speaks the admin protocol through kafka-python's
 =========================  ==========================================
 operation                  Kafka request
 =========================  ==========================================
-:meth:`committed`          OffsetFetch (``list_group_offsets``)
+:meth:`read_many`          OffsetFetch (``list_group_offsets``)
 :meth:`commit`             OffsetCommit with generation -1 and no member id
                            (``alter_group_offsets``): no group join
 :meth:`active_members`     DescribeGroups (``describe_groups``)
@@ -31,7 +31,7 @@ commit metadata string is kept and read back exactly.
 Against tansu 0.6 (the embedded broker), measured:
 
 * OffsetCommit and OffsetFetch work; **the commit metadata string is not
-  kept** (OffsetFetch answers ``null``), so :meth:`committed` reports ``""``;
+  kept** (OffsetFetch answers ``null``), so :meth:`read_many` reports ``""``;
 * DescribeGroups answers authorized operations kafka-python 3.0 cannot
   decode (``ValueError: 15 is not a valid ACLOperation``); this adapter keeps
   the raw values instead of failing;
@@ -203,7 +203,7 @@ class KafkaGroupOffsets:
 
     # --- public API ---------------------------------------------------------------
 
-    def committed(self, partitions: Iterable[TopicPartitionKey]
+    def read_many(self, partitions: Iterable[TopicPartitionKey]
                   ) -> Dict[TopicPartitionKey, Optional[Committed]]:
         """The group's committed offset of every partition.
 
@@ -233,8 +233,9 @@ class KafkaGroupOffsets:
                 out[(t, p)] = (int(found.offset), found.metadata or "")
         return out
 
-    def commit(self, offsets: Mapping[TopicPartitionKey, Committed]) -> None:
-        """Commit explicit offsets with their metadata strings.
+    def write_many(self, offsets: Mapping[TopicPartitionKey, Committed]) -> int:
+        """Commit explicit offsets with their metadata strings (one OffsetCommit;
+        returns the round trips, 1, or 0 when there is nothing to commit).
 
         Parameters
         ----------
@@ -253,7 +254,7 @@ class KafkaGroupOffsets:
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
         if not offsets:
-            return
+            return 0
         for (t, p), (offset, _) in offsets.items():
             if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
                 raise GroupAccessError(
@@ -292,6 +293,7 @@ class KafkaGroupOffsets:
                 f"Kafka refused the offset commit of group {self.group_id!r} for {detail}; {hint}",
                 group_id=self.group_id, topic=tp0.topic, partition=tp0.partition)
         log.info("committed %d offset(s) to Kafka group %r", len(request), self.group_id)
+        return 1
 
     def active_members(self) -> List[str]:
         """Member ids of the group's live members (``[]`` when the group is

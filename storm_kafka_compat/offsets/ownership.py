@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Iterable, List, Optional, Set
 
 from storm_kafka_compat.errors import OwnershipConflictError
 
@@ -67,20 +67,13 @@ class OwnershipConflict:
         return OwnershipConflictError(self.message, zk_path=self.zk_path)
 
 
-def _read_many(store: Any, paths: List[str]) -> Dict[str, Any]:
-    reader = getattr(store, "read_many", None)
-    if reader is not None:
-        return dict(reader(paths))
-    return {p: store.read(p) for p in paths}
-
-
 def check_owner(store: Any, paths: Iterable[str], topology_id: str) -> List[OwnershipConflict]:
     """Read ``paths`` and return those whose document names another topology.
 
     Parameters
     ----------
     store : ZkStateStore-like
-        ``read_many(paths) -> {path: StoredDocument or None}`` (or ``read(path)``).
+        An :class:`~storm_kafka_compat.offsets.store.OffsetStore` of documents.
     paths : iterable of str
         Documents to check; a missing node is not a conflict.
     topology_id : str
@@ -99,7 +92,7 @@ def check_owner(store: Any, paths: Iterable[str], topology_id: str) -> List[Owne
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return []
-    docs = _read_many(store, wanted)
+    docs = dict(store.read_many(wanted))
     out = []
     for path in wanted:
         doc = docs.get(path)

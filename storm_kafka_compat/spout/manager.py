@@ -113,8 +113,8 @@ class PartitionManager:
     start_offset : int
         Next offset to read, from :func:`storm_kafka_compat.spout.startup.decide_start`.
     config : SpoutConfig
-    zk_path : str
-        Where this partition's document lives.
+    location : str
+        Where this partition's document lives (its ZooKeeper path).
     leader : Broker, optional
         The current leader (written into the document).
     retry_manager : FailedMsgRetryManager, optional
@@ -124,13 +124,13 @@ class PartitionManager:
     """
 
     def __init__(self, topic: str, partition: int, start_offset: int, *, config: SpoutConfig,
-                 zk_path: str = "", leader: Optional[Broker] = None,
+                 location: str = "", leader: Optional[Broker] = None,
                  retry_manager: Optional[FailedMsgRetryManager] = None,
                  clock: Clock = monotonic_ms, storm_conf: Mapping[str, Any] = {}) -> None:
         self.topic = topic
         self.partition = partition
         self.config = config
-        self.zk_path = zk_path
+        self.location = location
         self.leader = leader
         self.clock = clock
         self.retry = retry_manager or load_retry_manager(

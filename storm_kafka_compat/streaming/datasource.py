@@ -25,7 +25,7 @@ Where positions come from and go to:
 * ``latestOffset``: the log end (Kafka's high watermark), capped by
   ``maxOffsetsPerTrigger`` (``ReadMaxRows``) and ``maxMessagesPerPartition``.
   tansu's high watermark is exact only when every record batch holds one
-  record (``testing.broker.produce_exact``); with batched producers it lags
+  record (``servers.tansu.produce_exact``); with batched producers it lags
   and the source does not see the tail until the watermark moves.
 * ``read``: on the executors, fetches ``[start, end)`` with kafka-python and
   stops by offset, never by an empty poll.
@@ -67,14 +67,10 @@ from storm_kafka_compat.config import (
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.errors import ConfigError, DataLossError, OffsetOutOfRangeError
-from storm_kafka_compat.spout.startup import StartDecision, decide_start
+from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.spout.legacy import (
-    LazyKafka,
-    make_assignment,
-    topology_instance_id,
-    zk_path_for,
-)
+from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.spout.assignment import Assignment
 
 log = logging.getLogger(__name__)
 
@@ -338,26 +334,21 @@ class ZkPositions:
     Parameters
     ----------
     job : JobConfig
-    store : ZkStateStore-like, optional
-        ``read(path)``, ``write_many(docs)``; built from the config when omitted.
-    kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
-    topology_id : str, optional
-        Written into documents; ``topology.id`` or a Storm-style new id by default.
+    runtime : Runtime, optional
+        The job's store, Kafka access and discovery; built from ``job`` and
+        ``parts`` (``store``, ``kafka_factory``, ``topology_id``,
+        ``registry_reader``) when omitted, and then closed by :meth:`close`.
     """
 
-    def __init__(self, job: JobConfig, *, store: Any = None,
-                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
-                 topology_id: Optional[str] = None, registry_reader: Any = None) -> None:
+    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None, **parts: Any) -> None:
         self.job = job
-        self._owns_store = store is None
-        if store is None:
-            from storm_kafka_compat.offsets.zkstore import ZkStateStore
-            store = ZkStateStore.from_config(job.spout, job.topology)
-        self.store = store
-        self.kafka = LazyKafka(job, kafka_factory)
-        self.topology_id = topology_id or topology_instance_id(job)
-        self.assignment = make_assignment(job, self.kafka, manager_factory=self._learn,
-                                          reader=registry_reader)
+        self._owns_runtime = runtime is None
+        self.runtime = runtime if runtime is not None else Runtime(job, **parts)
+        self.store = self.runtime.store
+        self.kafka = self.runtime.kafka
+        self.topology_id = self.runtime.topology_id
+        # the discovery's partitions, re-asked every refreshFreqSecs; no managers here
+        self.assignment = Assignment(self.runtime.discovery(), manager_factory=self._learn)
         self.decisions: Dict[Key, StartDecision] = {}
         self._lock = threading.Lock()
 
@@ -372,7 +363,7 @@ class ZkPositions:
         return dict(self.assignment.managed())
 
     def path(self, info: PartitionInfo) -> str:
-        return zk_path_for(self.job, info)
+        return self.runtime.zk_path(info)
 
     def start_offset(self, info: PartitionInfo) -> int:
         """storm-kafka's start-up decision for ``info``, kept to the log's range.
@@ -390,14 +381,15 @@ class ZkPositions:
         start = decision.start_offset
         earliest = self.kafka.offset_for(info.topic, info.partition, EARLIEST_TIME)
         latest = self.kafka.offset_for(info.topic, info.partition, LATEST_TIME)
-        if start > latest or start < 0:
-            log.warning("%s/%d: start %d is beyond the log end %d; starting at the end "
-                        "(deviation 1)", info.topic, info.partition, start, latest)
+        # the spout meets such a start at its first fetch (OFFSET_OUT_OF_RANGE) and
+        # moves as outside_log says; a Spark source must plan valid ranges, so the
+        # same rule is applied here before the first batch
+        outside = outside_log(start, earliest, latest)
+        if outside is not None and outside.moves_to is not None:
+            log.warning("%s/%d: %s", info.topic, info.partition, outside.note)
+            start = outside.moves_to
+        elif start < 0:
             start = latest
-        elif start < earliest:
-            log.warning("%s/%d: start %d is below the log start %d (deleted by retention); "
-                        "starting at %d", info.topic, info.partition, start, earliest, earliest)
-            start = earliest
         return start
 
     def log_ends(self, infos: Sequence[PartitionInfo]) -> Dict[Key, int]:
@@ -420,9 +412,7 @@ class ZkPositions:
         with self._lock:
             infos = self.partitions()
             paths = {key: self.path(infos[key]) for key in positions if key in infos}
-            read_many = getattr(self.store, "read_many", None)
-            stored_docs = (read_many(list(paths.values())) if read_many is not None
-                           else {p: self.store.read(p) for p in paths.values()})
+            stored_docs = self.store.read_many(list(paths.values()))
             docs: Dict[str, bytes] = {}
             written: Dict[Key, int] = {}
             for key, offset in sorted(positions.items()):
@@ -446,9 +436,8 @@ class ZkPositions:
 
     def close(self) -> None:
         self.assignment.release()
-        self.kafka.close()
-        if self._owns_store:
-            self.store.close()
+        if self._owns_runtime:
+            self.runtime.close()
 
 
 # --- executor side -----------------------------------------------------------------------

@@ -33,15 +33,16 @@ class MemoryGroupOffsets:
         self.error: Exception = RuntimeError("commit refused")
         self.closed = False
 
-    def committed(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
+    def read_many(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
         return {k: self.offsets.get(k) for k in partitions}
 
-    def commit(self, offsets: Mapping[Key, Committed]) -> None:
+    def write_many(self, offsets: Mapping[Key, Committed]) -> int:
         if self.fail_next:
             self.fail_next -= 1
             raise self.error
         self.commits.append(dict(offsets))
         self.offsets.update(offsets)
+        return 1
 
     def active_members(self) -> List[str]:
         return []
@@ -57,17 +58,18 @@ class MetadataKeepingGroups:
         self.inner = inner
         self._metadata: Dict[Key, Committed] = {}
 
-    def committed(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
-        out = self.inner.committed(partitions)
+    def read_many(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
+        out = self.inner.read_many(partitions)
         for key, found in out.items():
             mine = self._metadata.get(key)
             if found is not None and not found[1] and mine is not None and mine[0] == found[0]:
                 out[key] = (found[0], mine[1])
         return out
 
-    def commit(self, offsets: Mapping[Key, Committed]) -> None:
-        self.inner.commit(offsets)
+    def write_many(self, offsets: Mapping[Key, Committed]) -> int:
+        trips = self.inner.write_many(offsets)
         self._metadata.update(offsets)
+        return trips
 
     def active_members(self) -> List[str]:
         return self.inner.active_members()

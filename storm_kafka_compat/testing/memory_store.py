@@ -7,7 +7,7 @@ and ``fail_reads`` make the next calls raise ZooKeeperUnavailableError.
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional
+from typing import Dict, Iterable, Mapping, Optional
 
 from storm_kafka_compat.errors import ZooKeeperUnavailableError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
@@ -29,6 +29,9 @@ class MemoryStateStore:
             raise ZooKeeperUnavailableError(f"scripted outage reading {path}", zk_path=path)
         data = self.docs.get(path)
         return None if data is None else parse_document(data)
+
+    def read_many(self, paths: Iterable[str]) -> Dict[str, Optional[StoredDocument]]:
+        return {p: self.read(p) for p in paths}
 
     def write_many(self, docs: Mapping[str, bytes]) -> int:
         if self.fail_writes:

@@ -1,18 +1,19 @@
 """Operator tools: lag, explain, reset, migrate.
 
-Each tool is a function that takes a :class:`ToolEnv` (the job's offset store,
-Kafka access and partition list, built exactly as the pipeline builds them)
+Each tool is a function that takes a :class:`ToolEnv` (the job's
+:class:`~storm_kafka_compat.runtime.Runtime`: offset store, Kafka access and
+partition list, exactly as the pipeline has them)
 and returns plain data; the CLI (``storm_kafka_compat.cli.offsets_cmd``) only
 parses options, calls them and renders the result.
 
 Two offset stores, as in the pipeline:
 
 * ZooKeeper documents (the legacy spout; the default): partitions from the
-  pipeline's coordinator, one :class:`PartitionState` per partition;
+  pipeline's discovery, one :class:`PartitionState` per partition;
 * a Kafka consumer group (``kafkaSpout.offsetStore: kafka``, the
   storm-kafka-client spout): partitions from the
-  :class:`~storm_kafka_compat.discovery.topics.TopicsDiscovery` that
-  ``ClientSpout`` builds, the group's commits through
+  :class:`~storm_kafka_compat.discovery.topics.TopicsDiscovery` the
+  storm-kafka-client spout uses, the group's commits through
   :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets`, one
   :class:`GroupPartitionState` per partition (:meth:`ToolEnv.group_states`).
 
@@ -30,23 +31,18 @@ Every offset is the next offset to read.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.spout.client.first_poll import CommitMetadata
-from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.offsets.document import StoredDocument, document_fields
+from storm_kafka_compat.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 PartitionKey = Tuple[str, int]
-
-
-def client_settings(job: JobConfig) -> Dict[str, Any]:
-    """What the job's kafka-python clients are given (security settings, the
-    brokers' ``api_version``; see :mod:`storm_kafka_compat.kafka.settings`)."""
-    return job.kafka_settings.for_kafka_python()
 
 
 class _OnePartition:
@@ -140,93 +136,20 @@ class GroupPartitionState(_OnePartition):
 
     @property
     def location(self) -> str:
-        """``<group>:<topic>-<partition>``, the name ClientSpout gives the partition."""
+        """``<group>:<topic>-<partition>``, the location the spout gives the partition."""
         return f"{self.group}:{self.topic}-{self.partition}"
 
 
-@dataclass
-class ToolEnv:
-    """What every tool needs, built from a :class:`JobConfig` like the pipeline.
+class ToolEnv(Runtime):
+    """What every tool needs: the job's :class:`~storm_kafka_compat.runtime.Runtime`
+    (the same store, Kafka access and discovery the pipeline builds) plus reads of
+    every partition's stored position and log range.
 
-    Parameters
-    ----------
-    job : JobConfig
-    store : ZkStateStore-like, optional
-        ``read_many``, ``write_many``, ``children``; built from the config
-        (``ZkStateStore.from_config``: servers, timings, digest auth) when omitted.
-    kafka : LazyKafka-like, optional
-        ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``; the
-        pipeline's :class:`~storm_kafka_compat.spout.legacy.LazyKafka` when omitted.
-    registry_reader : RegistryReader, optional
-        Passed to the ZkDiscovery (tests); by default it connects itself.
-    groups : KafkaGroupOffsets-like, optional
-        ``committed(keys)``, ``commit(...)``, ``active_members()`` of the
-        ``kafkaSpout`` group (Kafka-store jobs only); built on first use from
-        ``kafkaSpout.bootstrapServers``/``groupId`` and the ``kafka`` settings
-        when omitted (and then closed with this object).
-
-    Notes
-    -----
-    The ZooKeeper store is built for every job (``offsets migrate`` reads the
-    documents of a Kafka-store CONFIG that also names them); it connects only
-    when used.
+    Built as a Runtime is (``ToolEnv(job, store=..., kafka=..., registry_reader=...,
+    groups=...)``). The ZooKeeper store is built for every job (``offsets migrate``
+    reads the documents of a Kafka-store CONFIG that also names them); it connects
+    only when used.
     """
-
-    job: JobConfig
-    store: Any = None
-    kafka: Any = None
-    registry_reader: Any = None
-    groups: Any = None
-    _owns: List[Any] = field(default_factory=list)
-    _infos: Optional[List[PartitionInfo]] = None
-
-    def __post_init__(self) -> None:
-        if self.store is None:
-            from storm_kafka_compat.offsets.zkstore import ZkStateStore
-            self.store = ZkStateStore.from_config(self.job.spout, self.job.topology)
-            self._owns.append(self.store)
-        if self.kafka is None:
-            from storm_kafka_compat.spout.legacy import LazyKafka
-            self.kafka = LazyKafka(self.job)
-            self._owns.append(self.kafka)
-        if self.kafka_store:
-            brokers = getattr(self.kafka, "brokers", None)
-            if brokers is not None:  # as ClientSpout does
-                brokers.update(self.job.kafka_spout.bootstrap_servers)
-
-    # --- the Kafka offset store -----------------------------------------------------
-
-    @property
-    def kafka_store(self) -> bool:
-        """The job keeps its offsets in a Kafka consumer group
-        (``kafkaSpout.offsetStore: kafka``)."""
-        return bool(self.job.uses_kafka_offsets)
-
-    @property
-    def group_id(self) -> Optional[str]:
-        """``kafkaSpout.groupId`` of a Kafka-store job, else None."""
-        return str(self.job.kafka_spout.group_id) if self.kafka_store else None
-
-    def group_offsets(self) -> Any:
-        """The consumer group's offsets adapter (built on first use).
-
-        Raises
-        ------
-        ConfigError
-            The job keeps its offsets in ZooKeeper.
-        """
-        from storm_kafka_compat.errors import ConfigError
-        if not self.kafka_store:
-            raise ConfigError("this CONFIG keeps its offsets in ZooKeeper; the Kafka group "
-                              "store needs a kafkaSpout section with offsetStore: kafka",
-                              key="kafkaSpout.offsetStore", value=None)
-        if self.groups is None:
-            from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-            config = self.job.kafka_spout
-            self.groups = KafkaGroupOffsets(list(config.bootstrap_servers),
-                                            str(config.group_id), client_settings(self.job))
-            self._owns.append(self.groups)
-        return self.groups
 
     def group_states(self, infos: Optional[List[PartitionInfo]] = None, *,
                      with_log: bool = True) -> List[GroupPartitionState]:
@@ -235,7 +158,7 @@ class ToolEnv:
         infos = self.partitions() if infos is None else infos
         group = self.group_id
         assert group is not None
-        found = self.group_offsets().committed([i.key for i in infos]) if infos else {}
+        found = self.group_offsets().read_many([i.key for i in infos]) if infos else {}
         out = [GroupPartitionState(i, group, found.get(i.key)) for i in infos]
         if with_log:
             for s in out:
@@ -243,42 +166,13 @@ class ToolEnv:
                 s.log_end = self.offset_for(s.topic, s.partition, LATEST_TIME)
         return out
 
-    # --- partitions ------------------------------------------------------------------
-
-    def partitions(self) -> List[PartitionInfo]:
-        """Every partition of the spout (all tasks), from the discovery the pipeline
-        uses (:func:`~storm_kafka_compat.discovery.discovery_for`: the hosts' for a
-        ZooKeeper-store job, the subscription's for a Kafka-store job). Discovered
-        once per object."""
-        from storm_kafka_compat.discovery import discovery_for
-        if self._infos is not None:
-            return list(self._infos)
-        discovery = discovery_for(self.job, self.kafka, reader=self.registry_reader)
-        try:
-            infos = discovery.discover()
-        finally:
-            discovery.close()
-        for info in infos:
-            self.kafka.learn(info.leader)
-        self._infos = infos
-        return list(infos)
-
-    def zk_path(self, info: PartitionInfo) -> str:
-        """The document path the pipeline uses for ``info``."""
-        from storm_kafka_compat.spout.legacy import zk_path_for
-        return zk_path_for(self.job, info)
-
     def states(self, infos: Optional[List[PartitionInfo]] = None, *,
                with_log: bool = True) -> List[PartitionState]:
         """Read every partition's document (one pipelined read) and, with
         ``with_log``, Kafka's log start and end."""
         infos = self.partitions() if infos is None else infos
         paths = [self.zk_path(i) for i in infos]
-        read_many = getattr(self.store, "read_many", None)
-        if read_many is not None:
-            docs = read_many(paths) if paths else {}
-        else:  # a store with single reads only (MemoryStateStore)
-            docs = {p: self.store.read(p) for p in paths}
+        docs = self.store.read_many(paths) if paths else {}
         out = [PartitionState(i, p, docs.get(p)) for i, p in zip(infos, paths)]
         if with_log:
             for s in out:
@@ -286,24 +180,8 @@ class ToolEnv:
                 s.log_end = self.offset_for(s.topic, s.partition, LATEST_TIME)
         return out
 
-    def offset_for(self, topic: str, partition: int, time: int) -> int:
-        """Kafka's offset for a Storm time (-2, -1 or epoch ms)."""
-        return int(self.kafka.offset_for(topic, partition, time))
-
-    def close(self) -> None:
-        """Close what this object created."""
-        for thing in reversed(self._owns):
-            try:
-                thing.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                log.debug("closing %r failed", thing, exc_info=True)
-        self._owns.clear()
-
     def __enter__(self) -> "ToolEnv":
         return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def select_partitions(infos: List[PartitionInfo], spec: Optional[str]) -> List[PartitionInfo]:

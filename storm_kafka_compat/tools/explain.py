@@ -3,8 +3,8 @@
 The decision is :func:`storm_kafka_compat.spout.startup.decide_start`, the
 function the pipeline's spout runs, fed with the document the same
 :class:`~storm_kafka_compat.offsets.zkstore.ZkStateStore` reads, the partition
-list of the same coordinator and Kafka offsets through the same
-:class:`~storm_kafka_compat.spout.legacy.LazyKafka`. Nothing is written.
+list of the same discovery and Kafka offsets through the same
+:class:`~storm_kafka_compat.kafka.lazy.LazyKafka`. Nothing is written.
 
 The topology id compared with the stored one (``ignoreZkOffsets``) is the one
 a run would use: ``topology.id`` when configured, else a new
@@ -14,7 +14,7 @@ passes one.
 For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the decision is
 storm-kafka-client's first-poll rule,
 :func:`storm_kafka_compat.spout.client.first_poll.decide_first_poll`, called by
-:func:`client_first_poll` with exactly the arguments ``ClientSpout`` passes
+:func:`client_first_poll` with exactly the arguments the spout passes
 when a partition is assigned: the group's committed offset and metadata,
 ``firstPollOffsetStrategy``, the run's topology id, the log start and end,
 and the spout's ``auto.offset.reset``.
@@ -127,9 +127,9 @@ def explain(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Explanat
     env : ToolEnv
     topology_id : str, optional
         The id a run would write; default as the pipeline computes it
-        (:func:`~storm_kafka_compat.spout.legacy.topology_instance_id`).
+        (:func:`~storm_kafka_compat.runtime.topology_instance_id`).
     """
-    from storm_kafka_compat.spout.legacy import topology_instance_id
+    from storm_kafka_compat.runtime import topology_instance_id
     tid = topology_id or topology_instance_id(env.job)
     states = sorted(env.states(with_log=False), key=lambda s: (s.topic, s.partition))
     return [explain_state(env, s, tid) for s in states]
@@ -140,7 +140,7 @@ def explain(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Explanat
 def client_first_poll(config: Any, committed: Optional[Tuple[int, Optional[str]]], *,
                       topology_id: str, earliest: int, latest: int, topic: str,
                       partition: int) -> FirstPollDecision:
-    """The first-poll decision ``ClientSpout`` makes for a newly assigned partition.
+    """The first-poll decision the storm-kafka-client spout makes for a newly assigned partition.
 
     Parameters
     ----------
@@ -202,7 +202,7 @@ class GroupExplanation:
 
 def explain_group_state(env: ToolEnv, state: GroupPartitionState,
                         topology_id: str) -> GroupExplanation:
-    """Run ClientSpout's first-poll decision on one partition of a Kafka-store job."""
+    """Run the storm-kafka-client spout's first-poll decision on one partition of a Kafka-store job."""
     config = env.job.kafka_spout
     earliest = (state.log_start if state.log_start is not None
                 else env.offset_for(state.topic, state.partition, EARLIEST_TIME))
@@ -234,10 +234,10 @@ def explain_group(env: ToolEnv, *, topology_id: Optional[str] = None) -> List[Gr
         A Kafka-store job's (``env.kafka_store``).
     topology_id : str, optional
         The id a run would write; default as the pipeline computes it
-        (:func:`~storm_kafka_compat.spout.legacy.topology_instance_id`). A
+        (:func:`~storm_kafka_compat.runtime.topology_instance_id`). A
         commit whose metadata names it counts as this topology's.
     """
-    from storm_kafka_compat.spout.legacy import topology_instance_id
+    from storm_kafka_compat.runtime import topology_instance_id
     tid = topology_id or topology_instance_id(env.job)
     states = sorted(env.group_states(), key=lambda s: (s.topic, s.partition))
     return [explain_group_state(env, s, tid) for s in states]

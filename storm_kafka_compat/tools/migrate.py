@@ -172,7 +172,7 @@ def kafka08_store(env: ToolEnv) -> Tuple[Any, bool]:
 
 
 def _default_topology_id(job: JobConfig, override: Optional[str]) -> str:
-    from storm_kafka_compat.spout.legacy import topology_instance_id
+    from storm_kafka_compat.runtime import topology_instance_id
     return override or job.topology.id or topology_instance_id(job)
 
 
@@ -260,7 +260,7 @@ def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
                 if zk_offsets[s.key] is None:
                     zk_problems[s.key] = f"offsets node holds {doc.text[:40]!r}, not a decimal"
 
-    committed = groups.committed(keys)
+    committed = groups.read_many(keys)
     active = list(groups.active_members()) if direction == TO_KAFKA else []
     entries: List[MigrateEntry] = []
     start_time = env.job.spout.start_offset_time
@@ -351,7 +351,7 @@ def execute_migrate(env: ToolEnv, plan: MigratePlan, *, groups: Any,
                 "member(s); stop its consumers before migrating offsets into it",
                 group_id=plan.group, members=plan.active_members)
         if moves:
-            groups.commit({e.key: (int(e.source_offset), e.metadata or "")  # type: ignore[arg-type]
+            groups.write_many({e.key: (int(e.source_offset), e.metadata or "")  # type: ignore[arg-type]
                            for e in moves})
     else:
         store = zk08 if (plan.layout == "kafka08" and zk08 is not None) else env.store

@@ -194,7 +194,7 @@ def plan_reset(env: ToolEnv, spec: ResetSpec, *, partitions: Optional[str] = Non
     topology_id : str, optional
         Write this ``topology.id`` instead of keeping the stored one.
     """
-    from storm_kafka_compat.spout.legacy import topology_instance_id
+    from storm_kafka_compat.runtime import topology_instance_id
     infos = select_partitions(env.partitions(), partitions)
     states = env.states(infos)
     default_id = topology_id or env.job.topology.id or topology_instance_id(env.job)

@@ -107,5 +107,5 @@ def group_commits(bootstrap: str, group: str, keys: Iterable[Tuple[str, int]]
                   ) -> Dict[int, Optional[Tuple[int, str]]]:
     """partition -> ``(offset, metadata)`` the group holds on the broker (None: none)."""
     with KafkaGroupOffsets(bootstrap, group, KAFKA_PYTHON_09) as g:
-        got = g.committed(list(keys))
+        got = g.read_many(list(keys))
     return {p: v for (_, p), v in got.items()}

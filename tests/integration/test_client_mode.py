@@ -2,7 +2,7 @@
 groups, each processing guarantee against its promise, each first-poll strategy,
 maxUncommittedOffsets, and a move from the ZooKeeper store to the Kafka store.
 
-The driver loop runs its tasks in this process (``spark="local"``), except the
+The driver loop runs its tasks in this process (``executor=InProcess()``), except the
 last test, which goes through Spark.
 
 tansu 0.6 drops the commit metadata string (OffsetFetch answers null metadata;
@@ -18,12 +18,13 @@ import json
 
 import pytest
 
-from storm_kafka_compat.spout.client.spout import ClientSpout, client_spout_factory
+from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MetadataKeepingGroups
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.spout.legacy import LazyKafka
+from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.kafka.lazy import LazyKafka
 
 pytestmark = pytest.mark.integration
 
@@ -78,8 +79,8 @@ class Clock:
 
 
 def pipeline(j, groups, clock=None):
-    return Pipeline(j, spark="local", store=object(), sleep=lambda s: None,
-                    clock=clock or Clock(), spout_factory=client_spout_factory(groups=groups))
+    return Pipeline(j, executor=InProcess(), store=object(), sleep=lambda s: None,
+                    clock=clock or Clock(), groups=groups)
 
 
 def step(pipe, now, per_partition=4):
@@ -99,14 +100,14 @@ def kill(pipe):
 
 def committed(groups, topic, partitions=(0, 1)):
     return {p: (v[0] if v else None)
-            for (t, p), v in groups.committed([(topic, p) for p in partitions]).items()}
+            for (t, p), v in groups.read_many([(topic, p) for p in partitions]).items()}
 
 
 # --- the broker --------------------------------------------------------------------------
 def test_tansu_drops_commit_metadata(env):
     topic, group, groups = env
-    groups.commit({(topic, 0): (3, '{"topologyId":"x","taskId":1,"threadName":"t"}')})
-    assert groups.committed([(topic, 0)])[(topic, 0)] == (3, ""), (
+    groups.write_many({(topic, 0): (3, '{"topologyId":"x","taskId":1,"threadName":"t"}')})
+    assert groups.read_many([(topic, 0)])[(topic, 0)] == (3, ""), (
         "tansu now keeps commit metadata: drop MetadataKeepingGroups from these tests")
 
 
@@ -191,10 +192,10 @@ def test_first_poll_strategy(tansu, env, strategy, writer):
     if writer != "fresh":
         meta = {"this topology": OURS, "another topology": OTHER}.get(writer)
         text = json.dumps({"topologyId": meta, "taskId": 1, "threadName": "t"}) if meta else ""
-        groups.commit({(topic, 0): (6, text), (topic, 1): (6, text)})
-    spout = ClientSpout(job(tansu, topic, group, firstPollOffsetStrategy=strategy),
-                        kafka=LazyKafka(job(tansu, topic, group)), topology_id=OURS,
-                        groups=groups)
+        groups.write_many({(topic, 0): (6, text), (topic, 1): (6, text)})
+    spout = Runtime(job(tansu, topic, group, firstPollOffsetStrategy=strategy),
+                    kafka=LazyKafka(job(tansu, topic, group)), topology_id=OURS,
+                    groups=groups).spout()
     try:
         spout.maybe_refresh(0)
         starts = {k[1]: d.start_offset for k, d in spout.decisions.items()}
@@ -286,7 +287,7 @@ def test_at_least_once_through_spark(tansu, env, spark, spark_records):
         "spark": {"master": "local[2]"},
         "bolt": "tests.bolts:record"})
     summary = Pipeline(j, spark=spark, store=object(), sleep=lambda s: None,
-                       spout_factory=client_spout_factory(groups=groups)).run(
+                       groups=groups).run(
         RunOptions(until_caught_up=True))
     assert summary.stopped_by == "caught up"
     got = sorted((r["partition"], r["offset"]) for r in spark_records(topic))

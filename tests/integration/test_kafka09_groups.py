@@ -13,10 +13,10 @@ import json
 import pytest
 
 from storm_kafka_compat.spout.client.first_poll import CommitMetadata
-from storm_kafka_compat.spout.client.spout import client_spout_factory
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.engine.stages import InProcess
 from storm_kafka_compat.offsets.document import parse_document
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import (KAFKA_09, KAFKA_PYTHON_09, cli, client_job, get,
@@ -46,7 +46,7 @@ def test_any_metadata_string_round_trips_through_the_coordinator(kafka09, kafka0
              1: '{"topologyId":"ünïcode-2-1","taskId":0,"threadName":"t"}',
              2: ""}
     with KafkaGroupOffsets(kafka09.bootstrap, group, KAFKA_PYTHON_09) as g:
-        g.commit({(topic, p): (p + 1, text) for p, text in texts.items()})
+        g.write_many({(topic, p): (p + 1, text) for p, text in texts.items()})
     assert group_commits(kafka09.bootstrap, group, [(topic, p) for p in range(3)]) == {
         p: (p + 1, text) for p, text in texts.items()}
 
@@ -130,7 +130,7 @@ def test_first_poll_strategy_reads_the_metadata_the_broker_kept(tmp_path, kafka0
                               for p in range(3) for i in range(10)])
     group = unique("group")
     with KafkaGroupOffsets(kafka09.bootstrap, group, KAFKA_PYTHON_09) as g:
-        g.commit({(topic, 0): (4, CommitMetadata(OURS, 1, "t").to_json()),
+        g.write_many({(topic, 0): (4, CommitMetadata(OURS, 1, "t").to_json()),
                   (topic, 1): (6, CommitMetadata(OTHER, 2, "t").to_json())})
     starts, decisions = EXPECTED[strategy]
 
@@ -153,8 +153,7 @@ def test_first_poll_strategy_reads_the_metadata_the_broker_kept(tmp_path, kafka0
         "spout": {"topic": topic, "zkRoot": "/unused", "id": group, "scheme": "string"},
         "kafka": dict(KAFKA_09),
         "bolt": "tests.integration.test_kafka09_groups:record"})
-    summary = Pipeline(job, spark="local", store=object(), sleep=lambda s: None,
-                       spout_factory=client_spout_factory()).run(
+    summary = Pipeline(job, executor=InProcess(), store=object(), sleep=lambda s: None).run(
         RunOptions(until_caught_up=True, max_messages_per_partition=4))
     assert {p.partition: p.resumed_from for p in summary.partitions} == starts
     assert sorted(SEEN) == [(p, o) for p in range(3) for o in range(starts[p], 10)]
@@ -206,7 +205,7 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
     # again: unchanged where the broker holds offset and metadata; a commit of the same
     # offset without metadata (kafka-consumer-groups --reset-offsets) is rewritten
     with KafkaGroupOffsets(cluster.bootstrap, group, KAFKA_PYTHON_09) as g:
-        g.commit({(topic, 0): (7, "")})
+        g.write_many({(topic, 0): (7, "")})
     again = cli("offsets", "migrate", str(config), "--to-kafka-group", group, "--execute",
                 "--json")
     assert again.returncode == 0, again.stderr
@@ -217,7 +216,7 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
     # back: another group, committed by a storm-kafka-client topology, into empty paths
     source = unique("group")
     with KafkaGroupOffsets(cluster.bootstrap, source, KAFKA_PYTHON_09) as g:
-        g.commit({(topic, 0): (12, CommitMetadata("orders-3-1700000300", 1, "t").to_json()),
+        g.write_many({(topic, 0): (12, CommitMetadata("orders-3-1700000300", 1, "t").to_json()),
                   (topic, 2): (5, CommitMetadata("orders-3-1700000300", 2, "t").to_json())})
     back_root = zk_root + "-back"
     back = zk_job(tmp_path / "back.yaml", cluster, topic, back_root)

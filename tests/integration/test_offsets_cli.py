@@ -32,10 +32,10 @@ def test_group_commit_then_committed_round_trips_offsets(tansu, kafka_topic, uni
     group = unique("group")
     with KafkaGroupOffsets(tansu.bootstrap, group) as g:
         keys = [(topic, 0), (topic, 1), (topic, 2)]
-        assert g.committed(keys) == {k: None for k in keys}
+        assert g.read_many(keys) == {k: None for k in keys}
         assert g.active_members() == []
-        g.commit({(topic, 0): (4, '{"topologyId":"t-1"}'), (topic, 1): (0, "")})
-        got = g.committed(keys)
+        g.write_many({(topic, 0): (4, '{"topologyId":"t-1"}'), (topic, 1): (0, "")})
+        got = g.read_many(keys)
     # tansu workaround: tansu 0.6 drops the metadata string (module docstring), so only
     # the offsets are compared; test_kafka09_groups.py compares the metadata too
     assert {k: (v[0] if v else None) for k, v in got.items()} == {
@@ -59,7 +59,7 @@ def test_group_commit_refuses_a_group_with_live_members(tansu, kafka_topic, uniq
             members = g.active_members()
             assert len(members) == 1
             with pytest.raises(ActiveGroupError) as info:
-                g.commit({(topic, 0): (1, "m")})
+                g.write_many({(topic, 0): (1, "m")})
             assert group in str(info.value) and "stop its consumers" in str(info.value)
             assert info.value.members == tuple(members)
     finally:
@@ -71,7 +71,7 @@ def test_group_rejects_negative_offsets_and_empty_group_id(tansu, unique):
         KafkaGroupOffsets(tansu.bootstrap, "")
     with KafkaGroupOffsets(tansu.bootstrap, unique("group")) as g:
         with pytest.raises(GroupAccessError, match="-3"):
-            g.commit({("t", 0): (-3, "")})
+            g.write_many({("t", 0): (-3, "")})
 
 
 def test_group_unreachable_broker_is_a_kafka_access_error(unique):
@@ -412,7 +412,7 @@ def test_reset_clamps_refuses_and_shift(kafka_topic, make_job):
 
 def _group_offsets(tansu, group: str, topic: str, n: int) -> Dict[int, Optional[int]]:
     with KafkaGroupOffsets(tansu.bootstrap, group) as g:
-        got = g.committed([(topic, p) for p in range(n)])
+        got = g.read_many([(topic, p) for p in range(n)])
     return {p: (v[0] if v else None) for (_, p), v in got.items()}
 
 
@@ -459,7 +459,7 @@ def test_migrate_from_kafka_round_trip_through_storm_and_kafka08(kafka_topic, ma
     job = make_job(topic, 3)
     source = unique("group")
     with KafkaGroupOffsets(tansu.bootstrap, source) as g:
-        g.commit({(topic, 0): (4, '{"topologyId":"clicks-3-1700000000","taskId":1,'
+        g.write_many({(topic, 0): (4, '{"topologyId":"clicks-3-1700000000","taskId":1,'
                                   '"threadName":"t"}'), (topic, 1): (9, "")})
     # Kafka group -> storm documents
     res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", source, "--execute")

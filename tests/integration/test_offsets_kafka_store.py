@@ -68,7 +68,7 @@ def committed_group(tansu, kafka_topic, unique):
                                                 for p, n in COUNTS.items() for i in range(n)])
     group = unique("group")
     with KafkaGroupOffsets(tansu.bootstrap, group) as g:
-        g.commit({(topic, 0): (4, CommitMetadata(TOPOLOGY_ID, 1, "t").to_json()),
+        g.write_many({(topic, 0): (4, CommitMetadata(TOPOLOGY_ID, 1, "t").to_json()),
                   (topic, 1): (9, "")})
     return topic, group
 
@@ -135,6 +135,6 @@ def test_reset_is_refused_and_writes_nothing(tmp_path, tansu, committed_group):
     assert (f"kafka-consumer-groups --bootstrap-server {tansu.bootstrap} --group {group} "
             f"--topic {topic} --reset-offsets --to-latest --execute") in done.stderr
     with KafkaGroupOffsets(tansu.bootstrap, group) as g:
-        after = g.committed([(topic, p) for p in range(3)])
+        after = g.read_many([(topic, p) for p in range(3)])
     assert {k[1]: (v[0] if v else None) for k, v in after.items()} == {0: 4, 1: 9, 2: None}
 

@@ -59,7 +59,7 @@ def test_run_until_caught_up_commits_the_group(tmp_path, tansu, kafka_topic, uni
                                                        for p, n in counts.items()}
 
     with KafkaGroupOffsets(tansu.bootstrap, group) as g:
-        got = g.committed([(topic, p) for p in counts])
+        got = g.read_many([(topic, p) for p in counts])
     # partition 2 is empty: nothing to commit, so the group has no offset for it
     assert {k[1]: (v[0] if v else None) for k, v in got.items()} == {0: 30, 1: 17, 2: None}
 

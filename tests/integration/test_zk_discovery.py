@@ -1,5 +1,5 @@
 """ZkDiscovery (under an Assignment) on a real ZooKeeper, over a broker registry written in Kafka's
-formats (testing.registry) that points at a real broker (tansu)."""
+formats (servers.registry) that points at a real broker (tansu)."""
 
 import pytest
 

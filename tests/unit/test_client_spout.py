@@ -1,16 +1,18 @@
-"""ClientSpout on the driver loop: scripted Kafka, in-memory group, in-process tasks."""
+"""The storm-kafka-client spout on the driver loop: scripted Kafka, in-memory group, in-process tasks."""
 
 import json
 
 import pytest
 
-from storm_kafka_compat.spout.client.spout import ClientSpout, client_spout_factory
+from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.spout.client.spout import client_spout
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.errors import GroupAccessError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.engine.stages import InProcess
 
 SEEN = []
 FAIL = set()
@@ -49,9 +51,9 @@ def kafka_with(n, partitions=2):
 
 
 def run(j, kafka, groups, clock=None, **opts):
-    pipe = Pipeline(j, spark="local", store=object(), kafka_factory=lambda boot: kafka,
+    pipe = Pipeline(j, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
                     sleep=lambda s: None, clock=clock,
-                    spout_factory=client_spout_factory(groups=groups))
+                    groups=groups)
     opts.setdefault("until_caught_up", True)
     summary = pipe.run(RunOptions(max_messages_per_partition=4, **opts))
     return pipe, summary
@@ -125,9 +127,9 @@ def test_max_uncommitted_offsets_pauses_then_resumes():
     FAIL.add((0, 0))
     j = job(bolt="fail_listed", maxUncommittedOffsets=6,
             retry={"initialDelay": "1s", "delayPeriod": "1s", "maxDelay": "1s"})
-    pipe = Pipeline(j, spark="local", store=object(), kafka_factory=lambda boot: kafka,
+    pipe = Pipeline(j, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
                     sleep=lambda s: None, clock=lambda: NOW[0],
-                    spout_factory=client_spout_factory(groups=groups))
+                    groups=groups)
     pipe._max_task_errors = 3
     for _ in range(5):
         step(pipe, 0)
@@ -173,8 +175,8 @@ def test_pattern_subscription_and_round_robin_tasks():
     for t in ("b-topic", "a-topic", "other"):
         kafka.create_topic(t, 2)
     j = job(topics=None, topicPattern=".*-topic")
-    spouts = [ClientSpout(j, kafka=_Lazy(kafka), topology_id="x", groups=MemoryGroupOffsets(),
-                          task_index=i, total_tasks=3) for i in range(3)]
+    spouts = [Runtime(j, kafka=_Lazy(kafka), topology_id="x", groups=MemoryGroupOffsets())
+              .spout(task_index=i, total_tasks=3) for i in range(3)]
     for s in spouts:
         s.maybe_refresh(0)
     owned = [sorted(s.managers()) for s in spouts]
@@ -197,4 +199,4 @@ def test_needs_the_kafka_store():
                               "hosts": {"bootstrap": "k:1"}, "topology": {"name": "n"},
                               "kafkaSpout": {"offsetStore": "zookeeper"}})
     with pytest.raises(ConfigError, match="offsetStore: kafka"):
-        ClientSpout(j, kafka=_Lazy(ScriptedKafka()), topology_id="x")
+        client_spout(Runtime(j, kafka=_Lazy(ScriptedKafka()), topology_id="x"))

@@ -7,6 +7,7 @@ import pytest
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.engine.stages import InProcess
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
@@ -34,7 +35,7 @@ def clear_seen():
 
 
 def run(j, kafka, store, **opts):
-    pipe = Pipeline(j, spark="local", store=store, kafka_factory=lambda boot: kafka,
+    pipe = Pipeline(j, executor=InProcess(), store=store, kafka_factory=lambda boot: kafka,
                     sleep=lambda s: None)
     return pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=7, **opts))
 
@@ -104,7 +105,7 @@ def test_out_of_range_whose_log_range_cannot_be_asked_is_retried_not_fatal():
             raise FailedFetchError("leader moving", topic=topic, partition=partition)
         return real(topic, partition, time)
 
-    pipe = Pipeline(job(partitions=1), spark="local", store=store,
+    pipe = Pipeline(job(partitions=1), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, sleep=lambda s: None)
     pipe.spout.maybe_refresh(0)
     kafka.offset_for = offset_for
@@ -152,7 +153,7 @@ def test_an_open_tree_holds_the_commit_until_the_message_timeout_then_replays():
     kafka.create_topic("orders", 1)
     kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
     store, clock = MemoryStateStore(), FakeClock()
-    pipe = Pipeline(topology_job(bolts.HOLD_SPEC), spark="local", store=store,
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
     assert pipe.stage_job() is None                  # shuffle only: single stage
     opts = RunOptions()
@@ -180,7 +181,7 @@ def test_run_replays_a_never_acked_tuple_after_the_timeout_and_commits_past_it()
     kafka.create_topic("orders", 1)
     kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
     store, clock = MemoryStateStore(), FakeClock()
-    pipe = Pipeline(topology_job(bolts.HOLD_SPEC, timeout_s=3), spark="local", store=store,
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC, timeout_s=3), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
     start = clock()
     summary = pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=100))
@@ -199,7 +200,7 @@ def test_fields_grouping_runs_as_stages_and_a_failure_two_stages_down_replays_th
     for p, values in lines.items():
         kafka.append("orders", p, *values)
     store = MemoryStateStore()
-    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC, partitions=2), spark="local",
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC, partitions=2), executor=InProcess(),
                     store=store, kafka_factory=lambda boot: kafka, sleep=lambda s: None)
     layout = pipe.stage_job().layout
     assert layout.stages == (("split",), ("count",), ("report",))
@@ -226,7 +227,7 @@ def test_fields_grouping_runs_as_stages_and_a_failure_two_stages_down_replays_th
 
 
 def test_forcing_single_stage_keeps_the_per_partition_path():
-    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), spark="local", store=MemoryStateStore(),
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), executor=InProcess(), store=MemoryStateStore(),
                     kafka_factory=lambda boot: kafka_with(1, 1), stages=False)
     assert pipe.stage_job() is None
 
@@ -247,7 +248,7 @@ class StepClock(FakeClock):
 
 def test_commit_timing_first_check_then_strictly_more_than_the_interval():
     kafka, store, clock = kafka_with(0, partitions=1), MemoryStateStore(), FakeClock()
-    pipe = Pipeline(job(partitions=1, state_update_interval_ms=1_000), spark="local",
+    pipe = Pipeline(job(partitions=1, state_update_interval_ms=1_000), executor=InProcess(),
                     store=store, kafka_factory=lambda boot: kafka, clock=clock,
                     sleep=clock.sleep)
     pipe.spout.maybe_refresh(clock())
@@ -273,7 +274,7 @@ def test_commit_timing_first_check_then_strictly_more_than_the_interval():
 def test_metrics_every_bucket_with_storm_names_and_a_progress_line():
     kafka, store, clock = kafka_with(40, partitions=2), MemoryStateStore(), StepClock(150)
     records, lines = [], []
-    pipe = Pipeline(job(metrics_time_bucket_size_in_secs=1), spark="local", store=store,
+    pipe = Pipeline(job(metrics_time_bucket_size_in_secs=1), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep,
                     metrics=lambda r: records.append((clock.ms, r)),
                     progress=lines.append)
@@ -297,7 +298,7 @@ def test_metrics_every_bucket_with_storm_names_and_a_progress_line():
 def test_no_kafka_offset_data_point_when_storm_reports_null():
     kafka, store = kafka_with(3, partitions=1), MemoryStateStore()
     records = []
-    pipe = Pipeline(job(partitions=1), spark="local", store=store,
+    pipe = Pipeline(job(partitions=1), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, metrics=records.append)
     pipe.spout.maybe_refresh(0)
     pipe.offset_samples = lambda: []                  # no partition has offset data
@@ -373,7 +374,7 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
     from storm_kafka_compat.errors import FailedFetchError
 
     kafka, store = kafka_with(3, partitions=3), MemoryStateStore()
-    pipe = Pipeline(job(partitions=3), spark="local", store=store,
+    pipe = Pipeline(job(partitions=3), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka)
     pipe.spout.maybe_refresh(0)
     asked = []
@@ -397,7 +398,7 @@ def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
 
     kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
     now = [0]
-    pipe = Pipeline(job(partitions=2), spark="local", store=store,
+    pipe = Pipeline(job(partitions=2), executor=InProcess(), store=store,
                     kafka_factory=lambda boot: kafka, clock=lambda: now[0])
     pipe.spout.maybe_refresh(0)
     asked, broken = [], [True]

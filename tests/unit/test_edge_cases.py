@@ -4,6 +4,7 @@ from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHost
 from storm_kafka_compat.errors import OffsetOutOfRangeError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.engine.stages import InProcess
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
@@ -17,7 +18,7 @@ def job(topic="orders", partitions=1, **spout_kw):
 
 
 def pipeline(j, kafka, store):
-    return Pipeline(j, spark="local", store=store, kafka_factory=lambda boot: kafka,
+    return Pipeline(j, executor=InProcess(), store=store, kafka_factory=lambda boot: kafka,
                     sleep=lambda s: None)
 
 
@@ -94,20 +95,18 @@ def test_another_writer_of_our_documents_is_reported(caplog):
     plan = pm.plan_fetch(max_messages=1)
     pm.fetched(plan, [(1, 2)]); pm.ack(1)
     p.spout.commit()
-    assert p.spout.ownership.conflicts == 1
+    assert p.spout.ownership_conflicts == 1
     assert "other-job-9-9" in caplog.text and "/kafka/spout1/partition_0" in caplog.text
 
 
 def test_generated_topology_ids_differ_between_processes():
-    from storm_kafka_compat.spout.legacy import topology_instance_id
+    from storm_kafka_compat.runtime import topology_instance_id
     j = JobConfig(spout=job().spout, topology=TopologyConfig(name="t"), bolt="tests.bolts:record")
     import os
     assert topology_instance_id(j, now_s=100) == f"t-{os.getpid()}-100"
 
 
 def test_case_29_applications_split_partitions_by_task_index():
-    import functools
-    from storm_kafka_compat.spout.legacy import Spout
     from tests import bolts
     kafka = ScriptedKafka()
     kafka.create_topic("orders", 4)
@@ -117,9 +116,9 @@ def test_case_29_applications_split_partitions_by_task_index():
     seen = {}
     for index in (0, 1):
         bolts.SEEN.clear()
-        Pipeline(job(partitions=4), spark="local", store=store, kafka_factory=lambda b: kafka,
+        Pipeline(job(partitions=4), executor=InProcess(), store=store, kafka_factory=lambda b: kafka,
                  sleep=lambda s: None,
-                 spout_factory=functools.partial(Spout, task_index=index, total_tasks=2)
+                 task_index=index, total_tasks=2
                  ).run(RunOptions(until_caught_up=True))
         seen[index] = sorted({r["partition"] for r in bolts.SEEN})
     assert seen == {0: [0, 2], 1: [1, 3]}

@@ -89,7 +89,7 @@ def test_committed_retries_coordinator_not_available_then_answers():
                 Errors.CoordinatorLoadInProgressError(),
                 {"g": {tp: OffsetAndMetadata(7, '{"topologyId":"x"}', -1)}}], clock)
     g._admin._manager.cluster._coordinators[(0, "g")] = 1       # a stale cached coordinator
-    assert g.committed([("t", 0)]) == {("t", 0): (7, '{"topologyId":"x"}')}
+    assert g.read_many([("t", 0)]) == {("t", 0): (7, '{"topologyId":"x"}')}
     assert g._admin.calls == ["list_group_offsets"] * 3
     assert clock.sleeps == [0.2, 0.4]                          # doubling backoff
     assert g._admin._manager.cluster._coordinators == {}       # asked for again
@@ -103,7 +103,7 @@ def test_commit_retries_per_partition_coordinator_errors():
                 {"g": empty},
                 {tp: Errors.NotCoordinatorError},                              # alter
                 {tp: Errors.NoError}], clock)
-    g.commit({("t", 0): (3, "meta")})
+    g.write_many({("t", 0): (3, "meta")})
     assert g._admin.calls == ["describe_groups", "describe_groups", "alter_group_offsets",
                               "alter_group_offsets"]
     assert clock.sleeps == [0.2, 0.2]
@@ -114,7 +114,7 @@ def test_gives_up_at_the_deadline_with_the_reason():
     g = groups([Errors.CoordinatorNotAvailableError("FindCoordinatorResponse error")] * 50,
                clock, timeout_ms=5000)
     with pytest.raises(GroupAccessError) as info:
-        g.committed([("t", 0)])
+        g.read_many([("t", 0)])
     message = str(info.value)
     assert "'g'" in message and "CoordinatorNotAvailableError" in message
     assert "still not available after" in message and "5000 ms" in message
@@ -126,13 +126,13 @@ def test_other_errors_fail_at_once():
     clock = Clock()
     g = groups([Errors.GroupAuthorizationFailedError("denied")], clock)
     with pytest.raises(GroupAccessError, match="group ACLs"):
-        g.committed([("t", 0)])
+        g.read_many([("t", 0)])
     assert clock.sleeps == []
     tp = TopicPartition("t", 0)
     g = groups([{"g": {"group_state": "Empty", "members": [], "error": None}},
                 {tp: Errors.UnknownMemberIdError}], clock)
     with pytest.raises(GroupAccessError, match="UnknownMemberIdError"):
-        g.commit({("t", 0): (1, "")})
+        g.write_many({("t", 0): (1, "")})
     assert clock.sleeps == []
 
 
@@ -142,7 +142,7 @@ def test_a_commit_still_refused_by_the_coordinator_names_the_partitions():
     empty = {"g": {"group_state": "Empty", "members": [], "error": None}}
     g = groups([empty] + [{tp: Errors.NotCoordinatorError}] * 50, clock, timeout_ms=3000)
     with pytest.raises(GroupAccessError) as info:
-        g.commit({("orders", 3): (1, "")})
+        g.write_many({("orders", 3): (1, "")})
     message = str(info.value)
     assert "committing offsets" in message and "orders/3: NotCoordinatorError" in message
     assert "_Coordinator" not in message and "3000 ms" in message

@@ -1,4 +1,4 @@
-"""Kafka's broker-registry znodes, every version, written by testing.registry and
+"""Kafka's broker-registry znodes, every version, written by servers.registry and
 parsed by coordinators.registry; Java full-match regexes."""
 
 import json

@@ -15,7 +15,8 @@ from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
 from storm_kafka_compat.spout.client.retry import INT_MAX, RetryService, RetrySettings, TimeInterval
-from storm_kafka_compat.spout.client.spout import ClientSpout
+from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.spout.assignment import partitions_for_task
@@ -177,8 +178,8 @@ def test_client_spout_reports_the_2x_metric_from_its_managers():
     job = job_config_from_dict({"kafkaSpout": {"groupId": "g", "bootstrapServers": "k:1",
                                                "topics": ["orders"]},
                                 "topology": {"name": "orders", "id": "orders-1-1"}})
-    spout = ClientSpout(job, kafka=Lazy(kafka), topology_id="orders-1-1",
-                        groups=MemoryGroupOffsets())
+    spout = Runtime(job, kafka=Lazy(kafka), topology_id="orders-1-1",
+                    groups=MemoryGroupOffsets()).spout()
     spout.maybe_refresh(0)
     pm: ClientPartitionManager = spout.managers()[("orders", 0)]
     plan = pm.plan_fetch(max_messages=3)
@@ -201,8 +202,8 @@ def owned(kafka: ScriptedKafka, total: int = 1, **client) -> List[List[tuple]]:
                                 "topology": {"name": "x", "id": "x-1-1"}})
     out = []
     for i in range(total):
-        s = ClientSpout(job, kafka=Lazy(kafka), topology_id="x-1-1", groups=MemoryGroupOffsets(),
-                        task_index=i, total_tasks=total)
+        s = Runtime(job, kafka=Lazy(kafka), topology_id="x-1-1",
+                    groups=MemoryGroupOffsets()).spout(task_index=i, total_tasks=total)
         s.maybe_refresh(0)
         out.append(sorted(s.managers()))
     return out
@@ -452,7 +453,6 @@ def test_offset_manager_committed_flag():
 def test_the_driver_sends_the_2x_metric_in_client_mode():
     """Through the driver's metric report: the kafkaOffset record of a client-mode
     pipeline carries storm-kafka-client 2.x's keys (recordsInPartition)."""
-    from storm_kafka_compat.spout.client.spout import client_spout_factory
     from storm_kafka_compat.engine.driver import Pipeline
 
     kafka = ScriptedKafka()
@@ -463,9 +463,9 @@ def test_the_driver_sends_the_2x_metric_in_client_mode():
                                 "topology": {"name": "orders", "id": "orders-1-1"},
                                 "bolt": "tests.bolts:record"})
     records: List[dict] = []
-    pipe = Pipeline(job, spark="local", store=object(), kafka_factory=lambda boot: kafka,
+    pipe = Pipeline(job, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
                     sleep=lambda s: None, metrics=records.append,
-                    spout_factory=client_spout_factory(groups=MemoryGroupOffsets()))
+                    groups=MemoryGroupOffsets())
     pipe.spout.maybe_refresh(0)
     pipe.emit_metrics()
     value = [r["value"] for r in records if r["name"] == "kafkaOffset"][-1]
@@ -484,7 +484,6 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     """KafkaSpoutRebalanceTest: a batch result that comes back for a partition revoked
     meanwhile is dropped: nothing is committed or retried for it; the assigned partition
     commits as usual."""
-    from storm_kafka_compat.spout.client.spout import client_spout_factory
     from storm_kafka_compat.engine.driver import Pipeline
     from storm_kafka_compat.engine.executor import TaskResult
 
@@ -498,8 +497,8 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
                                                "partitionRefreshPeriodMs": 1},
                                 "topology": {"name": "x", "id": "x-1-1"},
                                 "bolt": "tests.bolts:record"})
-    pipe = Pipeline(job, spark="local", store=object(), kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None, spout_factory=client_spout_factory(groups=groups))
+    pipe = Pipeline(job, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
+                    sleep=lambda s: None, groups=groups)
     pipe.spout.maybe_refresh(0)
     plans = {k: pm.plan_fetch(3) for k, pm in pipe.spout.managers().items()}
     kafka.delete_topic("revoked")

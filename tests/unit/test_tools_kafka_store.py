@@ -1,7 +1,7 @@
 """Operator tools on a Kafka-store CONFIG (``kafkaSpout.offsetStore: kafka``) without
 servers: lag and explain read an in-memory group (commit metadata included, which
 tansu drops) and a scripted Kafka; explain's decision is checked against the one
-ClientSpout makes on the same group; ``offsets reset`` refuses with Kafka's command."""
+the storm-kafka-client spout makes on the same group; ``offsets reset`` refuses with Kafka's command."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from storm_kafka_compat.cli.main import main
 from storm_kafka_compat.cli.offsets_cmd import kafka_consumer_groups_reset
 from storm_kafka_compat.spout.client.first_poll import (NO_COMMIT, OUT_OF_RANGE, RESUME,
                                                   RESUME_FOREIGN, STRATEGY, CommitMetadata)
-from storm_kafka_compat.spout.client.spout import ClientSpout
+from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from storm_kafka_compat.spout.legacy import LazyKafka
+from storm_kafka_compat.kafka.lazy import LazyKafka
 from storm_kafka_compat.tools import ToolEnv
 from storm_kafka_compat.tools.explain import explain_group
 from storm_kafka_compat.tools.lag import GROUP_TABLE_COLUMNS, lag, monitor_json
@@ -82,7 +82,7 @@ def test_partitions_come_from_the_client_subscription_not_the_spout_section():
     env = env_for(j, kafka, MemoryGroupOffsets())
     assert [i.key for i in env.partitions()] == [("orders-eu", 0), ("orders-eu", 1),
                                                  ("orders-us", 0)]
-    assert "k1:9092" in env.kafka.brokers          # kafkaSpout.bootstrapServers, as ClientSpout
+    assert "k1:9092" in env.kafka.brokers          # kafkaSpout.bootstrapServers, as the client spout
 
 
 def test_the_group_store_needs_a_kafka_store_config():
@@ -95,7 +95,7 @@ def test_the_group_store_needs_a_kafka_store_config():
         env.group_offsets()
 
 
-# --- explain: the same decision as ClientSpout -----------------------------------------------
+# --- explain: the same decision as the client spout -----------------------------------------------
 
 WRITERS = {
     "fresh": None,
@@ -119,8 +119,8 @@ def test_explain_matches_what_client_spout_decides(strategy, writer, reset):
     offsets = {("orders", 0): committed} if committed else {}
     kafka = scripted({0: (3, 15), 1: (0, 9)})
 
-    spout = ClientSpout(j, kafka=LazyKafka(j, lambda boot: kafka), topology_id=OURS,
-                        groups=MemoryGroupOffsets(offsets))
+    spout = Runtime(j, kafka=LazyKafka(j, lambda boot: kafka), topology_id=OURS,
+                    groups=MemoryGroupOffsets(offsets)).spout()
     spout.maybe_refresh(0)
     expected = {k: (d.decision, d.start_offset, d.reason) for k, d in spout.decisions.items()}
 

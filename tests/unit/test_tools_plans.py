@@ -49,14 +49,15 @@ class FakeGroup:
         self.offsets = dict(offsets or {})
         self.members = list(members)
 
-    def committed(self, keys):
+    def read_many(self, keys):
         return {k: self.offsets.get(tuple(k)) for k in keys}
 
     def active_members(self) -> List[str]:
         return self.members
 
-    def commit(self, offsets) -> None:
+    def write_many(self, offsets) -> int:
         self.offsets.update(offsets)
+        return 1
 
 
 def env_for(docs: Dict[int, bytes], logs: Dict[int, Tuple[int, int]], *,

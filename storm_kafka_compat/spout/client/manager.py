@@ -80,7 +80,7 @@ class ClientPartitionManager:
         failed and the fetch must not run.
     end_offset : callable() -> int, optional
         AT_MOST_ONCE: the log end offset, which bounds the committed fetch.
-    zk_path : str
+    location : str
         Where the offset lives, for summaries (``group:topic-partition``).
     """
 
@@ -89,13 +89,13 @@ class ClientPartitionManager:
                  leader: Optional[Broker] = None, clock: Optional[Clock] = None,
                  commit_before_process: Optional[Callable[["ClientPartitionManager", int],
                                                           bool]] = None,
-                 end_offset: Optional[Callable[[], int]] = None, zk_path: str = "") -> None:
+                 end_offset: Optional[Callable[[], int]] = None, location: str = "") -> None:
         self.topic = topic
         self.partition = partition
         self.config = config
         self.guarantee = config.processing_guarantee
         self.leader = leader
-        self.zk_path = zk_path
+        self.location = location
         self.clock: Clock = clock or (lambda: 0)
         self.retry = RetryService(config.retry, self.clock)
         self.offsets = OffsetManager(topic, partition, start_offset)

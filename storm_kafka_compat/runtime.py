@@ -1,0 +1,208 @@
+"""The runtime: one job's parts, built once from its :class:`~storm_kafka_compat.config.JobConfig`.
+
+Every entry point builds a :class:`Runtime` and asks it for the same parts, so
+they cannot drift apart: the pipeline's driver loop
+(:class:`~storm_kafka_compat.engine.driver.Pipeline`, and the DataFrame mode
+through it), the Structured Streaming source
+(:class:`~storm_kafka_compat.streaming.datasource.ZkPositions`) and every
+operator tool (:class:`~storm_kafka_compat.tools.ToolEnv`).
+
+* ``store`` -- the ZooKeeper document store (``zkRoot/id/partition_N``),
+  connecting on first use;
+* :meth:`Runtime.group_offsets` -- the Kafka consumer-group store of a
+  storm-kafka-client job (``kafkaSpout.offsetStore: kafka``);
+* ``kafka`` -- the driver's Kafka access (metadata and log offsets);
+* :meth:`Runtime.discovery` / :meth:`Runtime.partitions` -- the partitions and
+  leaders the hosts (or the subscription) call for;
+* :meth:`Runtime.location` -- where a partition's position is kept;
+* :meth:`Runtime.spout` -- the spout, with the start decision and the commit
+  policy the config calls for (storm-kafka's or storm-kafka-client's).
+
+What the runtime built it closes (:meth:`Runtime.close`); what it was given
+stays the caller's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Callable, List, Optional
+
+from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.discovery import Discovery, PartitionInfo, discovery_for
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.offsets.paths import partition_path
+
+log = logging.getLogger(__name__)
+
+
+def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
+    """The topology id written into documents: ``topology.id`` when configured,
+    else a Storm-style ``<name>-<n>-<epoch seconds>`` new for each run (a run is a
+    submission, so ``ignoreZkOffsets`` behaves as on a Storm re-submission). Storm's
+    ``<n>`` is Nimbus's submission counter; here it is the driver's process id, so
+    two jobs started in the same second on one host still differ."""
+    if job.topology.id:
+        return job.topology.id
+    return f"{job.topology.name}-{os.getpid()}-{int(now_s if now_s is not None else time.time())}"
+
+
+def zk_path_for(job: JobConfig, info: PartitionInfo) -> str:
+    """The document path of a partition (classic or topic-qualified)."""
+    return partition_path(job.spout.zk_root, job.spout.id, info.partition, topic=info.path_topic)
+
+
+class Runtime:
+    """The parts of one job.
+
+    Parameters
+    ----------
+    job : JobConfig
+    store : OffsetStore, optional
+        The ZooKeeper document store; ``ZkStateStore.from_config`` (servers,
+        timings, digest auth) on first use when omitted.
+    kafka : LazyKafka-like, optional
+        ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``,
+        ``brokers``; a :class:`~storm_kafka_compat.kafka.lazy.LazyKafka` over
+        ``kafka_factory`` when omitted.
+    kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
+        How the omitted ``kafka`` builds its client (tests: a scripted Kafka).
+    groups : OffsetStore, optional
+        The consumer-group store of a Kafka-store job; built on first use from
+        ``kafkaSpout.bootstrapServers``/``groupId`` when omitted.
+    registry_reader : RegistryReader, optional
+        For ``ZkHosts``: read Kafka's registry through this instead of a kazoo
+        client of the discovery's own.
+    topology_id : str, optional
+        Written into documents and commit metadata; ``topology.id`` or a new
+        Storm-style id by default.
+    """
+
+    def __init__(self, job: JobConfig, *, store: Any = None, kafka: Any = None,
+                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
+                 groups: Any = None, registry_reader: Any = None,
+                 topology_id: Optional[str] = None) -> None:
+        self.job = job
+        self._owns: List[Any] = []
+        self._store = store
+        if kafka is None:
+            from storm_kafka_compat.kafka.lazy import LazyKafka
+            kafka = LazyKafka(job, kafka_factory)
+            self._owns.append(kafka)
+        self.kafka = kafka
+        if self.kafka_store:
+            # the group's brokers are where a storm-kafka-client job's metadata comes from
+            self.kafka.brokers.update(job.kafka_spout.bootstrap_servers)
+        self._groups = groups
+        self.registry_reader = registry_reader
+        self.topology_id = topology_id or topology_instance_id(job)
+        self._infos: Optional[List[PartitionInfo]] = None
+
+    # --- offset stores ------------------------------------------------------------------
+
+    @property
+    def store(self) -> Any:
+        """The ZooKeeper document store, built on first use (a Kafka-store job that
+        never reads documents needs no ZooKeeper)."""
+        if self._store is None:
+            from storm_kafka_compat.offsets.zkstore import ZkStateStore
+            self._store = ZkStateStore.from_config(self.job.spout, self.job.topology)
+            self._owns.append(self._store)
+        return self._store
+
+    @property
+    def kafka_store(self) -> bool:
+        """The job keeps its offsets in a Kafka consumer group
+        (``kafkaSpout.offsetStore: kafka``), not in ZooKeeper documents."""
+        return bool(self.job.uses_kafka_offsets)
+
+    @property
+    def group_id(self) -> Optional[str]:
+        """``kafkaSpout.groupId`` of a Kafka-store job, else None."""
+        return str(self.job.kafka_spout.group_id) if self.kafka_store else None
+
+    def group_offsets(self) -> Any:
+        """The consumer group's offset store (built on first use).
+
+        Raises
+        ------
+        ConfigError
+            The job keeps its offsets in ZooKeeper.
+        """
+        if not self.kafka_store:
+            raise ConfigError("this CONFIG keeps its offsets in ZooKeeper; the Kafka group "
+                              "store needs a kafkaSpout section with offsetStore: kafka",
+                              key="kafkaSpout.offsetStore", value=None)
+        if self._groups is None:
+            from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+            config = self.job.kafka_spout
+            self._groups = KafkaGroupOffsets(list(config.bootstrap_servers),
+                                             str(config.group_id),
+                                             self.job.kafka_settings.for_kafka_python())
+            self._owns.append(self._groups)
+        return self._groups
+
+    def location(self, info: PartitionInfo) -> str:
+        """Where ``info``'s position is kept: its document path, or
+        ``<group>:<topic>-<partition>`` for a Kafka-store job."""
+        if self.kafka_store:
+            return f"{self.group_id}:{info.topic}-{info.partition}"
+        return zk_path_for(self.job, info)
+
+    def zk_path(self, info: PartitionInfo) -> str:
+        """The document path of ``info`` (whatever the store: migrations read both)."""
+        return zk_path_for(self.job, info)
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def discovery(self) -> Discovery:
+        """A new discovery for this job (the caller closes it)."""
+        return discovery_for(self.job, self.kafka, reader=self.registry_reader)
+
+    def partitions(self) -> List[PartitionInfo]:
+        """Every partition of the spout (all tasks), discovered once per runtime."""
+        if self._infos is None:
+            discovery = self.discovery()
+            try:
+                infos = discovery.discover()
+            finally:
+                discovery.close()
+            for info in infos:
+                self.kafka.learn(info.leader)
+            self._infos = infos
+        return list(self._infos)
+
+    def offset_for(self, topic: str, partition: int, time_ms: int) -> int:
+        """Kafka's offset for a Storm time (-2, -1 or epoch ms)."""
+        return int(self.kafka.offset_for(topic, partition, time_ms))
+
+    # --- the spout -----------------------------------------------------------------------
+
+    def spout(self, *, clock: Optional[Callable[[], int]] = None, task_index: int = 0,
+              total_tasks: int = 1) -> Any:
+        """The driver-side spout the config calls for: storm-kafka-client's commit
+        policy for a Kafka-store job, storm-kafka's otherwise."""
+        if self.kafka_store:
+            from storm_kafka_compat.spout.client.spout import client_spout
+            return client_spout(self, clock=clock, task_index=task_index,
+                                total_tasks=total_tasks)
+        from storm_kafka_compat.spout.legacy import legacy_spout
+        return legacy_spout(self, clock=clock, task_index=task_index, total_tasks=total_tasks)
+
+    # --- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close what this runtime built, last built first; errors are logged."""
+        for thing in reversed(self._owns):
+            try:
+                thing.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                log.debug("closing %r failed", thing, exc_info=True)
+        self._owns.clear()
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

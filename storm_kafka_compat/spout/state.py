@@ -1,0 +1,68 @@
+"""The partition-state protocol: what the driver loop asks of one partition.
+
+Two implementations keep the offsets of one partition for a spout:
+:class:`~storm_kafka_compat.spout.manager.PartitionManager` (storm-kafka's
+PartitionManager: pending offsets, the retry manager, ZooKeeper documents) and
+:class:`~storm_kafka_compat.spout.client.manager.ClientPartitionManager`
+(storm-kafka-client: acked offsets with gaps, the retry service, group
+commits). The driver, the executors' plans and the metrics use only what this
+protocol declares; ``location`` names where the partition's position is kept
+(a ZooKeeper path, or ``group:topic-partition``).
+
+Every offset is the next offset to read, unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Protocol, Sequence, Tuple, runtime_checkable
+
+from storm_kafka_compat.config import Broker
+
+Range = Tuple[int, int]
+
+
+@runtime_checkable
+class PartitionState(Protocol):
+    """One partition's offsets as the driver sees them."""
+
+    topic: str
+    partition: int
+    location: str
+    leader: Optional[Broker]
+    #: the next offset not yet fetched
+    emitted_to: int
+    #: the last offset written to the store
+    committed_to: int
+    total_lost: int
+    total_given_up: int
+    #: the retry bookkeeping (``len()`` is the number of offsets waiting)
+    retry: Any
+
+    @property
+    def key(self) -> Tuple[str, int]: ...
+
+    @property
+    def pending_count(self) -> int: ...
+
+    def set_leader(self, leader: Broker) -> None: ...
+
+    def plan_fetch(self, max_messages: Optional[int] = None) -> Any: ...
+
+    def fetched(self, plan: Any, taken: Sequence[Range], *, scanned_to: Optional[int] = None,
+                latency_ms: Optional[int] = None) -> None: ...
+
+    def ack_ranges(self, ranges: Sequence[Range]) -> None: ...
+
+    def fail(self, offset: int) -> Any: ...
+
+    def out_of_range(self, plan: Any, earliest: int, latest: int) -> int: ...
+
+    def has_work(self) -> bool: ...
+
+    def last_completed_offset(self) -> int: ...
+
+    def commit_offset(self) -> Optional[int]: ...
+
+    def mark_committed(self, offset: int) -> None: ...
+
+    def take_metrics(self) -> Dict[str, Any]: ...
