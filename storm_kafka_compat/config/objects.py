@@ -1,15 +1,8 @@
-"""The processing side: schemes, Storm's tuples, bolts, topology, acker, batch processing.
+"""References to Python objects in a CONFIG: ``package.module:name``.
 
-Data path inside one fetched batch::
-
-    KafkaMessage --scheme--> value lists --spout--> StormTuple --bolts (DAG)--> acks/fails
-                                                                  |
-                                                 Acker (XOR per root) -> acked / failed offsets
-
-The modules here are pure: they import neither kazoo, kafka-python nor pyspark,
-so the executor side can be tested without servers. Import from the submodules
-(``storm_kafka_compat.engine.process`` and so on); this package only holds
-:func:`load_object`, shared by the scheme and bolt loaders.
+:func:`load_object` is the one loader: schemes, bolts, retry managers, KafkaBolt
+mappers and DataFrame functions are all named this way, and a bad reference
+fails with the key it came from and the fix.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Tuple)
 
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, bolt_error, fetch_plan
-from storm_kafka_compat.engine.process import run_spout_stage, run_stage_group
+from storm_kafka_compat.engine.stage_tasks import run_spout_stage, run_stage_group
 from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.builder import Topology
 
@@ -129,7 +129,7 @@ def _runtime(job: StageJob) -> Tuple[Any, Any]:
     key = (repr(job.topology_spec), job.scheme, job.storm_conf)
     hit = _WORKER.get(key)
     if hit is None:
-        from storm_kafka_compat.engine.process import LocalRuntime
+        from storm_kafka_compat.engine.dag import LocalRuntime
         from storm_kafka_compat.topology.schemes import load_scheme
         from storm_kafka_compat.topology.builder import from_spec
 

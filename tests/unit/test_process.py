@@ -16,9 +16,10 @@ from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
                                                simple_bolt)
-from storm_kafka_compat.engine.process import (BatchOutcome, LocalRuntime, PlanFilter,
-                                                 as_plan_filter, process_batch,
-                                                 resolve_batch, run_spout_stage, run_stage)
+from storm_kafka_compat.engine.dag import LocalRuntime
+from storm_kafka_compat.engine.process import BatchOutcome, PlanFilter, as_plan_filter, process_batch
+from storm_kafka_compat.engine.stage_tasks import run_spout_stage
+from tests.unit.multi_stage_reference import resolve_batch, run_stage
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
 from storm_kafka_compat.errors import TopologyError

@@ -1,0 +1,227 @@
+"""The bolt DAG inside one task: the dispatcher that routes tuples by grouping, the
+acker sink that folds ``(root, xor)`` messages, :class:`LocalRuntime` (the bolt
+instances of a topology prepared once per Python worker) and the spout side
+(scheme rows to anchored spout tuples). Pure; no Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import weakref
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
+from storm_kafka_compat.topology.builder import Grouping, Topology, route
+from storm_kafka_compat.topology.tuples import StormTuple
+
+logger = logging.getLogger(__name__)
+
+# --- the in-process runtime -----------------------------------------------------------
+
+class _Sink:
+    """Acker messages of one stage: (root, xor) folded, failed and reset roots."""
+
+    __slots__ = ("pairs", "failed", "reset")
+
+    def __init__(self) -> None:
+        self.pairs: Dict[int, int] = {}
+        self.failed: Set[int] = set()
+        self.reset: Set[int] = set()
+
+    def ack(self, root: int, value: int, now_ms: Optional[int] = None) -> None:
+        self.pairs[root] = self.pairs.get(root, 0) ^ value
+
+    def fail(self, root: int) -> None:
+        self.failed.add(root)
+
+    def reset_timeout(self, root: int, now_ms: int) -> None:
+        self.reset.add(root)
+
+
+class _Dispatcher:
+    """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
+
+    def __init__(self, runtime: "LocalRuntime", sink: Any, now_ms: int,
+                 local: Optional[AbstractSet[str]]) -> None:
+        self.runtime = runtime
+        self.sink = sink
+        self.now_ms = now_ms
+        self.local = local  # components run in this task; None: all
+        self.queues: Dict[str, List[List[StormTuple]]] = {
+            name: [[] for _ in runners] for name, runners in runtime.runners.items()}
+        self.outbox: List[Tuple[str, int, StormTuple]] = []
+        # acker messages go straight to the sink (one call frame less per ack)
+        self.ack_root = sink.ack  # type: ignore[method-assign]
+        self.fail_root = sink.fail  # type: ignore[method-assign]
+
+    def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
+        key = (tup.source_component, tup.stream)
+        static = self.runtime.static_targets.get(key)
+        if static is not None:
+            return static
+        subs = self.runtime.subs.get(key)
+        if not subs:
+            return []
+        out: List[Tuple[str, int]] = []
+        rt = self.runtime
+        for target, grouping, n in subs:
+            if n == 1:
+                out.append((target, 0))
+                continue
+            key = (tup.source_component, target)
+            seq = rt.seq.get(key, 0)
+            rt.seq[key] = seq + 1
+            for task in route(grouping, tup, n, rng=rt.shuffle_rng, seq=seq):
+                out.append((target, task))
+        return out
+
+    def deliver(self, component: str, task: int, tup: StormTuple) -> None:
+        if self.local is None or component in self.local:
+            self.queues[component][task].append(tup)
+        else:
+            self.outbox.append((component, task, tup))
+
+    def ack_root(self, root_id: int, value: int) -> None:
+        self.sink.ack(root_id, value, self.now_ms)
+
+    def fail_root(self, root_id: int) -> None:
+        self.sink.fail(root_id)
+
+    def reset_root(self, root_id: int) -> None:
+        self.sink.reset_timeout(root_id, self.now_ms)
+
+
+class LocalRuntime:
+    """The bolt tasks of a topology, prepared once and reused batch after batch.
+
+    Parameters
+    ----------
+    topology : Topology
+        The validated topology.
+    conf : mapping, optional
+        Passed to every bolt's ``prepare``.
+    rng : random.Random, optional
+        Source of edge ids.
+    shuffle_rng : random.Random, optional
+        Shuffle grouping draws from it; None: deterministic round-robin.
+    spout_fields : sequence of str, optional
+        The scheme's fields; required when the topology was built without
+        them, checked against them otherwise.
+
+    Raises
+    ------
+    TopologyError
+        The spout's fields are unknown or differ from ``spout_fields``.
+    """
+
+    def __init__(self, topology: Topology, conf: Optional[Mapping[str, Any]] = None,
+                 rng: Optional[random.Random] = None,
+                 shuffle_rng: Optional[random.Random] = None,
+                 spout_fields: Optional[Sequence[str]] = None) -> None:
+        if not topology.spout_fields_declared:
+            if spout_fields is None:
+                raise TopologyError(
+                    f"the fields of spout {topology.spout!r} are not known; pass the "
+                    f"scheme's fields (spout_fields=scheme.fields)", key="spout.scheme")
+            topology = topology.with_spout_fields(tuple(spout_fields))
+        self.topology = topology
+        self.conf = dict(conf or {})
+        self.rng = rng if rng is not None else random.Random()
+        self.shuffle_rng = shuffle_rng
+        self.seq: Dict[Tuple[str, str], int] = {}
+        self.runners: Dict[str, List[BoltRunner]] = {}
+        for name in topology.order:
+            spec = topology.bolts[name]
+            self.runners[name] = [
+                BoltRunner(spec.new_instance(),
+                           TopologyContext(name, i, spec.parallelism, dict(spec.output_fields)),
+                           self.conf, self.rng)
+                for i in range(spec.parallelism)]
+        self.subs: Dict[Tuple[str, str], List[Tuple[str, Grouping, int]]] = {
+            key: [(target, g, topology.parallelism(target)) for target, g in subs]
+            for key, subs in topology.subscribers.items()}
+        # subscriptions whose tasks do not depend on the tuple: targets computed once
+        self.static_targets: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
+        for key, subs in self.subs.items():
+            if all(n == 1 or g.kind in ("global", "all") for _t, g, n in subs):
+                self.static_targets[key] = [
+                    (target, task) for target, g, n in subs
+                    for task in (range(n) if g.kind == "all" else (0,))]
+        self.spout_stream = next(iter(topology.spout_streams))
+        self.spout_fields = topology.spout_streams[self.spout_stream]
+        if spout_fields is not None:
+            self.check_scheme_fields(spout_fields)
+
+    def check_scheme_fields(self, fields: Sequence[str]) -> None:
+        """Raise TopologyError unless ``fields`` are the spout's fields."""
+        if tuple(fields) != self.spout_fields:
+            raise TopologyError(
+                f"the scheme gives fields {list(fields)} but spout {self.topology.spout!r} "
+                f"declares {list(self.spout_fields)}; declare the scheme's fields on the spout "
+                f"(or build the topology without spout fields)", key="spout.scheme",
+                value=list(fields), allowed=self.spout_fields)
+
+    def set_rng(self, rng: random.Random) -> None:
+        """Use ``rng`` for edge ids from now on."""
+        self.rng = rng
+        for runners in self.runners.values():
+            for r in runners:
+                r.collector.rng = rng
+
+    def cleanup(self) -> None:
+        """Call every bolt's ``cleanup``."""
+        for runners in self.runners.values():
+            for r in runners:
+                r.cleanup()
+
+    def _bind(self, dispatcher: _Dispatcher) -> None:
+        for runners in self.runners.values():
+            for r in runners:
+                r.collector.dispatcher = dispatcher
+
+    def counts(self) -> Dict[str, Dict[str, int]]:
+        """Cumulative counters per component."""
+        out: Dict[str, Dict[str, int]] = {}
+        for name, runners in self.runners.items():
+            out[name] = {
+                "executed": sum(r.executed for r in runners),
+                "emitted": sum(r.collector.emitted for r in runners),
+                "acked": sum(r.collector.acked for r in runners),
+                "failed": sum(r.collector.failed for r in runners)}
+        return out
+
+
+_RUNTIMES: Dict[int, Tuple["weakref.ref[Topology]", LocalRuntime]] = {}
+
+
+def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None,
+                spout_fields: Optional[Sequence[str]] = None) -> LocalRuntime:
+    """The cached :class:`LocalRuntime` of ``topology`` in this process (bolts are
+    prepared once per Python worker, as Storm prepares them once per task).
+    ``spout_fields`` (the scheme's) bind or check the spout's fields."""
+    hit = _RUNTIMES.get(id(topology))
+    if hit is not None and hit[0]() is topology:
+        if spout_fields is not None:
+            hit[1].check_scheme_fields(spout_fields)
+        return hit[1]
+    rt = LocalRuntime(topology, conf, spout_fields=spout_fields)
+    key = id(topology)
+    _RUNTIMES[key] = (weakref.ref(topology, lambda _r, k=key: _RUNTIMES.pop(k, None)), rt)
+    return rt
+
+
+def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
+             spout_fields: Optional[Sequence[str]]) -> LocalRuntime:
+    if isinstance(topology, LocalRuntime):
+        if spout_fields is not None:
+            topology.check_scheme_fields(spout_fields)
+        return topology
+    return runtime_for(topology, conf, spout_fields)
+
+
+def _diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
+                 ) -> Dict[str, Dict[str, int]]:
+    return {c: {k: v - before.get(c, {}).get(k, 0) for k, v in d.items()}
+            for c, d in after.items()}
