@@ -10,7 +10,7 @@ import yaml
 
 from storm_kafka_compat.config import job_config_from_dict, parse_yaml
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux.convert import (
+from storm_kafka_compat.flux import (
     convert_file,
     convert_flux,
     convert_properties,

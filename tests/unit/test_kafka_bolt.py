@@ -299,7 +299,7 @@ def test_job_config_accepts_a_kafka_bolt_in_topology_bolts() -> None:
 def test_flux_kafka_bolt_converts_to_a_kafka_bolt_entry() -> None:
     from pathlib import Path
 
-    from storm_kafka_compat.flux.convert import convert_file
+    from storm_kafka_compat.flux import convert_file
     data = Path(__file__).resolve().parent.parent / "data" / "flux"
     result = convert_file(str(data / "kafka_spout_to_kafka_bolt.yaml"))
     bolts = result.config["topology"]["bolts"]

@@ -9,7 +9,7 @@ import yaml
 
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux.convert import convert_file, convert_flux
+from storm_kafka_compat.flux import convert_file, convert_flux
 from storm_kafka_compat.offsets.document import parse_document
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"

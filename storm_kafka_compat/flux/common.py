@@ -1,0 +1,92 @@
+"""What every converter shares: the Java packages understood, Flux groupings, the
+:class:`Conversion` result, Flux's ``${...}`` substitution and ``.properties`` loading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import javaproperties
+import yaml
+
+from storm_kafka_compat.config import PLACEHOLDER_RE
+from storm_kafka_compat.errors import ConfigError
+
+
+KAFKA_PACKAGES: Tuple[str, ...] = ("org.apache.storm.kafka.", "storm.kafka.")
+#: packages of GlobalPartitionInformation
+TRIDENT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.kafka.trident.", "storm.kafka.trident.")
+#: storm-core packages of the generic schemes (RawMultiScheme, SchemeAsMultiScheme, RawScheme)
+CORE_SPOUT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.spout.", "backtype.storm.spout.")
+
+#: Flux grouping types (``grouping.type``) and the pipeline's grouping names; the
+#: ones without an equal are reported. LOCAL_OR_SHUFFLE and NONE behave as shuffle
+#: in Storm when there is no local task to prefer.
+GROUPINGS: Dict[str, str] = {
+    "SHUFFLE": "shuffle", "LOCAL_OR_SHUFFLE": "shuffle", "NONE": "shuffle",
+    "FIELDS": "fields", "ALL": "all", "GLOBAL": "global",
+}
+#: the name inputs use for the Kafka spout in ``topology.bolts`` (pipeline default)
+SPOUT_NAME = "spout"
+
+
+@dataclass
+class Conversion:
+    """The result of a conversion.
+
+    Attributes
+    ----------
+    config : dict
+        The CONFIG mapping (sections ``kafkaSpout``, ``spout``, ``hosts``,
+        ``topology``, ``spark``, ``bolt``, ``kafka`` as found).
+    unmapped : list of str
+        One sentence per item that could not be carried over, for stderr.
+    """
+
+    config: Dict[str, Any]
+    unmapped: List[str] = field(default_factory=list)
+
+    def to_yaml(self) -> str:
+        """The CONFIG as YAML text, sections in CONFIG order."""
+        order = ("kafkaSpout", "spout", "hosts", "topology", "spark", "bolt", "kafka")
+        ordered = {k: self.config[k] for k in order if k in self.config}
+        ordered.update({k: v for k, v in self.config.items() if k not in ordered})
+        return yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False,
+                              allow_unicode=True)
+
+
+# --- Flux's text substitution ------------------------------------------------------
+
+
+def substitute(text: str, properties: Optional[Mapping[str, str]] = None,
+               env: Optional[Mapping[str, str]] = None) -> str:
+    """Apply Flux's ``--filter``/``--env-filter`` substitution to raw YAML text.
+
+    As Flux does, this is plain text replacement before YAML parsing: first every
+    ``${key}`` whose key is in ``properties``, then every ``${ENV-NAME}`` whose
+    ``NAME`` is in ``env``. Unknown placeholders are left as they are.
+    """
+    def repl_prop(m: "re.Match[str]") -> str:
+        key = m.group(1)
+        if properties is not None and key in properties:
+            return str(properties[key])
+        return m.group(0)
+
+    def repl_env(m: "re.Match[str]") -> str:
+        key = m.group(1)
+        if env is not None and key.startswith("ENV-") and key[4:] in env:
+            return str(env[key[4:]])
+        return m.group(0)
+
+    return PLACEHOLDER_RE.sub(repl_env, PLACEHOLDER_RE.sub(repl_prop, text))
+
+
+def load_properties(text: str, *, source: str = "<properties>") -> Dict[str, str]:
+    """Parse Java ``.properties`` text (escapes, continuations, ``\\uXXXX``)."""
+    try:
+        return dict(javaproperties.loads(text))
+    except Exception as exc:  # javaproperties raises ValueError and friends
+        raise ConfigError(f"{source} is not a valid .properties file: {exc}.",
+                          value=source) from None
