@@ -4,7 +4,7 @@ Every entry point builds a :class:`Runtime` and asks it for the same parts, so
 they cannot drift apart: the pipeline's driver loop
 (:class:`~storm_kafka_compat.engine.driver.Pipeline`, and the DataFrame mode
 through it), the Structured Streaming source
-(:class:`~storm_kafka_compat.streaming.datasource.ZkPositions`) and every
+(:class:`~storm_kafka_compat.streaming.positions.ZkPositions`) and every
 operator tool (:class:`~storm_kafka_compat.tools.ToolEnv`).
 
 * ``store`` -- the ZooKeeper document store (``zkRoot/id/partition_N``),

@@ -14,21 +14,24 @@ Built on PySpark's Python Data Source API (4.2+ for admission control)::
         .option("checkpointLocation", "/ckpt/orders").start()
 
 Rows have Spark's Kafka source schema (:data:`KAFKA_SCHEMA_DDL`). Options are
-named after SpoutConfig fields (see :func:`job_from_options`).
+named after SpoutConfig fields (see
+:func:`~storm_kafka_compat.streaming.options.job_from_options`).
 
 Where positions come from and go to:
 
 * ``initialOffset`` (a brand-new query only): per partition, the start-up
   decision of storm-kafka (:func:`~storm_kafka_compat.spout.startup.decide_start`)
   on the document at ``zkRoot/id/partition_N``; partitions come from the
-  coordinator the hosts call for (ZkHosts, StaticHosts or bootstrap servers).
+  job's discovery (ZkHosts, StaticHosts or bootstrap servers), all through
+  :class:`~storm_kafka_compat.streaming.positions.ZkPositions` over the job's
+  :class:`~storm_kafka_compat.runtime.Runtime`.
 * ``latestOffset``: the log end (Kafka's high watermark), capped by
   ``maxOffsetsPerTrigger`` (``ReadMaxRows``) and ``maxMessagesPerPartition``.
   tansu's high watermark is exact only when every record batch holds one
   record (``servers.tansu.produce_exact``); with batched producers it lags
   and the source does not see the tail until the watermark moves.
-* ``read``: on the executors, fetches ``[start, end)`` with kafka-python and
-  stops by offset, never by an empty poll.
+* ``read``: on the executors, fetches ``[start, end)`` with the configured
+  backend's client and stops by offset, never by an empty poll.
 * ``commit(end)``: writes the documents for ``end``. Spark calls it one batch
   late and never for the last batch, so :func:`with_zk_commit` (a
   ``foreachBatch`` wrapper) and :func:`commit_batch` write the documents for a
@@ -41,7 +44,6 @@ import datetime
 import json
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -52,30 +54,16 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from storm_kafka_compat.config import (
-    AUTH_KEYS,
-    EARLIEST_TIME,
-    LATEST_TIME,
-    LONG_MAX,
-    SPOUT_FIELDS,
-    TOPOLOGY_FIELDS,
-    JobConfig,
-    SpoutConfig,
-    job_config_from_dict,
-    parse_yaml,
-)
+from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX, SpoutConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.kafka.worker import worker_kafka
-from storm_kafka_compat.errors import ConfigError, DataLossError, OffsetOutOfRangeError
-from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
-from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.assignment import Assignment
+from storm_kafka_compat.errors import DataLossError, OffsetOutOfRangeError
+from storm_kafka_compat.streaming.options import SOURCE_NAME, job_from_options
+from storm_kafka_compat.streaming.positions import (Key, OffsetMap, ZkPositions, batch_positions,
+                                                    cap_ends, from_offset_map, to_offset_map)
+
 
 log = logging.getLogger(__name__)
-
-#: the ``format()`` name (a Python source may not be called ``kafka``: Spark's own wins)
-SOURCE_NAME = "storm-kafka"
 
 #: Spark's Kafka source row schema (``includeHeaders=true`` form)
 KAFKA_SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -84,360 +72,8 @@ KAFKA_SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offs
 KAFKA_COLUMNS: Tuple[str, ...] = ("key", "value", "topic", "partition", "offset", "timestamp",
                                   "timestampType", "headers")
 
-Key = Tuple[str, int]
-#: Spark offsets of this source: ``{"topic": {"0": next offset, ...}}`` (Spark's
-#: KafkaSourceOffset JSON form)
-OffsetMap = Dict[str, Dict[str, int]]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-# --- options --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """Options of the source that are not SpoutConfig or topology fields."""
-
-    #: most new offsets per partition per batch (None: no cap)
-    max_messages_per_partition: Optional[int] = None
-    #: most new offsets per batch over all partitions (Spark's name; ``ReadMaxRows``)
-    max_offsets_per_trigger: Optional[int] = None
-    #: raise when planned offsets were deleted (Spark's default), else skip them
-    fail_on_data_loss: bool = True
-
-
-_HOSTS_OPTIONS = {"zk": "zk", "brokerzkpath": "brokerZkPath", "refreshfreqsecs": "refreshFreqSecs",
-                  "static": "static", "usetopicnameforpartitionpathid":
-                  "useTopicNameForPartitionPathId", "bootstrap": "bootstrap",
-                  "kafka.bootstrap.servers": "bootstrap"}
-_SOURCE_OPTIONS = ("maxMessagesPerPartition", "maxOffsetsPerTrigger", "failOnDataLoss", "config")
-
-
-def _option_names() -> Dict[str, Tuple[str, Any]]:
-    """lower-cased option name -> (section, spec or canonical name)."""
-    out: Dict[str, Tuple[str, Any]] = {}
-    for spec in SPOUT_FIELDS:
-        for n in spec.names:
-            out[n.lower()] = ("spout", spec)
-    for spec in TOPOLOGY_FIELDS:
-        for n in spec.names:
-            if n not in ("name", "id"):       # "id" is the spout id; use topology.name/id
-                out[n.lower()] = ("topology", spec)
-    for n in AUTH_KEYS:
-        out[n.lower()] = ("auth", n)
-    for low, canonical in _HOSTS_OPTIONS.items():
-        out[low] = ("hosts", canonical)
-    for n in _SOURCE_OPTIONS:
-        out[n.lower()] = ("source", n)
-    return out
-
-
-def _typed(text: Any, java_type: str, key: str) -> Any:
-    """Turn an option string into the value the config loader checks."""
-    if not isinstance(text, str):
-        return text
-    value = text.strip()
-    try:
-        if java_type in ("int", "long", "Integer"):
-            return int(value)
-        if java_type == "double":
-            return float(value)
-    except ValueError:
-        raise ConfigError(f"option {key}={text!r} must be a number", key=key, value=text) from None
-    if java_type == "boolean":
-        if value.lower() not in ("true", "false"):
-            raise ConfigError(f"option {key}={text!r} must be true or false", key=key,
-                              value=text, allowed=("true", "false"))
-        return value.lower() == "true"
-    return text
-
-
-def _client_value(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def _static_table(text: str) -> Dict[str, str]:
-    """``{"0": "h:p"}`` JSON or ``0=h:p,1=h:p``."""
-    text = text.strip()
-    if text.startswith("{"):
-        table = json.loads(text)
-        return {str(k): v for k, v in table.items()}
-    out = {}
-    for item in text.split(","):
-        p, sep, addr = item.partition("=")
-        if not sep:
-            raise ConfigError(f"option static={text!r}: write partition=host:port pairs "
-                              f"separated by commas, or JSON {{\"0\": \"host:port\"}}",
-                              key="static", value=text)
-        out[p.strip()] = addr.strip()
-    return out
-
-
-def job_from_options(options: Mapping[str, Any]) -> Tuple[JobConfig, SourceOptions]:
-    """Build the job and source settings from data source options.
-
-    Options (case-insensitive, all strings as Spark passes them):
-
-    * every SpoutConfig field by its Storm name: ``topic``, ``zkRoot``, ``id``,
-      ``zkServers`` (comma-separated), ``zkPort``, ``startOffsetTime``,
-      ``ignoreZkOffsets``, ``maxOffsetBehind``, ``fetchSizeBytes``, ...;
-    * hosts: ``zk`` (the broker registry's connect string, with ``brokerZkPath``
-      and ``refreshFreqSecs``), ``static`` (``0=host:port,1=host:port`` or JSON),
-      or ``bootstrap`` / ``kafka.bootstrap.servers``;
-    * topology keys: ``topology.name`` (required), ``topology.id``,
-      ``kafka.topic.wildcard.match``, ``storm.zookeeper.*``;
-    * ``kafka.<setting>``: kafka-python client settings (security etc.);
-    * ``maxMessagesPerPartition``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``;
-    * ``config``: a CONFIG YAML file; the other options override its fields.
-
-    Raises
-    ------
-    ConfigError
-        Unknown option (the message lists the valid ones) or a bad value.
-    """
-    names = _option_names()
-    base: Dict[str, Any] = {}
-    config_path = next((v for k, v in options.items() if k.lower() == "config"), None)
-    if config_path:
-        with open(config_path, encoding="utf-8") as fh:
-            loaded = parse_yaml(fh.read(), source=str(config_path))
-        if not isinstance(loaded, Mapping):
-            raise ConfigError(f"option config={config_path!r}: the file is not a CONFIG mapping",
-                              key="config", value=config_path)
-        base = {k: dict(v) if isinstance(v, Mapping) else v for k, v in loaded.items()}
-    spout: Dict[str, Any] = dict(base.get("spout") or {})
-    topology: Dict[str, Any] = dict(base.get("topology") or {})
-    kafka: Dict[str, Any] = dict(base.get("kafka") or {})
-    hosts: Dict[str, Any] = {}
-    source: Dict[str, str] = {}
-    for raw_key, text in options.items():
-        low = raw_key.lower()
-        if low == "config":
-            continue
-        if low.startswith("kafka.") and low not in names:
-            kafka[raw_key[len("kafka."):]] = _client_value(text)
-            continue
-        entry = names.get(low)
-        if entry is None:
-            valid = sorted({s.storm_name for s in SPOUT_FIELDS} | set(_HOSTS_OPTIONS.values())
-                           | {"topology.name", "topology.id", "kafka.<client setting>"}
-                           | set(_SOURCE_OPTIONS))
-            raise ConfigError(f"unknown option {raw_key!r} for format({SOURCE_NAME!r}); valid "
-                              f"options: {', '.join(valid)}", key=raw_key, value=text,
-                              allowed=valid)
-        section, what = entry
-        if section in ("spout", "topology"):
-            target = spout if section == "spout" else topology
-            for name in what.names:          # an option overrides the file's field
-                target.pop(name, None)
-            target[what.storm_name] = _typed(text, what.java_type, raw_key)
-        elif section == "auth":
-            topology[what] = _typed(text, "boolean", raw_key) if what == "acl" else text
-        elif section == "hosts":
-            if what == "static":
-                hosts[what] = _static_table(text)
-            elif what == "refreshFreqSecs":
-                hosts[what] = _typed(text, "int", raw_key)
-            elif what == "useTopicNameForPartitionPathId":
-                hosts[what] = _typed(text, "boolean", raw_key)
-            else:
-                hosts[what] = text
-        else:
-            source[what] = text
-    if hosts:
-        kinds = [k for k in ("zk", "static", "bootstrap") if k in hosts]
-        merged = dict(base.get("hosts") or {}) if not kinds else {}
-        merged.update(hosts)
-        hosts = merged
-    else:
-        hosts = dict(base.get("hosts") or {})
-    d = {"spout": spout, "hosts": hosts or None, "topology": topology or None}
-    if kafka:
-        d["kafka"] = kafka
-    if base.get("spark") is not None:
-        d["spark"] = base["spark"]
-    job = job_config_from_dict(d)
-
-    def count(name: str) -> Optional[int]:
-        if name not in source:
-            return None
-        value = _typed(source[name], "long", name)
-        if value < 1:
-            raise ConfigError(f"option {name}={value} must be >= 1", key=name, value=value)
-        return value
-
-    fail = _typed(source.get("failOnDataLoss", "true"), "boolean", "failOnDataLoss")
-    return job, SourceOptions(count("maxMessagesPerPartition"), count("maxOffsetsPerTrigger"), fail)
-
-
-# --- offset arithmetic (pure) ---------------------------------------------------------------
-
-def to_offset_map(positions: Mapping[Key, int]) -> OffsetMap:
-    """``{(topic, p): n}`` -> Spark's JSON form ``{"topic": {"p": n}}``."""
-    out: OffsetMap = {}
-    for (topic, partition), offset in sorted(positions.items()):
-        out.setdefault(topic, {})[str(partition)] = int(offset)
-    return out
-
-
-def from_offset_map(offsets: Optional[Mapping[str, Mapping[str, int]]]) -> Dict[Key, int]:
-    """Spark's JSON form -> ``{(topic, p): n}``."""
-    return {(topic, int(p)): int(o) for topic, parts in (offsets or {}).items()
-            for p, o in parts.items()}
-
-
-def cap_ends(starts: Mapping[Key, int], ends: Mapping[Key, int], *,
-             max_rows: Optional[int] = None,
-             per_partition: Optional[int] = None) -> Dict[Key, int]:
-    """Batch end per partition: the log end, capped.
-
-    ``per_partition`` caps each partition's share; ``max_rows`` caps the total,
-    split over the partitions in proportion to their backlog as Spark's Kafka
-    source does (a partition with a backlog gets at least one offset, so a
-    small partition never starves; the total may then exceed ``max_rows`` by
-    at most the number of partitions). Ends never go below starts.
-    """
-    out: Dict[Key, int] = {}
-    backlog: Dict[Key, int] = {}
-    for key, end in ends.items():
-        start = starts.get(key, end)
-        n = max(0, end - start)
-        if per_partition is not None:
-            n = min(n, per_partition)
-        backlog[key] = n
-    total = sum(backlog.values())
-    for key, n in backlog.items():
-        start = starts.get(key, ends[key])
-        if max_rows is not None and total > max_rows and n > 0:
-            n = max(1, int(n * max_rows / total))
-        out[key] = start + n
-    return out
-
-
-def batch_positions(max_offsets: Mapping[Key, int]) -> Dict[Key, int]:
-    """Highest offset read per partition -> the next offset to read (the document offset)."""
-    return {key: int(o) + 1 for key, o in max_offsets.items()}
-
-
-# --- ZooKeeper positions (driver side) -----------------------------------------------------
-
-class ZkPositions:
-    """Partitions, start decisions and document writes for one job (driver side).
-
-    Parameters
-    ----------
-    job : JobConfig
-    runtime : Runtime, optional
-        The job's store, Kafka access and discovery; built from ``job`` and
-        ``parts`` (``store``, ``kafka_factory``, ``topology_id``,
-        ``registry_reader``) when omitted, and then closed by :meth:`close`.
-    """
-
-    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None, **parts: Any) -> None:
-        self.job = job
-        self._owns_runtime = runtime is None
-        self.runtime = runtime if runtime is not None else Runtime(job, **parts)
-        self.store = self.runtime.store
-        self.kafka = self.runtime.kafka
-        self.topology_id = self.runtime.topology_id
-        # the discovery's partitions, re-asked every refreshFreqSecs; no managers here
-        self.assignment = Assignment(self.runtime.discovery(), manager_factory=self._learn)
-        self.decisions: Dict[Key, StartDecision] = {}
-        self._lock = threading.Lock()
-
-    def _learn(self, info: PartitionInfo) -> PartitionInfo:
-        self.kafka.learn(info.leader)
-        return info
-
-    def partitions(self, now_ms: Optional[int] = None) -> Dict[Key, PartitionInfo]:
-        """The partitions the discovery finds (refreshed every ``refreshFreqSecs``)."""
-        import time
-        self.assignment.maybe_refresh(int(time.monotonic() * 1000) if now_ms is None else now_ms)
-        return dict(self.assignment.managed())
-
-    def path(self, info: PartitionInfo) -> str:
-        return self.runtime.zk_path(info)
-
-    def start_offset(self, info: PartitionInfo) -> int:
-        """storm-kafka's start-up decision for ``info``, kept to the log's range.
-
-        A start beyond the log end (topic re-created) moves to the end, one
-        below the log start moves to the start; both are logged at WARN.
-        """
-        path = self.path(info)
-        stored = self.store.read(path)
-        decision = decide_start(
-            stored, topology_id=self.topology_id, config=self.job.spout,
-            offset_for=lambda t: self.kafka.offset_for(info.topic, info.partition, t), where=path)
-        log.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
-        self.decisions[info.key] = decision
-        start = decision.start_offset
-        earliest = self.kafka.offset_for(info.topic, info.partition, EARLIEST_TIME)
-        latest = self.kafka.offset_for(info.topic, info.partition, LATEST_TIME)
-        # the spout meets such a start at its first fetch (OFFSET_OUT_OF_RANGE) and
-        # moves as outside_log says; a Spark source must plan valid ranges, so the
-        # same rule is applied here before the first batch
-        outside = outside_log(start, earliest, latest)
-        if outside is not None and outside.moves_to is not None:
-            log.warning("%s/%d: %s", info.topic, info.partition, outside.note)
-            start = outside.moves_to
-        elif start < 0:
-            start = latest
-        return start
-
-    def log_ends(self, infos: Sequence[PartitionInfo]) -> Dict[Key, int]:
-        """Kafka's log end (high watermark) per partition."""
-        return {i.key: self.kafka.offset_for(i.topic, i.partition, LATEST_TIME) for i in infos}
-
-    def document(self, info: PartitionInfo, offset: int) -> bytes:
-        return encode_document(topology_id=self.topology_id, topology_name=self.job.topology.name,
-                               offset=offset, partition=info.partition,
-                               broker_host=info.leader.host, broker_port=info.leader.port,
-                               topic=info.topic)
-
-    def write(self, positions: Mapping[Key, int]) -> Dict[Key, int]:
-        """Write the documents for ``positions`` (next offsets to read).
-
-        A document is written only when it changes, and a document this
-        topology id wrote is never moved backwards (Spark's late ``commit()``
-        must not undo a sink-side write). Returns what was written.
-        """
-        with self._lock:
-            infos = self.partitions()
-            paths = {key: self.path(infos[key]) for key in positions if key in infos}
-            stored_docs = self.store.read_many(list(paths.values()))
-            docs: Dict[str, bytes] = {}
-            written: Dict[Key, int] = {}
-            for key, offset in sorted(positions.items()):
-                info = infos.get(key)
-                if info is None:
-                    log.warning("%s/%d is not assigned any more; its position %d is not "
-                                "written", key[0], key[1], offset)
-                    continue
-                path = paths[key]
-                stored = stored_docs.get(path)
-                if stored is not None and stored.offset is not None and (
-                        stored.offset == offset or (stored.offset > offset and
-                                                    stored.topology_id == self.topology_id)):
-                    continue
-                docs[path] = self.document(info, offset)
-                written[key] = offset
-            if docs:
-                self.store.write_many(docs)
-                log.info("wrote %d documents: %s", len(docs), written)
-            return written
-
-    def close(self) -> None:
-        self.assignment.release()
-        if self._owns_runtime:
-            self.runtime.close()
 
 
 # --- executor side -----------------------------------------------------------------------

@@ -10,17 +10,10 @@ from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.streaming.dataframe import _failed_offsets
-from storm_kafka_compat.streaming.datasource import (
-    StormKafkaStreamReader,
-    ZkPositions,
-    batch_positions,
-    cap_ends,
-    from_offset_map,
-    job_from_options,
-    kafka_row,
-    read_range,
-    to_offset_map,
-)
+from storm_kafka_compat.streaming.datasource import StormKafkaStreamReader, kafka_row, read_range
+from storm_kafka_compat.streaming.options import job_from_options
+from storm_kafka_compat.streaming.positions import (ZkPositions, batch_positions, cap_ends,
+                                                    from_offset_map, to_offset_map)
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
