@@ -327,7 +327,7 @@ class _Servers:
 def _servers(options: BenchOptions, base: str, report: _Report) -> _Servers:
     broker = options.broker
     if broker == "kafka09":
-        from storm_kafka_compat.servers.kafka import missing_prerequisite
+        from storm_kafka_compat.servers.kafka_package import missing_prerequisite
         reason = missing_prerequisite()
         if reason:
             report.skipped.append(f"kafka09: {reason}; measured on tansu instead")

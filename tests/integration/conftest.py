@@ -102,7 +102,7 @@ _KAFKA_KEY = pytest.StashKey[list]()
 
 
 def _kafka_or_skip() -> None:
-    from storm_kafka_compat.servers.kafka import missing_prerequisite
+    from storm_kafka_compat.servers.kafka_package import missing_prerequisite
     reason = missing_prerequisite()
     if reason:
         pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
