@@ -168,10 +168,8 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
 
 def _kafka_spout_config(section: Any, spout: SpoutConfig, topology: TopologyConfig,
                         kafka: Mapping[str, Any]) -> Tuple[Any, SpoutConfig]:
-    """The ``kafkaSpout`` section; with the Kafka store the driver's commit
-    interval becomes ``offsetCommitPeriodMs``."""
-    from dataclasses import replace
-
+    """The ``kafkaSpout`` section (its ``offsetCommitPeriodMs`` is the client spout's
+    commit interval; the ``spout`` section's ``stateUpdateIntervalMs`` is left as given)."""
     from storm_kafka_compat.spout.client.config import kafka_spout_config_from_dict
     hosts = spout.hosts
     servers: Tuple[str, ...] = ()
@@ -184,8 +182,6 @@ def _kafka_spout_config(section: Any, spout: SpoutConfig, topology: TopologyConf
     cfg = kafka_spout_config_from_dict(section, default_topic=spout.topic,
                                        default_pattern=topology.wildcard_match,
                                        default_servers=servers)
-    if cfg.uses_kafka_store:
-        spout = replace(spout, state_update_interval_ms=cfg.offset_commit_period_ms)
     return cfg, spout
 
 

@@ -186,7 +186,7 @@ class Pipeline:
         self._stages_pref = stages
         self._stage_job: Any = None
         self._stage_job_known = False
-        self.timer = CommitTimer(job.spout.state_update_interval_ms)
+        self.timer = CommitTimer(self.spout.commit_interval_ms)
         self._stop = threading.Event()
         self._stop_reason = ""
         self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
@@ -234,7 +234,8 @@ class Pipeline:
             plan = pm.plan_fetch(max_messages=cap)
             if plan is not None:
                 specs.append(TaskSpec(plan, bootstrap, self.job.spout, self.job.bolt,
-                                      self.job.topology_spec, kafka_conf, storm_conf, backend))
+                                      self.job.topology_spec, kafka_conf, storm_conf, backend,
+                                      self.spout.commit_interval_ms))
         return specs
 
     def stage_job(self) -> Optional[StageJob]:

@@ -43,6 +43,9 @@ class TaskSpec:
     storm_conf: Tuple[Tuple[str, Any], ...] = ()
     #: fetch backend: "kafka-python" or "confluent" (kafka.confluent.ConfluentAccess)
     backend: str = "kafka-python"
+    #: the spout's commit interval (stateUpdateIntervalMs, or storm-kafka-client's
+    #: offsetCommitPeriodMs); 0: the SpoutConfig's stateUpdateIntervalMs
+    commit_interval_ms: int = 0
 
 
 @dataclass
@@ -139,18 +142,18 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
     messages = list(messages)
     if not plan.retry and messages:
         messages = _fill(kafka, plan, messages,
-                         started + task_budget_s(spec.spout) * FILL_SHARE, clock)
+                         started + task_budget_s(spec) * FILL_SHARE, clock)
     return messages
 
 
-def task_budget_s(spout: Any) -> float:
-    """How long one task may fetch, and then process, new messages: half of
-    ``stateUpdateIntervalMs`` (at least :data:`MIN_TASK_BUDGET_MS`, at most
+def task_budget_s(spec: TaskSpec) -> float:
+    """How long one task may fetch, and then process, new messages: half of the
+    spout's commit interval (at least :data:`MIN_TASK_BUDGET_MS`, at most
     :data:`FILL_BUDGET_MS`). A batch then lasts about half a commit interval
     whatever the bolt's speed, so a driver killed between two commits replays
     at most about one interval and a half of processing (docs/operations.md,
     "What a crash replays")."""
-    half = spout.state_update_interval_ms / 2.0
+    half = (spec.commit_interval_ms or spec.spout.state_update_interval_ms) / 2.0
     return max(MIN_TASK_BUDGET_MS, min(FILL_BUDGET_MS, half)) / 1000.0
 
 
@@ -201,7 +204,7 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
     if not messages:
         return result
     proc = processor if processor is not None else _processor_for(spec)
-    deadline = started + task_budget_s(spec.spout)
+    deadline = started + task_budget_s(spec)
     for outcome in _process_until(proc, messages, plan, deadline, clock):
         result.taken.extend(outcome.taken)
         result.acked.extend(outcome.acked)

@@ -34,6 +34,7 @@ class ZkDocuments:
         self.runtime = runtime
         self.job = runtime.job
         self.store = runtime.store
+        self.commit_interval_ms = runtime.job.spout.state_update_interval_ms
         #: detects another job writing our documents: one pipelined read of the
         #: documents we wrote last, per commit
         self.ownership = OwnershipGuard(runtime.topology_id)

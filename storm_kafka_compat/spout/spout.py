@@ -48,6 +48,8 @@ class OffsetPolicy(Protocol):
 
     #: names the store in messages ("ZooKeeper", "group g")
     store_name: str
+    #: how often the driver commits (ms): stateUpdateIntervalMs or offsetCommitPeriodMs
+    commit_interval_ms: int
     #: documents another job wrote under this job's paths (the ZooKeeper ownership guard)
     conflicts: int
     #: commit a partition when it is revoked (storm-kafka always; storm-kafka-client
@@ -134,6 +136,12 @@ class Spout:
         """The policy's ``kafkaOffset`` data point; None means storm-kafka's, which
         the driver computes from its own log-range samples."""
         return self.policy.kafka_offset_metric(self, offset_for)
+
+    @property
+    def commit_interval_ms(self) -> int:
+        """How often the driver commits: storm-kafka's ``stateUpdateIntervalMs``,
+        storm-kafka-client's ``offsetCommitPeriodMs``."""
+        return self.policy.commit_interval_ms
 
     @property
     def ownership_conflicts(self) -> int:

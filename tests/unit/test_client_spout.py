@@ -62,7 +62,11 @@ def run(j, kafka, groups, clock=None, **opts):
 def test_config_without_spout_and_hosts_sections():
     j = job()
     assert j.uses_kafka_offsets and j.kafka_spout.group_id == "g"
-    assert j.spout.topic == "orders" and j.spout.state_update_interval_ms == 1
+    assert j.spout.topic == "orders"
+    # the driver commits every offsetCommitPeriodMs; the spout section is not rewritten
+    spout = Runtime(j, kafka_factory=lambda boot: kafka_with(1), groups=MemoryGroupOffsets()).spout()
+    assert spout.commit_interval_ms == j.kafka_spout.offset_commit_period_ms == 1
+    assert j.spout.state_update_interval_ms == 2000
 
 
 def test_at_least_once_commits_with_storm_kafka_client_metadata():

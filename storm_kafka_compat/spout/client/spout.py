@@ -68,11 +68,7 @@ class GroupCommits:
             runtime.topology_id, self.task_id,
             f"{threading.current_thread().name}-kafka-spout-executor"
             f"[{self.task_id} {self.task_id}]").to_json()
-        if job.spout.state_update_interval_ms != config.offset_commit_period_ms:
-            log.warning("the driver commits every %d ms (spout.stateUpdateIntervalMs), not "
-                        "offsetCommitPeriodMs %d; load the job with job_config_from_dict to "
-                        "align them", job.spout.state_update_interval_ms,
-                        config.offset_commit_period_ms)
+        self.commit_interval_ms = config.offset_commit_period_ms
 
     @property
     def groups(self) -> Any:
