@@ -1,1 +1,3 @@
-"""Test doubles and embedded servers for users' and this project's tests."""
+"""Test doubles behind the production interfaces: a scripted in-memory Kafka, an
+in-memory document store and consumer group. The embedded servers are in
+:mod:`storm_kafka_compat.servers`; the fault-suite machinery is in ``tests/faults``."""

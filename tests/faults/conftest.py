@@ -4,7 +4,7 @@ The job runs as ``storm-kafka-compat run CONFIG`` in a subprocess (Spark local)
 against a real ZooKeeper (``zk_server_factory``), Apache Kafka 0.9 clusters
 (``kafka09_factory``) and tansu brokers (``tansu_factory``) the tests may stop,
 pause, kill or cut. Each test writes its own
-CONFIG; :class:`~storm_kafka_compat.testing.faults.JobProcess` keeps the job's
+CONFIG; :class:`~tests.faults.harness.JobProcess` keeps the job's
 stdout, stderr and metrics per start in the test's ``tmp_path``, and the stderr
 of every start is appended to the report of a failed test.
 """
@@ -48,7 +48,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 def job_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., object]]:
     """Return ``make(config_path, args=(), **kwargs) -> JobProcess`` (not started);
     every job is killed (process group) and closed at teardown."""
-    from storm_kafka_compat.testing.faults import JobProcess
+    from tests.faults.harness import JobProcess
 
     jobs: List[JobProcess] = []
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from storm_kafka_compat.config import SPOUT_FIELDS
-from storm_kafka_compat.testing.faults import job_config, run_cli, write_config, zk_tree
+from tests.faults.harness import job_config, run_cli, write_config, zk_tree
 from storm_kafka_compat.servers.zookeeper import free_port
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
@@ -127,7 +127,7 @@ def test_unreachable_zookeeper_and_broker(zk_server, tmp_path, unique):
     import subprocess
     import sys
 
-    from storm_kafka_compat.testing.faults import console_script
+    from tests.faults.harness import console_script
 
     dead_zk, dead_broker = free_port(), free_port()
     no_zk = _base(dead_zk)

@@ -20,7 +20,7 @@ from typing import Dict, List, Set, Tuple
 
 import pytest
 
-from storm_kafka_compat.testing.faults import (
+from tests.faults.harness import (
     JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets, job_config, missing_offsets,
     read_deliveries, wait_until, write_config)
 from storm_kafka_compat.servers.kafka import produce

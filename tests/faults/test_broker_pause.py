@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from storm_kafka_compat.testing.faults import (
+from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
     read_deliveries, wait_until, write_config)

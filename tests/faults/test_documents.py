@@ -12,7 +12,7 @@ import pytest
 
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.paths import partition_path
-from storm_kafka_compat.testing.faults import (
+from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, job_config, missing_offsets, read_deliveries,
     read_documents, set_document, wait_until, write_config, zk_tree)

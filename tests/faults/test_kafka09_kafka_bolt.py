@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from storm_kafka_compat.testing.faults import (JOB_START_TIMEOUT_S, committed_offsets,
+from tests.faults.harness import (JOB_START_TIMEOUT_S, committed_offsets,
                                                job_config, read_deliveries, wait_until,
                                                write_config)
 from storm_kafka_compat.servers.kafka import produce

@@ -25,7 +25,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.testing.faults import (
+from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
     read_deliveries, read_documents, wait_until, write_config)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from storm_kafka_compat.offsets.paths import partition_path
-from storm_kafka_compat.testing.faults import (
+from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
     delivered_offsets, find_metric, job_config, missing_offsets, read_deliveries,
     read_documents, wait_until, write_config)

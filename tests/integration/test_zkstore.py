@@ -23,7 +23,7 @@ from storm_kafka_compat.errors import (
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.paths import partition_path
 from storm_kafka_compat.offsets.zkstore import REQUEST_BUDGET_BYTES, ZkStateStore
-from storm_kafka_compat.testing.proxy import TcpProxy
+from tests.faults.proxy import TcpProxy
 from storm_kafka_compat.servers.zookeeper import free_port
 from tests.conftest import make_kazoo_client
 
