@@ -21,13 +21,14 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Tuple, Union)
 
 from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _diff_counts, _runtime
@@ -39,41 +40,12 @@ SPOUT_COMPONENT = "spout"
 
 # --- plan and outcome -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class PlanFilter:
-    """Which fetched messages are taken (storm-kafka ``fill()``).
-
-    Attributes
-    ----------
-    offset : int
-        The fetch offset; messages below it are skipped (compressed wrapper sets
-        can return earlier offsets).
-    reemit : set of int, optional
-        Retry fetch: only these offsets are taken. None: new fetch, every
-        offset >= ``offset`` is taken.
-    max_messages : int, optional
-        Stop after this many taken messages.
-    """
-
-    offset: int
-    reemit: Optional[AbstractSet[int]] = None
-    max_messages: Optional[int] = None
-
-
-def as_plan_filter(plan: Any) -> PlanFilter:
-    """Read any plan object with ``offset`` and optional ``reemit``/``max_messages``
-    (and ``retry``, as :class:`storm_kafka_compat.spout.manager.FetchPlan` has;
-    its ``reemit`` only counts when ``retry`` is true); an int is a new fetch from it."""
-    if isinstance(plan, PlanFilter):
+def as_fetch_plan(plan: Any) -> FetchPlan:
+    """The plan of a batch: a :class:`~storm_kafka_compat.spout.manager.FetchPlan`
+    as the managers make it, or an int (new data from that offset)."""
+    if isinstance(plan, FetchPlan):
         return plan
-    if isinstance(plan, int):
-        return PlanFilter(plan)
-    reemit = getattr(plan, "reemit", None)
-    if getattr(plan, "retry", reemit is not None) is False:
-        reemit = None  # partition.manager.FetchPlan: reemit is () in new mode
-    return PlanFilter(int(plan.offset),
-                      frozenset(reemit) if reemit is not None else None,
-                      getattr(plan, "max_messages", None))
+    return FetchPlan.at(int(plan))
 
 
 @dataclass
@@ -163,7 +135,7 @@ class _Filter:
 
     __slots__ = ("messages", "plan", "scanned_to")
 
-    def __init__(self, messages: Iterable[Any], plan: PlanFilter) -> None:
+    def __init__(self, messages: Iterable[Any], plan: FetchPlan) -> None:
         self.messages = messages
         self.plan = plan
         self.scanned_to: Optional[int] = None
@@ -171,8 +143,9 @@ class _Filter:
     def __iter__(self) -> Iterator[Any]:
         plan = self.plan
         start = plan.offset
-        reemit = plan.reemit
+        reemit = plan.reemit_set
         limit = plan.max_messages
+        bound = plan.bound
         n = 0
         top = -1
         try:
@@ -183,6 +156,8 @@ class _Filter:
                 if off < start:
                     continue
                 if reemit is not None and off not in reemit:
+                    continue
+                if bound is not None and off >= bound:
                     continue
                 yield msg
                 n += 1
@@ -213,7 +188,7 @@ def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[Lis
 
 
 def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
-                messages: Iterable[Any], scheme: Scheme, plan: PlanFilter,
+                messages: Iterable[Any], scheme: Scheme, plan: FetchPlan,
                 taken: _RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
                 ) -> Tuple[int, int, Optional[str], Optional[int], int, Optional[int]]:
     """Scheme + spout emit for every taken message. Returns (skipped, emitted
@@ -282,8 +257,8 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     bolt : callable, optional
         A simple bolt (instead of ``topology``): ``bolt(tuple)``; return acks,
         raise fails. Its return value is ignored here.
-    plan_filter : PlanFilter or plan-like
-        The partition manager's plan (``offset``, ``reemit``, ``max_messages``).
+    plan_filter : FetchPlan or int
+        The partition manager's plan (an int: new data from that offset).
     rng : random.Random, optional
         Source of root and edge ids.
     now_ms : int
@@ -295,7 +270,7 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     -------
     BatchOutcome
     """
-    plan = as_plan_filter(plan_filter)
+    plan = as_fetch_plan(plan_filter)
     if (topology is None) == (bolt is None):
         raise ValueError("process_batch needs exactly one of topology= or bolt=")
     if bolt is not None:
@@ -346,7 +321,7 @@ def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilde
 
 
 def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[StormTuple], Any],
-                    plan: PlanFilter) -> BatchOutcome:
+                    plan: FetchPlan) -> BatchOutcome:
     """The common case: one simple bolt, no acker needed (one tuple tree per message
     of depth one: the message is acked iff every one of its tuples returned)."""
     if isinstance(bolt, SimpleBolt):

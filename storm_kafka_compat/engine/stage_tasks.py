@@ -16,7 +16,7 @@ from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _Sink, _diff_counts, _runtime
 from storm_kafka_compat.engine.process import (BatchOutcome, _emit_spout, _outcome, _RangeBuilder,
-                                               as_plan_filter)
+                                               as_fetch_plan)
 
 
 # --- multi-stage (one Spark stage per bolt level) -------------------------------------------
@@ -64,7 +64,7 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     was fetched, e.g. behind a shuffle grouping) are executed here, in
     topological order; every other tuple is routed to the outbox.
     """
-    plan = as_plan_filter(plan_filter)
+    plan = as_fetch_plan(plan_filter)
     runtime = _runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)

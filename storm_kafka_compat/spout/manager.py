@@ -46,11 +46,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FetchPlan:
-    """What one partition fetches next.
+    """What one partition fetches next: the one plan type, from the managers to the
+    executors' filter.
 
     ``offset`` is the first offset to read. In retry mode only the offsets in
     ``reemit`` (ascending) are taken, and reading may stop after the last one; in
-    new mode every offset from ``offset`` is taken, at most ``max_messages``.
+    new mode every offset from ``offset`` is taken, at most ``max_messages``, and
+    never at or past ``bound`` when one is set (storm-kafka-client's AT_MOST_ONCE
+    commits ``bound`` before the fetch runs).
     """
 
     topic: str
@@ -59,27 +62,44 @@ class FetchPlan:
     retry: bool = False
     reemit: Tuple[int, ...] = ()
     max_messages: Optional[int] = None
+    bound: Optional[int] = None
+
+    @classmethod
+    def at(cls, offset: int, *, reemit: Optional[Iterable[int]] = None,
+           max_messages: Optional[int] = None) -> "FetchPlan":
+        """A plan of no particular partition: new data from ``offset``, or with
+        ``reemit`` a retry of those offsets (tests, and callers holding an offset)."""
+        if reemit is not None:
+            return cls("", -1, offset, True, tuple(sorted(reemit)), max_messages)
+        return cls("", -1, offset, max_messages=max_messages)
 
     @property
     def max_offset(self) -> Optional[int]:
         """Exclusive upper bound of the offsets this plan can take, if known."""
+        if self.bound is not None:
+            return self.bound
         return self.reemit[-1] + 1 if self.retry and self.reemit else None
 
-    def takes(self, offset: int) -> bool:
-        """Whether a fetched message at ``offset`` is taken under this plan."""
-        if offset < self.offset:
-            return False
-        if self.retry:
-            return offset in self._reemit_set
-        return True
-
     @property
-    def _reemit_set(self) -> frozenset:
+    def reemit_set(self) -> Optional[frozenset]:
+        """The offsets a retry takes; None in new mode (every offset from ``offset``)."""
+        if not self.retry:
+            return None
         cached = self.__dict__.get("_rs")
         if cached is None:
             cached = frozenset(self.reemit)
             object.__setattr__(self, "_rs", cached)
         return cached
+
+    def takes(self, offset: int) -> bool:
+        """Whether a fetched message at ``offset`` is taken under this plan."""
+        if offset < self.offset:
+            return False
+        if self.bound is not None and offset >= self.bound:
+            return False
+        if self.retry:
+            return offset in self.reemit_set  # type: ignore[operator]
+        return True
 
 
 @dataclass

@@ -8,7 +8,8 @@ import pytest
 
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.kafka.producer import close_shared_producers
-from storm_kafka_compat.engine.process import PlanFilter, process_batch
+from storm_kafka_compat.engine.process import process_batch
+from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.builder import from_spec
 from tests.integration.kafka_bolt_checks import coverage, read_topic
@@ -44,7 +45,7 @@ def test_every_input_offset_is_written_and_acked(kafka09, kafka09_topic) -> None
     batch = [KafkaMessage(o, None, f"v{o}".encode(), 0, 0, (), src, 0) for o in range(n)]
     result = process_batch(batch, scheme=load_scheme("string"),
                            topology=from_spec(spec(out, kafka09.bootstrap)),
-                           plan_filter=PlanFilter(0))
+                           plan_filter=FetchPlan.at(0))
     assert result.acked == [(0, n)] and result.failed == [] and result.incomplete == []
     records = read_topic(kafka09.bootstrap, out, 1)
     assert coverage(records, src, {0: n}) == (n, 0, 0)
@@ -62,7 +63,7 @@ def test_a_record_the_broker_refuses_fails_its_input(kafka09, kafka09_topic) -> 
     result = process_batch(batch, scheme=load_scheme("string"),
                            topology=from_spec(spec(out, kafka09.bootstrap,
                                                    **{"max.request.size": "4000000"})),
-                           plan_filter=PlanFilter(0))
+                           plan_filter=FetchPlan.at(0))
     assert result.failed == [1] and result.acked == [(0, 1), (2, 3)]
     keys = sorted(k for k, _ in read_topic(kafka09.bootstrap, out, 1))
     assert keys == [f"{src}/0/0", f"{src}/0/2"]

@@ -4,7 +4,7 @@ import pytest
 
 from storm_kafka_compat.spout.client.config import KafkaSpoutConfig
 from storm_kafka_compat.errors import NoOffsetResetError
-from storm_kafka_compat.spout.client.manager import BoundedFetchPlan, ClientPartitionManager
+from storm_kafka_compat.spout.client.manager import FetchPlan, ClientPartitionManager
 from storm_kafka_compat.spout.client.retry import RetrySettings, TimeInterval
 
 
@@ -236,7 +236,7 @@ def test_at_most_once_commits_the_bound_before_the_fetch():
     end, commits = [7], []
     pm = amo(end, commits)
     plan = pm.plan_fetch(5)
-    assert isinstance(plan, BoundedFetchPlan) and commits == [5]       # edge 29
+    assert isinstance(plan, FetchPlan) and commits == [5]       # edge 29
     assert plan.max_offset == 5 and plan.takes(4) and not plan.takes(5)
     pm.mark_committed(5)
     pm.fetched(plan, [(0, 5)])

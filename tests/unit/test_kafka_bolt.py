@@ -16,7 +16,8 @@ from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldIndexTopicSelector,
                                                        FieldNameBasedTupleToKafkaMapper,
                                                        FieldNameTopicSelector, serializer_for)
-from storm_kafka_compat.engine.process import PlanFilter, process_batch
+from storm_kafka_compat.engine.process import process_batch
+from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
 from storm_kafka_compat.errors import TopologyError
@@ -175,7 +176,7 @@ def test_inputs_are_acked_only_after_the_broker_acknowledged(fake: FakeProducer)
     bolt = KafkaBolt({"bootstrap.servers": "x:1"}, DefaultTopicSelector("out"))
     batch = msgs(range(10, 15))
     batch[2] = KafkaMessage(12, None, b"bad", 0, 0, (), "in", 0)
-    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=PlanFilter(10))
+    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=FetchPlan.at(10))
     assert fake.flushes == 1 and not fake.in_flight
     assert out.acked == [(10, 12), (13, 15)] and out.failed == [12] and out.incomplete == []
     assert fake.written == [("out", str(o), f"m{o}") for o in (10, 11, 13, 14)]
@@ -188,7 +189,7 @@ def test_without_the_flush_nothing_would_be_acked(fake: FakeProducer) -> None:
     out = process_batch(msgs(range(3)), scheme=STRING,
                         topology=topology(NoFlush({"bootstrap.servers": "x:1"}, "out")
                                           .with_topic_selector("out")),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.acked == [] and out.incomplete == [0, 1, 2]
 
 
@@ -196,21 +197,21 @@ def test_fire_and_forget_acks_at_once_even_a_refused_write(fake: FakeProducer) -
     bolt = KafkaBolt({"bootstrap.servers": "x:1"}, DefaultTopicSelector("out"),
                      fire_and_forget=True)
     batch = [KafkaMessage(0, None, b"bad", 0, 0, (), "in", 0)]
-    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=PlanFilter(0))
+    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=FetchPlan.at(0))
     assert out.acked == [(0, 1)] and out.failed == []
 
 
 def test_sync_mode_waits_for_each_record(fake: FakeProducer) -> None:
     bolt = KafkaBolt({"bootstrap.servers": "x:1"}, DefaultTopicSelector("out"), async_=False)
     batch = msgs(range(2)) + [KafkaMessage(2, None, b"bad", 0, 0, (), "in", 0)]
-    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=PlanFilter(0))
+    out = process_batch(batch, scheme=STRING, topology=topology(bolt), plan_filter=FetchPlan.at(0))
     assert out.acked == [(0, 2)] and out.failed == [2] and fake.flushes == 0
 
 
 def test_selector_returning_none_acks_without_writing(fake: FakeProducer) -> None:
     bolt = KafkaBolt({"bootstrap.servers": "x:1"}, FieldIndexTopicSelector(9))
     out = process_batch(msgs(range(2)), scheme=STRING, topology=topology(bolt),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.acked == [(0, 2)] and fake.written == [] and fake.in_flight == []
 
 
@@ -219,19 +220,19 @@ def test_mapper_error_fails_the_input(fake: FakeProducer) -> None:
     b.set_bolt("kafka", KafkaBolt({"bootstrap.servers": "x:1"}, DefaultTopicSelector("o")))\
         .shuffle_grouping("spout")
     out = process_batch(msgs(range(2)), scheme=STRING, topology=b.build(),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.failed == [0, 1] and out.acked == []
 
 
 def test_topic_from_the_topology_config_or_an_error(fake: FakeProducer) -> None:
     bolt = KafkaBolt({"bootstrap.servers": "x:1"})
     out = process_batch(msgs(range(1)), scheme=STRING, topology=topology(bolt),
-                        plan_filter=PlanFilter(0), conf={"topic": "fromconf"})
+                        plan_filter=FetchPlan.at(0), conf={"topic": "fromconf"})
     assert out.acked == [(0, 1)] and fake.written == [("fromconf", "0", "m0")]
     with pytest.raises(ConfigError, match="topic"):
         process_batch(msgs(range(1)), scheme=STRING,
                       topology=topology(KafkaBolt({"bootstrap.servers": "x:1"})),
-                      plan_filter=PlanFilter(0))
+                      plan_filter=FetchPlan.at(0))
 
 
 # --- CONFIG form by Storm class name ------------------------------------------------------
@@ -269,7 +270,7 @@ def test_from_spec_accepts_the_storm_class_name(fake: FakeProducer) -> None:
         {"name": "out", "bolt": KAFKA_BOLT, "inputs": [{"from": "map"}],
          "properties": {"producerProperties": {"bootstrap.servers": "x:1"}, "topic": "o"}}]}
     topo = from_spec(spec)
-    out = process_batch(msgs(range(3)), scheme=STRING, topology=topo, plan_filter=PlanFilter(0))
+    out = process_batch(msgs(range(3)), scheme=STRING, topology=topo, plan_filter=FetchPlan.at(0))
     assert out.acked == [(0, 3)] and [w[0] for w in fake.written] == ["o"] * 3
     bad = {"bolts": [{"name": "b", "bolt": "tests.unit.test_kafka_bolt:to_record",
                       "properties": {"topic": "o"}}]}

@@ -17,7 +17,7 @@ from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
                                                simple_bolt)
 from storm_kafka_compat.engine.dag import LocalRuntime
-from storm_kafka_compat.engine.process import BatchOutcome, PlanFilter, as_plan_filter, process_batch
+from storm_kafka_compat.engine.process import BatchOutcome, as_fetch_plan, process_batch
 from storm_kafka_compat.engine.stage_tasks import run_spout_stage
 from tests.unit.multi_stage_reference import resolve_batch, run_stage
 from storm_kafka_compat.topology.schemes import load_scheme
@@ -45,16 +45,16 @@ def _ok(tup: StormTuple) -> None:
 
 
 @pytest.mark.parametrize("plan, offsets, taken, next_offset, scanned_to", [
-    (PlanFilter(0), range(5), [(0, 5)], 5, 5),
-    (PlanFilter(3), range(6), [(3, 6)], 6, 6),                         # wrapper set below offset
-    (PlanFilter(0, max_messages=2), range(6), [(0, 2)], 2, 2),
-    (PlanFilter(0, reemit=frozenset({1, 4})), range(6), [(1, 2), (4, 5)], 5, 6),
-    (PlanFilter(2, reemit=frozenset({1, 4})), range(6), [(4, 5)], 5, 6),
-    (PlanFilter(0), [0, 1, 4, 5], [(0, 2), (4, 6)], 6, 6),             # compaction gap
-    (PlanFilter(10), range(5), [], None, 5),
-    (PlanFilter(0), [], [], None, None),
+    (FetchPlan.at(0), range(5), [(0, 5)], 5, 5),
+    (FetchPlan.at(3), range(6), [(3, 6)], 6, 6),                         # wrapper set below offset
+    (FetchPlan.at(0, max_messages=2), range(6), [(0, 2)], 2, 2),
+    (FetchPlan.at(0, reemit={1, 4}), range(6), [(1, 2), (4, 5)], 5, 6),
+    (FetchPlan.at(2, reemit={1, 4}), range(6), [(4, 5)], 5, 6),
+    (FetchPlan.at(0), [0, 1, 4, 5], [(0, 2), (4, 6)], 6, 6),             # compaction gap
+    (FetchPlan.at(10), range(5), [], None, 5),
+    (FetchPlan.at(0), [], [], None, None),
 ])
-def test_plan_filter(plan: PlanFilter, offsets: Any, taken: Any, next_offset: Any,
+def test_plan_filter(plan: FetchPlan, offsets: Any, taken: Any, next_offset: Any,
                      scanned_to: Any) -> None:
     out = process_batch(msgs(list(offsets)), scheme=STRING, bolt=_ok, plan_filter=plan)
     assert out.taken == taken
@@ -64,14 +64,18 @@ def test_plan_filter(plan: PlanFilter, offsets: Any, taken: Any, next_offset: An
     assert out.scanned_to == scanned_to
 
 
-@pytest.mark.parametrize("plan, expected", [
-    (FetchPlan("orders", 3, 10), PlanFilter(10)),
-    (FetchPlan("orders", 3, 10, max_messages=4), PlanFilter(10, None, 4)),
-    (FetchPlan("orders", 3, 10, True, (10, 12)), PlanFilter(10, frozenset({10, 12}))),
-    (7, PlanFilter(7)),
-])
-def test_as_plan_filter_reads_the_manager_plan(plan: Any, expected: PlanFilter) -> None:
-    assert as_plan_filter(plan) == expected
+def test_as_fetch_plan_keeps_the_manager_plan_and_reads_an_int_as_new_data() -> None:
+    plan = FetchPlan("orders", 3, 10, True, (10, 12))
+    assert as_fetch_plan(plan) is plan
+    assert as_fetch_plan(7) == FetchPlan.at(7)
+    assert FetchPlan.at(7).reemit_set is None and FetchPlan.at(7, reemit={9, 8}).reemit == (8, 9)
+
+
+def test_a_bounded_plan_takes_nothing_at_or_past_its_bound() -> None:
+    plan = FetchPlan("orders", 3, 10, max_messages=10, bound=13)
+    out = process_batch(msgs(range(10, 16)), scheme=STRING, bolt=_ok, plan_filter=plan)
+    assert out.taken == [(10, 13)] and plan.max_offset == 13
+    assert [o for o in range(9, 16) if plan.takes(o)] == [10, 11, 12]
 
 
 def test_manager_new_mode_plan_takes_everything() -> None:
@@ -89,7 +93,7 @@ def test_simple_bolt_sees_contract_tuple() -> None:
         seen.append((t.values, t.fields, t["str"], t[0], t.topic, t.partition, t.offset,
                      t.message_id))
 
-    process_batch([msg(41, b"hi")], scheme=STRING, bolt=bolt, plan_filter=PlanFilter(41))
+    process_batch([msg(41, b"hi")], scheme=STRING, bolt=bolt, plan_filter=FetchPlan.at(41))
     assert seen == [(["hi"], ("str",), "hi", "hi", "orders", 3, 41, (3, 41))]
 
 
@@ -105,7 +109,7 @@ def test_simple_bolt_raise_fails_and_tombstones_are_acked(caplog: Any) -> None:
             raise FailedException("retry me")
 
     with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.engine.process"):
-        out = process_batch(batch, scheme=STRING, bolt=bolt, plan_filter=PlanFilter(0))
+        out = process_batch(batch, scheme=STRING, bolt=bolt, plan_filter=FetchPlan.at(0))
     assert out.taken == [(0, 6)]
     assert out.failed == [4, 5]
     assert out.acked == [(0, 4)]
@@ -117,7 +121,7 @@ def test_simple_bolt_raise_fails_and_tombstones_are_acked(caplog: Any) -> None:
 
 def test_scheme_error_fails_the_offset() -> None:
     out = process_batch([msg(0, b"ok"), msg(1, b"\xff"), msg(2, b"ok")], scheme=STRING,
-                        bolt=_ok, plan_filter=PlanFilter(0))
+                        bolt=_ok, plan_filter=FetchPlan.at(0))
     assert out.failed == [1] and out.acked == [(0, 1), (2, 3)]
 
 
@@ -136,7 +140,7 @@ def test_all_tuples_of_a_message_share_its_fate() -> None:
             raise FailedException()
 
     out = process_batch([msg(0, b"a|b"), msg(1, b"c|bad|d"), msg(2, b"")], scheme=Lines(),
-                        bolt=bolt, plan_filter=PlanFilter(0))
+                        bolt=bolt, plan_filter=FetchPlan.at(0))
     assert out.failed == [1]
     assert out.acked == [(0, 1), (2, 3)]
     assert calls[:2] == ["a", "b"]
@@ -144,7 +148,7 @@ def test_all_tuples_of_a_message_share_its_fate() -> None:
 
 def test_process_batch_needs_one_of_bolt_or_topology() -> None:
     with pytest.raises(ValueError):
-        process_batch([], scheme=STRING, plan_filter=PlanFilter(0))
+        process_batch([], scheme=STRING, plan_filter=FetchPlan.at(0))
 
 
 @settings(max_examples=60, deadline=None)
@@ -160,7 +164,7 @@ def test_simple_outcome_partitions_taken(offsets: List[int], bad: set, nulls: se
             raise FailedException()
 
     out = process_batch(batch, scheme=STRING, bolt=bolt,
-                        plan_filter=PlanFilter(start, max_messages=limit))
+                        plan_filter=FetchPlan.at(start, max_messages=limit))
     expect_taken = [o for o in offsets if o >= start][:limit]
     assert [o for s, e in out.taken for o in range(s, e)] == expect_taken
     assert out.failed == [o for o in expect_taken if o in bad and o not in nulls]
@@ -209,7 +213,7 @@ def test_word_count_acks_and_fails_per_message(caplog: Any) -> None:
     rt = LocalRuntime(topo, rng=random.Random(1))
     batch = [msg(0, b"a b a"), msg(1, b"b bad"), msg(2, None), msg(3, b"c crash"), msg(4, b"")]
     with caplog.at_level(logging.WARNING):
-        out = process_batch(batch, scheme=STRING, topology=rt, plan_filter=PlanFilter(0))
+        out = process_batch(batch, scheme=STRING, topology=rt, plan_filter=FetchPlan.at(0))
     assert out.failed == [1, 3]
     assert out.acked == [(0, 1), (2, 3), (4, 5)]
     assert out.skipped_null == 1                  # the tombstone; "" gives a tuple, no words
@@ -232,7 +236,7 @@ def test_bolts_prepared_once_per_runtime_across_batches() -> None:
     topo = word_count(1, 2)
     for i in range(3):
         out = process_batch([msg(i, b"x y")], scheme=STRING, topology=topo,
-                            plan_filter=PlanFilter(i))
+                            plan_filter=FetchPlan.at(i))
         assert out.acked == [(i, i + 1)]
     assert Count.prepared == 2
 
@@ -280,7 +284,7 @@ def test_rich_bolts_incomplete_and_unanchored() -> None:
     b.set_bolt("side", SideSink).all_grouping("hold", stream="side")
     SideSink.seen = []
     out = process_batch(msgs(range(1, 7)), scheme=STRING, topology=b.build(),
-                        plan_filter=PlanFilter(1), rng=random.Random(3))
+                        plan_filter=FetchPlan.at(1), rng=random.Random(3))
     assert out.failed == [3]                      # failed downstream
     assert out.incomplete == [2, 4, 6]            # held, never acked: open, not failed
     assert out.acked == [(1, 2), (5, 6)]
@@ -302,7 +306,7 @@ def test_simple_bolt_returns_are_emitted_downstream() -> None:
     b.set_bolt("up", simple_bolt(upper, ("u",))).shuffle_grouping("kafka")
     b.set_bolt("rec", record).shuffle_grouping("up")
     out = process_batch([msg(0, b"a"), msg(1, b"b")], scheme=STRING, topology=b.build(),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert sorted(got) == [("A", 0), ("B", 1), ("a!", 0), ("b!", 1)]
     assert out.failed == [1] and out.acked == [(0, 1)]
 
@@ -315,7 +319,7 @@ def test_bolt_emitting_wrong_arity_fails_the_tuple() -> None:
     b.set_bolt("two", simple_bolt(two, ("a", "b"))).shuffle_grouping("kafka")
     b.set_bolt("sink", _ok).shuffle_grouping("two")
     out = process_batch([msg(0, b"x")], scheme=STRING, topology=b.build(),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.failed == [0]
 
 
@@ -324,7 +328,7 @@ def test_spout_stream_without_subscriber_acks_at_once() -> None:
     b = TopologyBuilder().set_spout("kafka", {"default": ("str",), "other": ("str",)})
     b.set_bolt("never", Fail3).shuffle_grouping("kafka", stream="other")
     out = process_batch(msgs(range(3)), scheme=STRING, topology=b.build(),
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.failed == [] and out.acked == [(0, 3)]
     assert out.stage_counts["never"]["executed"] == 0
 
@@ -334,7 +338,7 @@ def test_spout_stream_without_subscriber_acks_at_once() -> None:
 def _run_multi_stage(topo: Topology, batch: List[KafkaMessage], seed: int) -> BatchOutcome:
     """What the driver does with one Spark stage per bolt: route, repartition, fold."""
     rt = LocalRuntime(topo, rng=random.Random(seed))
-    spout = run_spout_stage(batch, scheme=STRING, topology=rt, plan_filter=PlanFilter(0))
+    spout = run_spout_stage(batch, scheme=STRING, topology=rt, plan_filter=FetchPlan.at(0))
     inbox: Dict[Tuple[str, int], List[StormTuple]] = defaultdict(list)
     for comp, task, tup in spout.routed:
         inbox[(comp, task)].append(pickle.loads(pickle.dumps(tup)))   # crosses a shuffle
@@ -356,7 +360,7 @@ def _run_multi_stage(topo: Topology, batch: List[KafkaMessage], seed: int) -> Ba
 def test_multi_stage_matches_single_stage(words: List[List[str]], seed: int) -> None:
     batch = [msg(i, " ".join(ws).encode()) for i, ws in enumerate(words)]
     single = process_batch(batch, scheme=STRING, topology=LocalRuntime(word_count()),
-                           plan_filter=PlanFilter(0), rng=random.Random(seed))
+                           plan_filter=FetchPlan.at(0), rng=random.Random(seed))
     multi = _run_multi_stage(word_count(), batch, seed)
     assert multi.failed == single.failed == [i for i, ws in enumerate(words) if "bad" in ws]
     assert multi.acked == single.acked
@@ -387,11 +391,11 @@ def test_topology_without_spout_fields_takes_the_schemes() -> None:
             return [[w] for w in m.value.decode().split()]
 
     out = process_batch([msg(0, b"x y"), msg(1, b"bad")], scheme=Words(), topology=topo,
-                        plan_filter=PlanFilter(0))
+                        plan_filter=FetchPlan.at(0))
     assert out.acked == [(0, 1)] and out.failed == [1]
     with pytest.raises(TopologyError, match="fields grouping on"):
         process_batch([msg(0, b"x")], scheme=STRING, topology=word_count_unbound(),
-                      plan_filter=PlanFilter(0))
+                      plan_filter=FetchPlan.at(0))
 
 
 def word_count_unbound() -> Topology:
@@ -404,7 +408,7 @@ def test_scheme_fields_must_match_declared_spout_fields() -> None:
     rt = LocalRuntime(word_count())
     with pytest.raises(TopologyError, match=r"scheme gives fields \['bytes'\]"):
         process_batch([msg(0, b"x")], scheme=load_scheme("raw"), topology=rt,
-                      plan_filter=PlanFilter(0))
+                      plan_filter=FetchPlan.at(0))
 
 
 class Router(BasicBolt):
@@ -440,7 +444,7 @@ def test_streams_and_reported_failures(caplog: Any) -> None:
     b.set_bolt("long", long_).shuffle_grouping("router", stream="long")
     with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.topology.bolts"):
         out = process_batch([msg(0, b"ab abcd"), msg(1, b"xyz")], scheme=STRING,
-                            topology=b.build(), plan_filter=PlanFilter(0))
+                            topology=b.build(), plan_filter=FetchPlan.at(0))
     assert got == {"short": ["ab", "xyz"], "long": [("abcd", 4)]}
     assert out.failed == [1] and out.acked == [(0, 1)]
     assert "reported" in caplog.text

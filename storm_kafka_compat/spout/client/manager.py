@@ -30,7 +30,6 @@ With ``tupleTrackingEnforced`` the non-ALO modes still count tuples in flight
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import Broker
@@ -43,21 +42,6 @@ from storm_kafka_compat.spout.client.retry import Clock, RetryService
 
 log = logging.getLogger(__name__)
 
-
-
-@dataclass(frozen=True)
-class BoundedFetchPlan(FetchPlan):
-    """A new-messages plan that never reads at or past ``bound`` (exclusive):
-    AT_MOST_ONCE commits ``bound`` before the fetch runs."""
-
-    bound: int = 0
-
-    @property
-    def max_offset(self) -> Optional[int]:
-        return self.bound
-
-    def takes(self, offset: int) -> bool:
-        return self.offset <= offset < self.bound
 
 
 class ClientPartitionManager:
@@ -183,8 +167,8 @@ class ClientPartitionManager:
             if not self._commit_before_process(self, bound):
                 return None
             self.committed_to = bound
-        return BoundedFetchPlan(self.topic, self.partition, self.emitted_to, False, (),
-                                bound - self.emitted_to or None, bound)
+        return FetchPlan(self.topic, self.partition, self.emitted_to, False, (),
+                         bound - self.emitted_to or None, bound)
 
     # --- outcomes ---------------------------------------------------------------------
     def fetched(self, plan: FetchPlan, taken: Iterable[Range], *,
@@ -218,7 +202,7 @@ class ClientPartitionManager:
                     self.in_flight.add_range(start, end)
         if not plan.retry:
             self.emitted_to = top
-            if isinstance(plan, BoundedFetchPlan) and scanned_to is not None:
+            if plan.bound is not None and scanned_to is not None:
                 self.emitted_to = max(self.emitted_to, min(scanned_to, plan.bound))
         elif scanned_to is not None:
             for o in plan.reemit:
