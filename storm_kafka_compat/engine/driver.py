@@ -198,6 +198,8 @@ class Pipeline:
         self._lookup_pause_ms = 0
         self._stats = _Stats()
         self.summary = RunSummary()
+        #: the managers when the loop ended (their figures go into the summary)
+        self._last_managers: Dict[Key, Any] = {}
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -558,7 +560,7 @@ class Pipeline:
     def _partition_summaries(self) -> List[PartitionSummary]:
         out = []
         for key, decision in sorted(self.spout.decisions.items()):
-            pm = getattr(self, "_last_managers", {}).get(key)
+            pm = self._last_managers.get(key)
             out.append(PartitionSummary(
                 topic=key[0], partition=key[1], location=pm.location if pm else "",
                 decision=decision.decision, resumed_from=decision.start_offset,
