@@ -33,9 +33,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
-from storm_kafka_compat.spout.manager import CommitTimer
+from storm_kafka_compat.spout.manager import CommitTimer, FetchPlan
 from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
-from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks
+from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, task_budget_s
+from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
                                               run_stages_spark)
 from storm_kafka_compat.runtime import Runtime
@@ -153,6 +154,11 @@ class Pipeline:
     stages : bool, optional
         Run a bolt topology as several Spark stages: None (default) when a
         grouping crosses partitions (fields, global, all), True always, False never.
+    pace : bool, optional
+        Size batches by time on the driver (:mod:`~storm_kafka_compat.engine.pacing`):
+        None (default) when the executor cannot stop a batch by itself (several
+        Spark stages, or an executor with ``whole_batches`` true, as the DataFrame
+        mode's), True always, False never.
     task_index, total_tasks : int
         This spout task among the spout's tasks (each driver runs one).
     **parts
@@ -167,7 +173,7 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[Callable[[Dict[str, Any]], None]] = None,
                  stages: Optional[bool] = None, task_index: int = 0, total_tasks: int = 1,
-                 **parts: Any) -> None:
+                 pace: Optional[bool] = None, **parts: Any) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
@@ -184,6 +190,9 @@ class Pipeline:
                                         total_tasks=total_tasks)
         self._executor = executor
         self._stages_pref = stages
+        self._pace_pref = pace
+        self._pacer: Optional[BatchPacer] = None
+        self._pacer_known = False
         self._stage_job: Any = None
         self._stage_job_known = False
         self.timer = CommitTimer(self.spout.commit_interval_ms)
@@ -220,6 +229,9 @@ class Pipeline:
         if not managers:
             return []
         cap = options.max_messages_per_partition
+        pacer = self.pacer()
+        if pacer is not None:
+            cap = pacer.cap(len(managers), cap)
         spout_pending = self.job.topology.max_spout_pending
         if spout_pending is not None:
             room = spout_pending - sum(pm.pending_count for pm in managers.values())
@@ -239,6 +251,22 @@ class Pipeline:
                                       self.job.topology_spec, kafka_conf, storm_conf, backend,
                                       self.spout.commit_interval_ms))
         return specs
+
+    def pacer(self) -> Optional[BatchPacer]:
+        """The batch pacer when batches are sized by time on the driver, else None."""
+        if not self._pacer_known:
+            self._pacer_known = True
+            pace = self._pace_pref
+            if pace is None:
+                pace = self.stage_job() is not None or bool(
+                    getattr(self._executor, "whole_batches", False))
+            if pace:
+                budget_ms = task_budget_s(TaskSpec(FetchPlan.at(0), (), self.job.spout,
+                                                   commit_interval_ms=self.spout.commit_interval_ms)
+                                          ) * 1000.0
+                self._pacer = BatchPacer(budget_ms)
+                log.info("batches are sized to last about %d ms (the task budget)", budget_ms)
+        return self._pacer
 
     def stage_job(self) -> Optional[StageJob]:
         """The multi-stage plan of the bolt topology, or None for the single-stage path."""
@@ -493,10 +521,13 @@ class Pipeline:
                 self.spout.maybe_refresh(now)
                 self.expire_open_trees(now)
                 specs = self.plan(options)
+                started_ms = self.clock()
                 results = self.execute(specs)
                 # open trees date from when the results came back, after the bolts
                 # ran: at least topology.message.timeout.secs after the emit
                 taken = self.apply(results, self.clock())
+                if self._pacer is not None:
+                    self._pacer.observe(taken, self.clock() - started_ms)
                 if specs:
                     log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
                               self.summary.batches + 1, len(specs),

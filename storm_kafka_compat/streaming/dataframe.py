@@ -121,6 +121,10 @@ class DataFrameExecutor:
         read once per batch, and a lost block is fetched again by offset.
     """
 
+    #: the function gets each batch whole: the driver sizes batches by time
+    #: (engine.pacing) so that a crash replays about one commit interval
+    whole_batches = True
+
     def __init__(self, spark: Any, function: Callable[[Any], Any], *,
                  slices: Optional[int] = None, storage_level: Any = None) -> None:
         self._spark = spark

@@ -45,32 +45,49 @@ BOUND = math.ceil((INTERVAL_MS / 1000.0 + PARTITIONS * TASK_BUDGET_S) * CORES / 
 Key = Tuple[int, int]
 
 
-def _seed(cluster, topic: str) -> Dict[int, int]:
+#: the slow bolt behind a fields grouping: the topology runs as two Spark stages, whose
+#: batches cannot stop by time in the task; the driver sizes them (engine.pacing)
+STAGED_BOLTS = [{"name": "slow", "bolt": "tests.bolts:record_10ms",
+                 "inputs": [{"from": "spout", "grouping": "fields", "fields": ["str"]}]}]
+#: a smaller backlog for the staged run: each of its batches pays for a multi-stage
+#: Spark job, so it goes slower than the bolt's 100 tuples a second
+STAGED_PER_PARTITION = 300
+
+
+def _seed(cluster, topic: str, per_partition: int = PER_PARTITION) -> Dict[int, int]:
     cluster.create_topic(topic, PARTITIONS)
     produce(cluster.bootstrap, topic, [(p, None, f"m-{p}-{n}".encode())
-                                       for n in range(PER_PARTITION) for p in range(PARTITIONS)])
-    return {p: PER_PARTITION for p in range(PARTITIONS)}
+                                       for n in range(per_partition) for p in range(PARTITIONS)])
+    return {p: per_partition for p in range(PARTITIONS)}
 
 
-def _job(tmp_path, cluster, topic, job_factory, record, master="local[1]"):
+def _job(tmp_path, cluster, topic, job_factory, record, master="local[1]", staged=False):
     config = job_config(topic=topic, zk_root="/skc-faults/replay", spout_id="spout",
                         zk_port=cluster.zookeeper.port, bootstrap=cluster.bootstrap,
                         spout={"stateUpdateIntervalMs": INTERVAL_MS},
-                        topology={"topology.id": "replay-1"}, bolt="tests.bolts:record_10ms",
+                        topology={"topology.id": "replay-1",
+                                  **({"bolts": STAGED_BOLTS} if staged else {})},
+                        bolt="tests.bolts:record_10ms",
                         spark={"master": master}, kafka={"api_version": "0.9"})
+    if staged:
+        del config["bolt"]
     return job_factory(write_config(tmp_path / "job.yaml", config), (), record_path=record)
 
 
 @pytest.mark.hard_timeout(1500)
+@pytest.mark.parametrize("staged", [False, True], ids=["one-stage", "two-stages"])
 def test_driver_killed_three_times_replays_at_most_about_one_interval(
-        kafka09_factory, job_factory, tmp_path, unique):
+        kafka09_factory, job_factory, tmp_path, unique, staged):
+    """The same bound whether the bolt runs in the fetching task (the task stops at
+    its budget) or behind a fields grouping in a second Spark stage (the driver
+    sizes each batch to about one budget of processing)."""
     rng_seed = int(time.time())
     rng = random.Random(rng_seed)
     cluster = kafka09_factory(1)
     topic = unique("replay")
-    log_end = _seed(cluster, topic)
+    log_end = _seed(cluster, topic, STAGED_PER_PARTITION if staged else PER_PARTITION)
     record = tmp_path / "deliveries.jsonl"
-    job = _job(tmp_path, cluster, topic, job_factory, record)
+    job = _job(tmp_path, cluster, topic, job_factory, record, staged=staged)
     where = f"(random seed {rng_seed}, bound {BOUND} per kill)"
 
     seen: Set[Key] = set()
