@@ -8,12 +8,12 @@ data; ``render`` prints it. Exit codes: 0 success, 1 operational failure,
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from typing import Optional, Sequence
 
 import click
 
+from storm_kafka_compat import __version__
 from storm_kafka_compat.errors import StormKafkaCompatError
 
 #: (module, attribute) of each command or group, added when importable
@@ -27,19 +27,15 @@ _COMMANDS = (
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug).")
+@click.version_option(__version__, "--version", prog_name="storm-kafka-compat",
+                      message="%(prog)s %(version)s")
+@click.option("-v", "--verbose", count=True,
+              help="More diagnostics on stderr: -v our INFO lines and the libraries' "
+                   "warnings, -vv everything at DEBUG.")
 def cli(verbose: int) -> None:
     """Storm's KafkaSpout (storm-kafka, storm-kafka-client) on PySpark."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    root = logging.getLogger("storm_kafka_compat")
-    # one handler even when main() runs several times in a process (tests, notebooks)
-    for old in [h for h in root.handlers if getattr(h, "_skc_cli", False)]:
-        root.removeHandler(old)
-    handler = logging.StreamHandler(sys.stderr)
-    handler._skc_cli = True  # type: ignore[attr-defined]
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(level)
+    from storm_kafka_compat.cli.console import configure
+    configure(verbose)
 
 
 for _module, _attr in _COMMANDS:

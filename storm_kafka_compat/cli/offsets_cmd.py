@@ -38,27 +38,81 @@ def offsets() -> None:
     """Inspect, explain, reset and migrate the spout's offsets."""
 
 
+def job_from_flags(*, zk: Optional[str], zk_root: Optional[str], spout_id: Optional[str],
+                   topic: Optional[str], bootstrap: Optional[str], broker_zk: Optional[str],
+                   group: Optional[str]) -> JobConfig:
+    """The JobConfig of the flag-only form of ``offsets show``: the ZooKeeper store
+    (``--zk --zk-root --id --topic``, as storm-kafka-monitor takes them) or a Kafka
+    consumer group (``--group --bootstrap --topic``, as kafka-consumer-groups does)."""
+    from storm_kafka_compat.config import job_config_from_dict
+    if not topic:
+        raise click.UsageError("--topic is required without CONFIG")
+    if group is not None:
+        if not bootstrap:
+            raise click.UsageError("--group needs --bootstrap HOST:PORT (the group's brokers)")
+        return job_config_from_dict({
+            "kafkaSpout": {"groupId": group, "bootstrapServers": bootstrap, "topics": [topic]},
+            "topology": {"name": "offsets-show"}})
+    missing = [f for f, v in (("--zk", zk), ("--zk-root", zk_root), ("--id", spout_id))
+               if not v]
+    if missing:
+        raise click.UsageError(f"give CONFIG, or {', '.join(missing)} with --topic (the "
+                               "ZooKeeper store), or --group with --bootstrap (a Kafka group)")
+    hosts = {"bootstrap": bootstrap} if bootstrap else {"zk": broker_zk or zk}
+    return job_config_from_dict({
+        "spout": {"topic": topic, "zkRoot": zk_root, "id": spout_id,
+                  "zkServers": [h.strip() for h in str(zk).split(",") if h.strip()]},
+        "hosts": hosts, "topology": {"name": "offsets-show"}})
+
+
 @offsets.command()
-@_config_arg
+@click.argument("config_path", metavar="[CONFIG]", required=False,
+                type=click.Path(dir_okay=False))
+@click.option("--zk", default=None, metavar="HOST:PORT[,...]",
+              help="Without CONFIG: the ZooKeeper holding the spout's documents.")
+@click.option("--zk-root", default=None, help="Without CONFIG: the spout's zkRoot.")
+@click.option("--id", "spout_id", default=None, help="Without CONFIG: the spout's id.")
+@click.option("--topic", default=None, help="Without CONFIG: the topic.")
+@click.option("--bootstrap", default=None, metavar="HOST:PORT[,...]",
+              help="Without CONFIG: the brokers (default: Kafka's registry in --broker-zk).")
+@click.option("--broker-zk", default=None, metavar="HOST:PORT[,...][/chroot]",
+              help="Without CONFIG: the ZooKeeper of Kafka's broker registry (default --zk).")
+@click.option("--group", default=None,
+              help="Without CONFIG: read this Kafka consumer group instead (with --bootstrap).")
 @_json_opt
-def show(config_path: str, as_json_flag: bool) -> int:
-    """Lag per partition: committed offset (ZooKeeper document, or the Kafka
-    consumer group of a kafkaSpout offsetStore: kafka CONFIG), log start and end.
+def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
+         spout_id: Optional[str], topic: Optional[str], bootstrap: Optional[str],
+         broker_zk: Optional[str], group: Optional[str], as_json_flag: bool) -> int:
+    """Lag per partition and in total: committed offset (ZooKeeper document, or the
+    Kafka consumer group of a kafkaSpout offsetStore: kafka CONFIG), log start and
+    end. Without CONFIG the flags name the spout, as storm-kafka-monitor's and
+    kafka-consumer-groups' do.
 
     --json prints storm-kafka-monitor's document: {topic: {partition:
     {consumerCommittedOffset, logHeadOffset, lag}}}, with -1 as the committed
     offset of a partition that has none (its lag is then head + 1).
     """
-    from storm_kafka_compat.tools.lag import GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag, monitor_json
-    with _env(config_path) as env:
+    from storm_kafka_compat.tools import ToolEnv
+    from storm_kafka_compat.tools.lag import (GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag,
+                                              monitor_json, total_row)
+    flags = {"--zk": zk, "--zk-root": zk_root, "--id": spout_id, "--topic": topic,
+             "--bootstrap": bootstrap, "--broker-zk": broker_zk, "--group": group}
+    given = [f for f, v in flags.items() if v is not None]
+    if config_path is not None and given:
+        raise click.UsageError(f"give CONFIG or the flags, not both ({', '.join(given)})")
+    job = load_job_config(config_path) if config_path is not None else job_from_flags(
+        zk=zk, zk_root=zk_root, spout_id=spout_id, topic=topic, bootstrap=bootstrap,
+        broker_zk=broker_zk, group=group)
+    with ToolEnv(job) as env:
         rows = lag(env)
         kafka_store = env.kafka_store
     if as_json_flag:
         as_json(monitor_json(rows))
-    elif kafka_store:
-        table([r.group_table_row() for r in rows], GROUP_TABLE_COLUMNS)
-    else:
-        table([r.table_row() for r in rows], TABLE_COLUMNS)
+        return 0
+    columns = GROUP_TABLE_COLUMNS if kafka_store else TABLE_COLUMNS
+    body = [r.group_table_row() if kafka_store else r.table_row() for r in rows]
+    table(body + [total_row(rows, columns)], columns)
+    if not kafka_store:
         for r in rows:
             if r.problem:
                 err(f"note: {r.topic}/{r.partition} at {r.zk_path}: stored document unusable "

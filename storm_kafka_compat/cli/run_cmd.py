@@ -95,23 +95,34 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
 @click.command()
 @click.option("--messages", type=click.IntRange(min=1), default=2_000, show_default=True,
               help="Messages to produce across the topic's partitions.")
-@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--partitions", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Partitions of the demo topic; Storm's documents cover all but the last.")
+@click.option("--keep", "keep_dir", type=click.Path(file_okay=False), default=None,
+              help="Leave ZooKeeper and the broker running, with the job's CONFIG in this "
+                   "(new or empty) directory, and print the commands to try against them.")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the result as JSON.")
-def demo(messages: int, partitions: int, as_json_flag: bool) -> int:
+def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: bool) -> int:
     """Run the main job on embedded servers.
 
     Starts a real ZooKeeper (pyspark's jars) and the tansu Kafka-protocol broker on
     loopback, seeds a topic and the offsets a Storm topology would have left
     halfway through, runs the PySpark pipeline, which resumes from them, and
-    prints what each partition did.
+    prints what each partition did. With --keep the servers stay up afterwards.
     """
-    from storm_kafka_compat.tools.demo import run_demo
+    from storm_kafka_compat.tools.demo import next_steps, run_demo
 
-    result = run_demo(messages=messages, partitions=partitions, log=err)
+    result = run_demo(messages=messages, partitions=partitions, log=err, keep_dir=keep_dir)
     if as_json_flag:
         as_json(result)
     else:
         table(result["partitions"], ("PARTITION", "STORM-OFFSET", "DECISION", "RESUMED-FROM",
                                      "PROCESSED", "LOG-END", "COMMITTED", "OK"))
         err(result["verdict"])
+    if "kept" in result:
+        kept = result["kept"]
+        err(f"\nthe servers keep running: ZooKeeper {kept['zookeeper']} (pid "
+            f"{kept['zookeeper_pid']}), broker {kept['broker']} (pid {kept['broker_pid']}); "
+            f"CONFIG {kept['config']}. Try:")
+        for line in next_steps(kept):
+            err(f"  {line}")
     return 0 if result["ok"] else 1

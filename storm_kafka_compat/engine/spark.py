@@ -8,6 +8,10 @@ from typing import Any, Optional
 
 from storm_kafka_compat.config import SparkConfig
 
+#: drop the JVM's start-up chatter from stderr (engine.jvm_console); the command
+#: line sets it at its default verbosity, library users keep Spark's console as is
+quiet_start = False
+
 
 def under_spark_submit() -> bool:
     """True when ``spark-submit`` launched this driver: its JVM is already running
@@ -48,6 +52,10 @@ def get_spark(config: Optional[SparkConfig] = None) -> Any:
                .config("spark.python.worker.reuse", "true"))
     for key, value in dict(config.conf).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    from storm_kafka_compat.engine.jvm_console import filtered_jvm_stderr
+    from pyspark import SparkContext
+    new_jvm = SparkContext._gateway is None    # the JVM inherits stderr when it starts
+    with filtered_jvm_stderr(quiet_start and new_jvm and not submitted):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

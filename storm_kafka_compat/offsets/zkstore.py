@@ -151,6 +151,10 @@ class ZkStateStore:
         self._closed = False
         self._started = False
         self._live = threading.Event()
+        #: a connection was made once: from then on an outage gets the whole retry
+        #: policy; before, the first connection timeout decides (a wrong address
+        #: fails in storm.zookeeper.connection.timeout, not after every retry)
+        self._ever_connected = False
         # paths known to exist (documents and their parents); persistent nodes,
         # so the cache survives reconnects and session expiry
         self._known: Set[str] = set()
@@ -220,10 +224,12 @@ class ZkStateStore:
     def _on_state(self, state: str) -> None:
         # runs on kazoo's event thread: never block here
         if state == KazooState.CONNECTED:
+            self._ever_connected = True
             self._live.set()
         else:
             self._live.clear()
-            logger.info("ZooKeeper %s connection state %s", self.hosts, state)
+            if not self._closed:      # a clean stop is not news
+                logger.info("ZooKeeper %s connection state %s", self.hosts, state)
 
     def _await_connected(self) -> None:
         if self._closed:
@@ -250,29 +256,46 @@ class ZkStateStore:
         client_id = self._client.client_id
         return client_id[0] if client_id else None
 
-    def _unavailable(self, what: str, path: str, cause: BaseException) -> ZooKeeperUnavailableError:
+    def _unavailable(self, what: str, path: str, cause: BaseException, attempts: int,
+                     elapsed_s: float) -> ZooKeeperUnavailableError:
         return ZooKeeperUnavailableError(
-            f"ZooKeeper at {self.hosts} did not answer {what} {path!r} after "
-            f"{self.retry_times + 1} attempts {self.retry_interval_ms} ms apart "
-            f"(last: {type(cause).__name__}{': ' + str(cause) if str(cause) else ''}); "
-            f"check that ZooKeeper is running and reachable, or raise "
-            f"storm.zookeeper.retry.times / storm.zookeeper.retry.interval",
+            f"ZooKeeper at {self.hosts} did not answer {what} {path!r}: {attempts} attempts "
+            f"over {elapsed_s:.1f} s, each waiting up to {self.connection_timeout_ms} ms for a "
+            f"connection, {self.retry_interval_ms} ms apart (last: {type(cause).__name__}"
+            f"{': ' + str(cause) if str(cause) else ''}); check that ZooKeeper is running and "
+            f"reachable, or raise storm.zookeeper.retry.times / storm.zookeeper.retry.interval",
             zk_path=path, hosts=self.hosts)
 
+    def _never_reached(self, what: str, path: str) -> ZooKeeperUnavailableError:
+        return ZooKeeperUnavailableError(
+            f"ZooKeeper at {self.hosts} cannot be reached ({what} {path!r}): no connection "
+            f"within storm.zookeeper.connection.timeout ({self.connection_timeout_ms} ms), "
+            f"and none since this job started; check storm.zookeeper.servers and "
+            f"storm.zookeeper.port (or spout.zkServers/zkPort), that ZooKeeper runs there, "
+            f"and that this host can reach it", zk_path=path, hosts=self.hosts)
+
     def _retrying(self, what: str, path: str, attempt: Callable[[], Any]) -> Any:
-        """Run ``attempt`` with Storm's RetryNTimes semantics."""
+        """Run ``attempt`` with Storm's RetryNTimes semantics; a ZooKeeper never
+        reached since the store was created fails after one connection timeout."""
         last: BaseException = _NotConnected("no attempt made")
+        started = time.monotonic()
         for number in range(self.retry_times + 1):
             if number:
                 self._sleep(self.retry_interval_ms / 1000.0)
             try:
                 self._await_connected()
                 return attempt()
-            except (_NotConnected, *_RETRIABLE) as exc:
+            except _NotConnected as exc:
+                if not self._ever_connected:
+                    raise self._never_reached(what, path) from None
                 last = exc
-                logger.warning("ZooKeeper %s: %s %s failed (attempt %d of %d): %s",
-                               self.hosts, what, path, number + 1, self.retry_times + 1,
-                               type(exc).__name__)
+                logger.info("ZooKeeper %s: %s %s failed (attempt %d of %d): not connected",
+                            self.hosts, what, path, number + 1, self.retry_times + 1)
+            except _RETRIABLE as exc:
+                last = exc
+                logger.info("ZooKeeper %s: %s %s failed (attempt %d of %d): %s",
+                            self.hosts, what, path, number + 1, self.retry_times + 1,
+                            type(exc).__name__)
             except NoAuthError:
                 raise StateError(
                     f"ZooKeeper refused {what} {path!r}: the node's ACL does not allow this "
@@ -288,7 +311,8 @@ class ZkStateStore:
                     f"ZooKeeper at {self.hosts} refused {what} {path!r}: "
                     f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}; check the "
                     f"node and its parents with zkCli (ls/stat {path})", zk_path=path) from exc
-        raise self._unavailable(what, path, last)
+        raise self._unavailable(what, path, last, self.retry_times + 1,
+                                time.monotonic() - started)
 
     def _send(self, async_result: Any) -> Any:
         self.round_trips += 1

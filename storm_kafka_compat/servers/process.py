@@ -139,6 +139,12 @@ class ServerProcess:
         if self.running and self._process is not None:
             os.kill(self._process.pid, signal.SIGCONT)
 
+    def detach(self) -> None:
+        """Leave the server running after this process exits (``demo --keep``): no
+        kill at exit; the caller reports the PID so that the operator can stop it."""
+        atexit.unregister(self._atexit)
+        self._close_log()
+
     def _close_log(self) -> None:
         if self._log_file is not None:
             self._log_file.close()

@@ -133,8 +133,11 @@ class EmbeddedTansu:
             return self
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "ab")
+        # a session of its own: a Ctrl-C meant for the caller does not reach it (the
+        # caller stops it, at exit at the latest)
         self._proc = subprocess.Popen(self.command(), stdout=self._log_file,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      start_new_session=True)
         self.paused = False
         atexit.register(self.kill)  # never leave an orphan broker behind
         deadline = time.monotonic() + self.start_timeout_s
@@ -153,6 +156,13 @@ class EmbeddedTansu:
         raise BrokerUnavailableError(
             f"tansu did not listen on {self.bootstrap} within {self.start_timeout_s} s; "
             f"log {self.log_path}:\n{self.log_tail()}")
+
+    def detach(self) -> None:
+        """Leave the broker running after this process exits (``demo --keep``)."""
+        atexit.unregister(self.kill)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM (after resuming if paused), wait, then SIGKILL if needed.

@@ -22,6 +22,8 @@ from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.spout.startup import StartDecision, decide_start
 
 log = logging.getLogger(__name__)
+#: one line per partition at start: where it resumes and why (shown by the CLI)
+decisions = logging.getLogger("storm_kafka_compat.decisions")
 
 
 class ZkDocuments:
@@ -50,7 +52,7 @@ class ZkDocuments:
         decision = decide_start(
             stored, topology_id=self.runtime.topology_id, config=self.job.spout,
             offset_for=lambda t: kafka.offset_for(info.topic, info.partition, t), where=path)
-        log.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
+        decisions.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
         return decision, PartitionManager(
             info.topic, info.partition, decision.start_offset, config=self.job.spout,
             location=path, leader=info.leader, clock=spout.clock, storm_conf=spout.storm_conf())

@@ -27,7 +27,7 @@ table has :data:`GROUP_TABLE_COLUMNS`, the JSON is the same document.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from storm_kafka_compat.spout.startup import BELOW_START, OutsideLog, outside_log
 from storm_kafka_compat.tools import GroupPartitionState, PartitionState, ToolEnv, describe_broker
@@ -114,6 +114,20 @@ def group_lag_row(state: GroupPartitionState) -> LagRow:
                   committed=state.committed_offset, log_start=state.log_start,
                   log_end=state.log_end, broker=None,
                   topology_id=state.committed_topology_id, problem=None, group=state.group)
+
+
+def total_row(rows: List[LagRow], columns: Sequence[str]) -> Dict[str, Any]:
+    """The TOTAL row under ``columns``: partitions counted, the lag summed over the
+    partitions whose lag is known (how many are not is said)."""
+    known = [r.lag for r in rows if r.lag is not None]
+    unknown = len(rows) - len(known)
+    out: Dict[str, Any] = {c: "" for c in columns}
+    out["TOPIC"] = "TOTAL"
+    out["PARTITION"] = f"{len(rows)} partitions"
+    out["LAG"] = sum(known)
+    if "NOTE" in out and unknown:
+        out["NOTE"] = f"lag unknown for {unknown}"
+    return out
 
 
 def lag(env: ToolEnv) -> List[LagRow]:

@@ -30,6 +30,8 @@ from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_of
 from storm_kafka_compat.spout.spout import Spout
 
 log = logging.getLogger(__name__)
+#: one line per partition at start: where it resumes and why (shown by the CLI)
+decisions = logging.getLogger("storm_kafka_compat.decisions")
 
 Key = Tuple[str, int]
 
@@ -86,7 +88,7 @@ class GroupCommits:
             self.config.first_poll_offset_strategy, committed,
             topology_id=self.runtime.topology_id, earliest=earliest, latest=latest,
             auto_offset_reset=self.config.auto_offset_reset, where=where)
-        log.info("%s: %s", where, decision.reason)
+        decisions.info("%s: %s", where, decision.reason)
         return decision, ClientPartitionManager(
             topic, partition, decision.start_offset, config=self.config, leader=info.leader,
             clock=spout.clock,

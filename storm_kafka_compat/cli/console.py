@@ -1,0 +1,63 @@
+"""The console of the command line: what reaches stderr at each verbosity.
+
+Default: this project's warnings and errors as ``warning: ...`` lines, the start
+decisions (one line per partition, logger ``storm_kafka_compat.decisions``) and
+progress; the chatter of Spark, kazoo and kafka-python is dropped (their
+failures reach the operator as this project's own errors, which name the
+address and the fix). ``-v``: our INFO lines with timestamps, and the other
+libraries' warnings. ``-vv``: everything at DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+#: libraries whose logs go through our handler from -v on
+THIRD_PARTY = ("kazoo", "kafka", "py4j", "confluent_kafka")
+#: the logger of the start decisions, shown at the default verbosity
+DECISIONS = "storm_kafka_compat.decisions"
+
+_MARK = "_skc_cli"
+
+
+class _ShortFormatter(logging.Formatter):
+    """``warning: message`` for warnings and errors, the bare message below."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and record.levelno >= logging.ERROR:
+            message += "\n" + self.formatException(record.exc_info)
+        if record.levelno >= logging.WARNING:
+            return f"{record.levelname.lower()}: {message}"
+        return message
+
+
+def configure(verbose: int) -> None:
+    """Install the CLI's one stderr handler; idempotent (tests run the CLI many
+    times in one process)."""
+    handler = logging.StreamHandler(sys.stderr)
+    setattr(handler, _MARK, True)
+    if verbose:
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(_ShortFormatter())
+    ours = logging.getLogger("storm_kafka_compat")
+    for logger in [ours] + [logging.getLogger(name) for name in THIRD_PARTY]:
+        for old in [h for h in logger.handlers if getattr(h, _MARK, False)]:
+            logger.removeHandler(old)
+    ours.addHandler(handler)
+    ours.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO if verbose else
+                  logging.WARNING)
+    logging.getLogger(DECISIONS).setLevel(logging.INFO)
+    from storm_kafka_compat.engine import spark
+    spark.quiet_start = not verbose
+    for name in THIRD_PARTY:
+        logger = logging.getLogger(name)
+        logger.propagate = False            # never Python's last-resort handler
+        if verbose:
+            logger.addHandler(handler)
+            logger.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
+        else:
+            logger.setLevel(logging.CRITICAL + 1)
