@@ -38,18 +38,30 @@ def _render_effective(effective: Dict[str, Any], as_json: bool) -> str:
 @click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True,
               help="Print the effective config as one JSON document.")
-def check(config_path: str, as_json: bool) -> int:
+@click.option("--no-imports", is_flag=True,
+              help="Do not import the bolts and other objects the CONFIG names (when they "
+                   "exist only where the job runs).")
+def check(config_path: str, as_json: bool, no_imports: bool) -> int:
     """Validate CONFIG and print the effective configuration.
 
     Every SpoutConfig field is shown under its Storm name with its default
-    filled in; secrets are shown as ***. Exit code 2 on a configuration error.
+    filled in; secrets are shown as ***. Every bolt, scheme, retry manager and
+    DataFrame function the CONFIG names is imported (the CONFIG's directory first
+    on the path, as `run` has it). Exit code 2 on a configuration error.
     """
+    import os
+
+    from storm_kafka_compat.config.objects import check_references
     job = load_job_config(config_path)
     from storm_kafka_compat.kafka.settings import check_client_settings
     check_client_settings(job.kafka_settings)       # each key known to its client
+    checked = [] if no_imports else check_references(
+        job, (os.path.dirname(os.path.abspath(config_path)), os.getcwd()))
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):
         click.echo(f"Note: {note}", err=True)
+    if checked:
+        click.echo(f"imported: {', '.join(ref for _, ref in checked)}", err=True)
     click.echo(f"{config_path}: valid", err=True)
     return 0
 

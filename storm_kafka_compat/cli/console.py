@@ -61,3 +61,33 @@ def configure(verbose: int) -> None:
             logger.setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
         else:
             logger.setLevel(logging.CRITICAL + 1)
+
+
+class ProgressPrinter:
+    """The progress lines of a run: one status line updated in place on a terminal
+    (rich), plain lines otherwise (logs, pipes, CI)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self._status = None
+        self.last: str = ""
+
+    def __call__(self, line: str) -> None:
+        self.last = line
+        if not self.tty:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+            return
+        if self._status is None:
+            from rich.console import Console
+            self._status = Console(stderr=True).status(line)
+            self._status.start()
+        else:
+            self._status.update(line)
+
+    def close(self) -> None:
+        """Stop the live line, leaving the last one printed."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+            sys.stderr.write(self.last + "\n")

@@ -23,6 +23,7 @@ _COMMANDS = (
     ("storm_kafka_compat.cli.run_cmd", "run"),
     ("storm_kafka_compat.cli.run_cmd", "demo"),
     ("storm_kafka_compat.cli.bench_cmd", "bench"),
+    ("storm_kafka_compat.cli.status_cmd", "status"),
 )
 
 

@@ -11,6 +11,7 @@ import click
 
 from storm_kafka_compat.config import load_job_config
 from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
+from storm_kafka_compat.cli.console import ProgressPrinter
 from storm_kafka_compat.cli.render import as_json, err, table
 
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
@@ -25,15 +26,23 @@ def summary_rows(summary: Any) -> list:
 
 
 def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
-    stream: Optional[TextIO] = open(path, "a", buffering=1) if path else None
+    """Where metric records go: JSON lines to ``path`` ('-' for stderr) and/or the
+    Prometheus exporter; None (no records) when neither is asked for."""
+    if path is None and prometheus_port is None:
+        return None
+    stream: Optional[TextIO] = None
+    if path == "-":
+        stream = sys.stderr
+    elif path is not None:
+        stream = open(path, "a", buffering=1)
     exporter = None
     if prometheus_port is not None:
         from storm_kafka_compat.engine.prometheus import PrometheusExporter
         exporter = PrometheusExporter(prometheus_port)
 
     def sink(record: Dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"))
-        (stream or sys.stderr).write(line + "\n")
+        if stream is not None:
+            stream.write(json.dumps(record, separators=(",", ":")) + "\n")
         if exporter is not None:
             exporter.update(record)
     return sink
@@ -49,8 +58,9 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
               default=DEFAULT_MAX_MESSAGES_PER_PARTITION, show_default=True,
               help="New messages fetched per partition per batch (a task also stops "
                    "fetching after its time budget).")
-@click.option("--metrics-file", type=click.Path(dir_okay=False), default=None,
-              help="Append metric records (JSON lines, Storm names) here instead of stderr.")
+@click.option("--metrics-file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Append metric records (JSON lines, Storm names) here every "
+                   "metricsTimeBucketSizeInSecs and at shutdown; '-' for stderr.")
 @click.option("--prometheus-port", type=int, default=None,
               help="Serve the metrics for Prometheus on this port (needs the prometheus extra).")
 @click.option("--task-index", type=click.IntRange(min=0), default=0, show_default=True,
@@ -58,11 +68,24 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
                    "topic; it owns partitions L[i::T] of the ordered partition list.")
 @click.option("--total-tasks", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many applications split the topic's partitions (Storm's spout tasks).")
+@click.option("--status-port", type=click.IntRange(min=0, max=65535), default=None,
+              help="Serve the job's status (lag, rate, pending, retries per partition) as "
+                   "JSON on http://127.0.0.1:PORT/status; read it with `storm-kafka-compat "
+                   "status`. 0 picks a free port (printed at start).")
+@click.option("--spark-ui", is_flag=True,
+              help="Turn Spark's web UI on (off by default; spark.ui.port sets its port).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
-        total_tasks: int, as_json_flag: bool) -> int:
-    """Run the pipeline described by CONFIG."""
+        total_tasks: int, status_port: Optional[int], spark_ui: bool,
+        as_json_flag: bool) -> int:
+    """Run the pipeline described by CONFIG.
+
+    Prints one line per partition at start (where it resumes and why), a progress
+    line every 5 s (rate, lag, pending and retries over the last interval) and a
+    summary at the end. SIGTERM or Ctrl-C finishes the batch in flight, commits
+    and exits 0.
+    """
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     from storm_kafka_compat.engine.spark import prepare_environment
 
@@ -78,10 +101,26 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         # DataFrame mode: each batch goes to the function as one DataFrame
         from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
         extra["executor"] = DataFrameExecutor.from_config(job)
-    pipeline = Pipeline(job, progress=err, metrics=_metrics_sink(metrics_file, prometheus_port),
-                        **extra)
-    summary = pipeline.run(RunOptions(until_caught_up=until_caught_up, max_batches=max_batches,
-                                      max_messages_per_partition=max_messages))
+    if spark_ui:
+        import dataclasses
+        job = dataclasses.replace(job, spark=dataclasses.replace(
+            job.spark, conf={**dict(job.spark.conf), "spark.ui.enabled": "true"}))
+    progress = ProgressPrinter()
+    pipeline = Pipeline(job, progress=progress,
+                        metrics=_metrics_sink(metrics_file, prometheus_port), **extra)
+    server = None
+    if status_port is not None:
+        from storm_kafka_compat.engine.status import StatusServer
+        server = StatusServer(status_port, lambda: pipeline.status)
+        err(f"status: {server.url}")
+    try:
+        summary = pipeline.run(RunOptions(until_caught_up=until_caught_up,
+                                          max_batches=max_batches,
+                                          max_messages_per_partition=max_messages))
+    finally:
+        progress.close()
+        if server is not None:
+            server.close()
     if as_json_flag:
         as_json(summary.as_dict())
     else:

@@ -8,7 +8,8 @@ fails with the key it came from and the fix.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import sys
+from typing import Any, List, Mapping, Sequence, Tuple
 
 from storm_kafka_compat.errors import ConfigError
 
@@ -51,3 +52,45 @@ def load_object(path: str, *, key: str) -> Any:
                 f"{key}={path!r}: module {module_name!r} has no attribute {attr!r}; "
                 f"check the name after the colon", key=key, value=path) from exc
     return obj
+
+
+def referenced_objects(job: Any) -> List[Tuple[str, str]]:
+    """``(key, package.module:name)`` of every Python object ``job`` names: the bolt,
+    the topology's bolts (Storm's KafkaBolt classes excepted: the pipeline provides
+    them), the DataFrame function, a scheme and a retry manager of one's own."""
+    out: List[Tuple[str, str]] = []
+    if job.bolt:
+        out.append(("bolt", job.bolt))
+    for i, bolt in enumerate((job.topology_spec or {}).get("bolts") or []):
+        ref = bolt.get("bolt") if isinstance(bolt, Mapping) else None
+        if isinstance(ref, str) and ":" in ref:
+            out.append((f"topology.bolts[{i}].bolt", ref))
+    if job.dataframe:
+        out.append(("dataframe", job.dataframe))
+    if ":" in job.spout.scheme:
+        out.append(("spout.scheme", job.spout.scheme))
+    if ":" in job.spout.failed_msg_retry_manager_class:
+        out.append(("spout.failedMsgRetryManagerClass",
+                    job.spout.failed_msg_retry_manager_class))
+    return out
+
+
+def check_references(job: Any, search_path: Sequence[str] = ()) -> List[Tuple[str, str]]:
+    """Import every object ``job`` names (with ``search_path`` first on the import
+    path, as ``run`` puts the CONFIG's directory there) and return what was checked.
+
+    Raises
+    ------
+    ConfigError
+        The first reference that does not import, naming its key.
+    """
+    refs = referenced_objects(job)
+    added = [p for p in search_path if p not in sys.path]
+    sys.path[:0] = added
+    try:
+        for key, ref in refs:
+            load_object(ref, key=key)
+    finally:
+        for p in added:
+            sys.path.remove(p)
+    return refs

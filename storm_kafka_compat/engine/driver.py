@@ -37,6 +37,7 @@ from storm_kafka_compat.spout.manager import CommitTimer, FetchPlan
 from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, task_budget_s
 from storm_kafka_compat.engine.pacing import BatchPacer
+from storm_kafka_compat.engine.report import progress_line, status_snapshot
 from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
                                               run_stages_spark)
 from storm_kafka_compat.runtime import Runtime
@@ -209,6 +210,9 @@ class Pipeline:
         self.summary = RunSummary()
         #: the managers when the loop ended (their figures go into the summary)
         self._last_managers: Dict[Key, Any] = {}
+        #: the last interval's status (engine.report), published every progress interval
+        self.status: Optional[Dict[str, Any]] = None
+        self._reported_processed: Dict[Key, int] = {}
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -487,16 +491,21 @@ class Pipeline:
             "refreshFailures": self.spout.assignment.refresh_failures,
             "ownershipConflicts": self.spout.ownership_conflicts}})
 
-    def _progress_line(self, rate: float) -> str:
-        managers = self.spout.managers()
-        pending = sum(pm.pending_count for pm in managers.values())
-        retries = sum(len(pm.retry) for pm in managers.values())
-        lag = 0
-        for s in self.offset_samples():
-            if s.latest is not None:
-                lag += max(0, s.latest - s.latest_completed)
-        return (f"batch {self.summary.batches}: {rate:,.0f} msg/s, lag {lag:,}, "
-                f"pending {pending:,}, retries {retries:,}")
+    def report(self, interval_ms: float) -> Dict[str, Any]:
+        """Publish the status of the interval that just ended (:attr:`status`) and
+        return it (:func:`~storm_kafka_compat.engine.report.status_snapshot`)."""
+        processed = dict(self._stats.processed)
+        snap = status_snapshot(
+            managers=self.spout.managers(),
+            log_ends={(s.topic, s.partition): s.latest for s in self.offset_samples()},
+            processed=processed, processed_before=self._reported_processed,
+            interval_ms=interval_ms, batches=self.summary.batches,
+            messages=self.summary.messages, commits=self.summary.commits,
+            commit_failures=self.summary.commit_failures,
+            fetch_failures=self.summary.fetch_failures)
+        self._reported_processed = processed
+        self.status = snap
+        return snap
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:
@@ -506,7 +515,6 @@ class Pipeline:
         restore = self._install_signal_handlers()
         started = time.monotonic()
         last_progress_ms = self.clock()
-        progress_msgs = 0
         metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
         next_metrics_ms = self.clock() + metrics_period_ms
         try:
@@ -516,6 +524,8 @@ class Pipeline:
             if not isinstance(self._executor, InProcess):
                 self.spark   # SparkContext installs its own SIGINT handler: take ours back
                 self._install_signal_handlers()   # `restore` still restores the originals
+            # rates are per progress interval, from here: Spark's start is not in them
+            last_progress_ms = self.clock()
             while not self._stop.is_set():
                 now = self.clock()
                 self.spout.maybe_refresh(now)
@@ -533,7 +543,6 @@ class Pipeline:
                               self.summary.batches + 1, len(specs),
                               sum(1 for s in specs if s.plan.retry), taken, self.clock() - now)
                 self.summary.messages += taken
-                progress_msgs += taken
                 if specs:
                     self.summary.batches += 1
                 now = self.clock()
@@ -542,10 +551,11 @@ class Pipeline:
                     self.emit_metrics()
                     next_metrics_ms = now + metrics_period_ms
                 elapsed_ms = now - last_progress_ms
-                if self.progress and elapsed_ms >= options.progress_every_s * 1000:
-                    self.progress(self._progress_line(
-                        progress_msgs * 1000.0 / elapsed_ms if elapsed_ms > 0 else 0.0))
-                    last_progress_ms, progress_msgs = now, 0
+                if elapsed_ms >= options.progress_every_s * 1000:
+                    snap = self.report(elapsed_ms)
+                    if self.progress:
+                        self.progress(progress_line(snap))
+                    last_progress_ms = now
                 if options.until_caught_up and self.caught_up():
                     self._stop_reason = "caught up"
                     break
@@ -586,6 +596,10 @@ class Pipeline:
             log.error("final commit failed %d times; the uncommitted progress will be "
                       "processed again on the next start (at-least-once is kept)",
                       options.final_commit_attempts)
+        try:
+            self.emit_metrics()      # the last interval's figures, and a short run's only ones
+        except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
+            log.warning("the metrics of the last interval could not be sent", exc_info=True)
         self.spout.release()
 
     def _partition_summaries(self) -> List[PartitionSummary]:

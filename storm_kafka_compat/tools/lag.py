@@ -117,13 +117,13 @@ def group_lag_row(state: GroupPartitionState) -> LagRow:
 
 
 def total_row(rows: List[LagRow], columns: Sequence[str]) -> Dict[str, Any]:
-    """The TOTAL row under ``columns``: partitions counted, the lag summed over the
+    """The TOTAL row under ``columns`` (PARTITION ``all``): the lag summed over the
     partitions whose lag is known (how many are not is said)."""
     known = [r.lag for r in rows if r.lag is not None]
     unknown = len(rows) - len(known)
     out: Dict[str, Any] = {c: "" for c in columns}
     out["TOPIC"] = "TOTAL"
-    out["PARTITION"] = f"{len(rows)} partitions"
+    out["PARTITION"] = "all"
     out["LAG"] = sum(known)
     if "NOTE" in out and unknown:
         out["NOTE"] = f"lag unknown for {unknown}"

@@ -48,7 +48,21 @@ def cli(*args: str, env: Optional[Dict[str, str]] = None,
 def good(tmp_path: Path) -> Path:
     path = tmp_path / "job.yaml"
     path.write_text(GOOD)
+    (tmp_path / "myjob").mkdir()
+    (tmp_path / "myjob" / "__init__.py").write_text("")
+    (tmp_path / "myjob" / "bolts.py").write_text("def count(t):\n    pass\n")
     return path
+
+
+def test_check_imports_the_bolts_the_config_names(good: Path) -> None:
+    res = cli("config", "check", str(good))
+    assert res.returncode == 0 and "imported: myjob.bolts:count" in res.stderr, res.stderr
+    (good.parent / "myjob" / "bolts.py").unlink()
+    res = cli("config", "check", str(good))
+    assert res.returncode == 2
+    assert "bolt='myjob.bolts:count': module 'myjob.bolts' cannot be imported" in res.stderr
+    res = cli("config", "check", str(good), "--no-imports")
+    assert res.returncode == 0 and "imported" not in res.stderr
 
 
 def test_check_prints_effective_config(good: Path) -> None:
@@ -122,11 +136,13 @@ def test_convert_flux_to_stdout(tmp_path: Path) -> None:
         "to Python" in res.stderr
     assert "convert: config.topology.workers not mapped" in res.stderr
     assert "does not validate" not in res.stderr
-    # the output is accepted by config check
+    # the output is accepted by config check; the Java bolt's placeholder is to port
     out = tmp_path / "converted.yaml"
     out.write_text(res.stdout)
-    check = cli("config", "check", str(out))
+    check = cli("config", "check", str(out), "--no-imports")
     assert check.returncode == 0, check.stderr
+    check = cli("config", "check", str(out))
+    assert check.returncode == 2 and "com.example.clicks:ParseClickBolt" in check.stderr
 
 
 def test_convert_env_filter_is_opt_in() -> None:

@@ -80,6 +80,9 @@ def test_show_reports_the_group_offsets_and_monitor_json(tmp_path, tansu, commit
     done = cli("offsets", "show", str(config))
     assert done.returncode == 0, done.stderr
     rows = parse_table(done.stdout)
+    total = rows.pop()                           # the TOTAL row: lag summed
+    assert total["TOPIC"] == "TOTAL" and total["PARTITION"] == "all"
+    assert int(total["LAG"]) == sum(int(r["LAG"]) for r in rows if r["LAG"] != "-")
     assert list(rows[0]) == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",
                              "LOG-START-OFFSET", "LOG-END-OFFSET", "LAG", "TOPOLOGY-ID"]
     got = [(r["GROUP"], r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"],
