@@ -15,3 +15,49 @@ def test_repeated_main_calls_keep_one_log_handler(capsys, tmp_path):
 def test_unknown_command_is_a_usage_error(capsys):
     assert main(["no-such-command"]) == 2
     assert "no-such-command" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    from storm_kafka_compat import __version__
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"storm-kafka-compat {__version__}"
+
+
+def _commands(group, prefix=()):
+    import click
+    for name, command in group.commands.items():
+        path = prefix + (name,)
+        yield path, command
+        if isinstance(command, click.Group):
+            yield from _commands(command, path)
+
+
+def test_every_command_and_option_has_help_text():
+    import click
+
+    from storm_kafka_compat.cli.main import cli
+    missing = []
+    for path, command in _commands(cli):
+        if not (command.help or command.short_help):
+            missing.append(" ".join(path))
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.help:
+                missing.append(f"{' '.join(path)} {param.opts[0]}")
+    assert missing == []
+
+
+def test_the_default_console_is_short_and_shows_the_decisions(capsys):
+    from storm_kafka_compat.cli.console import DECISIONS, configure
+    configure(0)
+    logging.getLogger("storm_kafka_compat.x").info("not shown")
+    logging.getLogger("storm_kafka_compat.x").warning("careful")
+    logging.getLogger(DECISIONS).info("orders/0 at /r/s/partition_0: resuming")
+    logging.getLogger("kazoo.client").warning("Connection dropped: socket connection error")
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["warning: careful", "orders/0 at /r/s/partition_0: resuming"]
+    configure(1)
+    logging.getLogger("kazoo.client").warning("Connection dropped")
+    logging.getLogger("storm_kafka_compat.x").info("now shown")
+    err = capsys.readouterr().err
+    assert "WARNING kazoo.client: Connection dropped" in err and "INFO" in err
+    configure(0)
