@@ -24,6 +24,7 @@ _COMMANDS = (
     ("storm_kafka_compat.cli.run_cmd", "demo"),
     ("storm_kafka_compat.cli.bench_cmd", "bench"),
     ("storm_kafka_compat.cli.status_cmd", "status"),
+    ("storm_kafka_compat.cli.ship_cmd", "ship"),
 )
 
 

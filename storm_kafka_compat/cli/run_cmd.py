@@ -87,10 +87,16 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
     and exits 0.
     """
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-    from storm_kafka_compat.engine.spark import prepare_environment
+    from storm_kafka_compat.engine.shipping import resolve
+    from storm_kafka_compat.engine.spark import is_local, prepare_environment
 
     job = load_job_config(config_path)
-    prepare_environment((os.path.dirname(os.path.abspath(config_path)),))
+    base_dir = os.path.dirname(os.path.abspath(config_path))
+    prepare_environment((base_dir,), local=is_local(job.spark))
+    if job.spark.py_files:       # relative to the CONFIG file
+        import dataclasses
+        job = dataclasses.replace(job, spark=dataclasses.replace(
+            job.spark, py_files=tuple(resolve(job.spark.py_files, base_dir))))
     if task_index >= total_tasks:
         raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
                                f"{total_tasks} (indexes start at 0)")
@@ -105,6 +111,12 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(
             job.spark, conf={**dict(job.spark.conf), "spark.ui.enabled": "true"}))
+    from storm_kafka_compat.engine.spark import under_spark_submit
+    if under_spark_submit():
+        # spark-submit's JVM ends the SparkContext on SIGTERM: the Python driver owns
+        # the graceful stop
+        err(f"driver pid {os.getpid()}: send SIGTERM to this process (not to spark-submit) "
+            "to finish the batch in flight and commit")
     progress = ProgressPrinter()
     pipeline = Pipeline(job, progress=progress,
                         metrics=_metrics_sink(metrics_file, prometheus_port), **extra)

@@ -97,7 +97,8 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
         "hosts": _hosts_dict(job.spout.hosts),
         "topology": topology,
         "spark": {"master": job.spark.master, "appName": job.spark.app_name,
-                  "tasks": job.spark.tasks, "conf": mask_secrets(job.spark.conf)},
+                  "tasks": job.spark.tasks, "conf": mask_secrets(job.spark.conf),
+                  "pyFiles": list(job.spark.py_files)},
     }
     if job.bolt is not None:
         out["bolt"] = job.bolt

@@ -213,7 +213,8 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
 #: interpreted by ``topology.builder.from_spec``).
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 
-SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf")
+SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
+                               "py_files")
 HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshFreqSecs",
                                "refresh_freq_secs", "static", "useTopicNameForPartitionPathId",
                                "use_topic_name_for_partition_path_id", "bootstrap")
@@ -291,12 +292,12 @@ def _check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
     return value
 
 
-def _check_str_list(value: Any, key: str) -> Tuple[str, ...]:
+def _check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str, ...]:
     """A list of non-empty strings; a comma-separated string is split."""
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
     if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{key} must be a non-empty list of host names, got {value!r}.",
+        raise ConfigError(f"{key} must be a non-empty list of {what}, got {value!r}.",
                           key=key, value=value)
     out = []
     for i, item in enumerate(value):

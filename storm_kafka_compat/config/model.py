@@ -163,6 +163,9 @@ class SparkConfig:
     #: the default parallelism)
     tasks: Optional[int] = None
     conf: Mapping[str, str] = field(default_factory=dict)
+    #: Python files, packages (directories) and .zip/.egg/.whl archives the executors
+    #: import (the bolt modules); relative paths are relative to the CONFIG file
+    py_files: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -379,14 +379,15 @@ def _zk_auth_from_dict(mapping: Mapping[str, Any], section: str) -> Optional[ZkA
 
 
 def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark") -> SparkConfig:
-    """Build :class:`SparkConfig` from ``master``, ``appName``/``app_name``, ``tasks``, ``conf``.
+    """Build :class:`SparkConfig` from ``master``, ``appName``/``app_name``, ``tasks``, ``conf``
+    and ``pyFiles``/``py_files`` (what to ship to the executors).
 
     ``conf`` values are turned into strings (booleans as ``true``/``false``).
     """
     _require_mapping(mapping, section)
     for k in mapping:
         if k not in SPARK_KEYS:
-            raise _unknown_key(section, k, ("master", "appName", "tasks", "conf"))
+            raise _unknown_key(section, k, ("master", "appName", "tasks", "conf", "pyFiles"))
     values: Dict[str, Any] = {}
     if "master" in mapping:
         values["master"] = _check_str(mapping["master"], f"{section}.master", empty_ok=False)
@@ -407,6 +408,10 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
                 raise ConfigError(f"{section}.conf.{k} must be a scalar (Spark settings are "
                                   f"strings), got {v!r}.", key=f"{section}.conf.{k}", value=v)
         values["conf"] = out
+    pk, py_files = _first(mapping, "pyFiles", "py_files")
+    if pk is not None and py_files is not None:
+        values["py_files"] = _check_str_list(py_files, f"{section}.{pk}",
+                                             "files, package directories or archives")
     return SparkConfig(**values)
 
 

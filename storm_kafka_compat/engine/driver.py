@@ -220,6 +220,16 @@ class Pipeline:
         self._stop_reason = reason
         self._stop.set()
 
+    def force_stop(self) -> None:
+        """Stop now: cancel the Spark jobs of the batch in flight (its tasks' results
+        are dropped, nothing of it is acknowledged), then commit and return."""
+        self._stop_reason = self._stop_reason or "forced stop"
+        self._stop.set()
+        if self._spark is not None and not isinstance(self._executor, InProcess):
+            sc = self._spark.sparkContext
+            # off the signal handler: the main thread is inside a py4j call
+            threading.Thread(target=sc.cancelAllJobs, name="cancel-batch", daemon=True).start()
+
     @property
     def spark(self) -> Any:
         if self._spark is None:
@@ -622,8 +632,15 @@ class Pipeline:
 
         def handler(signum: int, frame: Any) -> None:
             name = signal.Signals(signum).name
-            log.warning("%s received: finishing the batch in flight, committing, stopping", name)
-            self.stop(name)
+            if not self._stop.is_set():
+                log.warning("%s received: finishing the batch in flight, committing, stopping "
+                            "(a second signal stops at once)", name)
+                self.stop(name)
+                return
+            log.warning("%s received again: cancelling the batch in flight; committing what "
+                        "is acknowledged and exiting (the rest is fetched again at the next "
+                        "start)", name)
+            self.force_stop()
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, handler)

@@ -34,14 +34,27 @@ def prepare_environment(extra_python_paths: tuple = (), *, local: bool = True) -
         os.environ["PYTHONPATH"] = os.pathsep.join(merged + ([current] if current else []))
 
 
-def get_spark(config: Optional[SparkConfig] = None) -> Any:
-    """Get or create the SparkSession described by ``config`` (UI off).
+def is_local(config: SparkConfig) -> bool:
+    """The driver runs its executors in-process (``local[...]``, not under spark-submit):
+    only then is loopback binding right."""
+    return not under_spark_submit() and config.master.startswith("local")
 
-    Under ``spark-submit`` the submitted master wins over ``spark.master`` of the
-    CONFIG (whose default is ``local[2]``)."""
+
+def get_spark(config: Optional[SparkConfig] = None) -> Any:
+    """Get or create the SparkSession described by ``config`` (UI off unless its
+    ``conf`` turns it on) and ship its ``py_files`` to the executors.
+
+    Precedence: under ``spark-submit`` the submitted ``--master`` and settings win
+    over the CONFIG's (Spark applies the command line's first); otherwise the
+    CONFIG's ``spark`` section sets them. ``spark.pyspark.python`` in ``conf``
+    chooses the executors' interpreter (PySpark itself only reads
+    ``PYSPARK_PYTHON``)."""
     config = config or SparkConfig()
     submitted = under_spark_submit()
-    prepare_environment(local=not submitted and config.master.startswith("local"))
+    executor_python = dict(config.conf).get("spark.pyspark.python")
+    if executor_python and not submitted:
+        os.environ["PYSPARK_PYTHON"] = executor_python
+    prepare_environment(local=is_local(config))
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder if submitted else SparkSession.builder.master(config.master)
@@ -58,4 +71,7 @@ def get_spark(config: Optional[SparkConfig] = None) -> Any:
     with filtered_jvm_stderr(quiet_start and new_jvm and not submitted):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if config.py_files:
+        from storm_kafka_compat.engine.shipping import ship
+        ship(spark.sparkContext, config.py_files)
     return spark

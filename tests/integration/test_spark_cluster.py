@@ -1,0 +1,205 @@
+"""The pipeline on a Spark standalone cluster: a master and two workers started from
+pyspark's own jars on loopback (stopped by PID), real Apache Kafka 0.9.0.1.
+
+What a team moving off one machine meets: a bolt module that exists only beside
+the CONFIG (shipped with ``spark.pyFiles``), executors whose Python is not the
+driver's (a packed virtual environment from ``storm-kafka-compat ship``, used via
+``spark.archives`` and ``spark.pyspark.python``), ``spark-submit``, and stopping:
+SIGTERM finishes the batch in flight and commits; a second SIGTERM stops at once
+and commits what is acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+import yaml
+
+from storm_kafka_compat.offsets.document import parse_document
+from storm_kafka_compat.offsets.paths import partition_path
+from tests.integration.kafka09_jobs import KAFKA_09, REPO
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+CLI = Path(sys.executable).with_name("storm-kafka-compat")
+PARTITIONS = 4
+#: a bolt module that only the driver's side has: it lives beside the CONFIG
+BOLTS = '''
+import json, os, sys, time
+
+def record(t):
+    """Record where each tuple was processed (and by which interpreter)."""
+    time.sleep(float(os.environ.get("CLUSTER_BOLT_SLEEP_S", "0")))
+    with open(os.environ["CLUSTER_TEST_RECORD"], "a") as out:
+        out.write(json.dumps({"partition": t.partition, "offset": t.offset,
+                              "pid": os.getpid(), "python": sys.executable}) + "\\n")
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+    with SparkCluster(workers=2, base_dir=tmp_path_factory.mktemp("spark")) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def executor_env(tmp_path_factory) -> Dict[str, str]:
+    """``storm-kafka-compat ship``'s archive and the spark.conf it prints."""
+    out = tmp_path_factory.mktemp("ship")
+    done = subprocess.run([str(CLI), "ship", "--out", str(out)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)["spark"]["conf"]
+
+
+def _env() -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_LOCAL_IP")}
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env
+
+
+def _job(tmp: Path, kafka09, topic: str, master: str, record: Path,
+         conf: Optional[Dict[str, str]] = None, sleep_s: float = 0.0) -> Path:
+    (tmp / "clusterbolts.py").write_text(BOLTS)
+    config = tmp / "job.yaml"
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": topic, "zkRoot": "/cluster", "id": topic, "scheme": "string",
+                  "stateUpdateIntervalMs": 500},
+        "hosts": {"zk": kafka09.zk_connect},
+        "topology": {"name": "cluster", "id": f"{topic}-1-1",
+                     "storm.zookeeper.servers": ["127.0.0.1"],
+                     "storm.zookeeper.port": kafka09.zookeeper.port},
+        "spark": {"master": master, "pyFiles": ["clusterbolts.py"],
+                  "conf": {"spark.executorEnv.CLUSTER_TEST_RECORD": str(record),
+                           "spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
+                           "spark.executor.memory": "512m", **(conf or {})}},
+        "bolt": "clusterbolts:record",
+        "kafka": dict(KAFKA_09)}))
+    return config
+
+
+def _records(record: Path) -> List[dict]:
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+
+
+def _committed(kafka09, topic: str) -> Dict[int, Optional[int]]:
+    from kazoo.client import KazooClient
+    zk = KazooClient(hosts=kafka09.zookeeper.connect_string)
+    zk.start(timeout=15)
+    try:
+        out: Dict[int, Optional[int]] = {}
+        for p in range(PARTITIONS):
+            path = partition_path("/cluster", topic, p)
+            out[p] = parse_document(zk.get(path)[0]).offset if zk.exists(path) else None
+        return out
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _seed(kafka09_topic, per_partition: int) -> str:
+    return kafka09_topic(PARTITIONS, [(p, None, f"m-{p}-{i}".encode())
+                                      for i in range(per_partition) for p in range(PARTITIONS)])
+
+
+def test_shipped_bolt_module_and_interpreter_on_two_workers(
+        cluster, executor_env, kafka09, kafka09_topic, tmp_path) -> None:
+    topic = _seed(kafka09_topic, 200)
+    record = tmp_path / "record.jsonl"
+    config = _job(tmp_path, kafka09, topic, cluster.master_url, record, conf=executor_env)
+    done = subprocess.run([str(CLI), "run", str(config), "--until-caught-up"], cwd=tmp_path,
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = _records(record)
+    assert {(r["partition"], r["offset"]) for r in seen} == {
+        (p, o) for p in range(PARTITIONS) for o in range(200)}
+    # the executors' Python is the shipped environment's, not the driver's
+    assert {Path(r["python"]).parts[-3:] for r in seen} == {("environment", "bin", "python")}
+    assert all(not r["python"].startswith(str(Path(sys.executable).parent)) for r in seen)
+    assert len({r["pid"] for r in seen}) >= 2          # tasks ran on both executors
+    assert _committed(kafka09, topic) == {p: 200 for p in range(PARTITIONS)}
+
+
+def test_under_spark_submit(cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    import pyspark
+
+    import storm_kafka_compat.cli.main as cli_main
+    topic = _seed(kafka09_topic, 100)
+    record = tmp_path / "record.jsonl"
+    config = _job(tmp_path, kafka09, topic, "local[1]", record)     # --master wins
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    done = subprocess.run([str(submit), "--master", cluster.master_url, cli_main.__file__,
+                           "run", str(config), "--until-caught-up"], cwd=tmp_path,
+                          env=dict(_env(), PYSPARK_DRIVER_PYTHON=sys.executable),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    # spark-submit's PythonRunner merges the Python driver's stderr into its stdout
+    assert "send SIGTERM to this process (not to spark-submit)" in done.stdout
+    assert len(_records(record)) >= PARTITIONS * 100
+    assert _committed(kafka09, topic) == {p: 100 for p in range(PARTITIONS)}
+
+
+def _start_slow(tmp_path, kafka09, topic, master, record):
+    config = _job(tmp_path, kafka09, topic, master, record, sleep_s=0.02)
+    job = subprocess.Popen([str(CLI), "run", str(config)], cwd=tmp_path, env=_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while len(_records(record)) < 40 and time.monotonic() < deadline:
+        if job.poll() is not None:
+            raise AssertionError(job.stderr.read()[-4000:])
+        time.sleep(0.2)
+    return config, job
+
+
+def _finish(config: Path, tmp_path: Path) -> None:
+    done = subprocess.run([str(CLI), "run", str(config), "--until-caught-up"], cwd=tmp_path,
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+def test_sigterm_mid_batch_finishes_the_batch_and_commits(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    topic = _seed(kafka09_topic, 300)
+    record = tmp_path / "record.jsonl"
+    config, job = _start_slow(tmp_path, kafka09, topic, cluster.master_url, record)
+    job.send_signal(signal.SIGTERM)
+    _, err = job.communicate(timeout=300)
+    assert job.returncode == 0, err[-4000:]
+    assert "SIGTERM received: finishing the batch in flight" in err
+    assert "Spark job failed" not in err                   # the batch in flight finished
+    committed = _committed(kafka09, topic)
+    processed = {(r["partition"], r["offset"]) for r in _records(record)}
+    # every committed offset below was processed, and the batch in flight was committed
+    assert all(c is not None and c > 0 for c in committed.values()), committed
+    assert all((p, c - 1) in processed for p, c in committed.items())
+    _finish(config, tmp_path)
+    assert {(r["partition"], r["offset"]) for r in _records(record)} == {
+        (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
+
+
+def test_a_second_sigterm_stops_at_once_and_keeps_what_was_acknowledged(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    topic = _seed(kafka09_topic, 300)
+    record = tmp_path / "record.jsonl"
+    config, job = _start_slow(tmp_path, kafka09, topic, cluster.master_url, record)
+    job.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    job.send_signal(signal.SIGTERM)
+    _, err = job.communicate(timeout=120)
+    assert job.returncode == 0, err[-4000:]
+    assert "received again: cancelling the batch in flight" in err
+    _finish(config, tmp_path)
+    assert {(r["partition"], r["offset"]) for r in _records(record)} == {
+        (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
+    assert _committed(kafka09, topic) == {p: 300 for p in range(PARTITIONS)}
