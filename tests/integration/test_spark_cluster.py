@@ -25,7 +25,7 @@ import yaml
 
 from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.offsets.paths import partition_path
-from tests.integration.kafka09_jobs import KAFKA_09, REPO
+from tests.integration.kafka09_jobs import KAFKA_09
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
