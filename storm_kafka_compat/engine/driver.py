@@ -25,10 +25,9 @@ from __future__ import annotations
 import logging
 import math
 import re
-import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
@@ -37,7 +36,9 @@ from storm_kafka_compat.spout.manager import CommitTimer, FetchPlan
 from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, task_budget_s
 from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import progress_line, status_snapshot
+from storm_kafka_compat.engine.report import (RunSummary, Stats, partition_summaries,
+                                              progress_line, status_snapshot)
+from storm_kafka_compat.engine.signals import install_stop_handlers
 from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
                                               run_stages_spark)
 from storm_kafka_compat.runtime import Runtime
@@ -84,52 +85,6 @@ class RunOptions:
     max_consecutive_task_errors: int = 3
     #: attempts of the commit made on shutdown
     final_commit_attempts: int = 5
-
-
-@dataclass
-class PartitionSummary:
-    topic: str
-    partition: int
-    #: where the position is kept: a ZooKeeper path, or group:topic-partition
-    location: str
-    decision: str
-    resumed_from: int
-    processed: int = 0
-    acked: int = 0
-    failed: int = 0
-    given_up: int = 0
-    lost: int = 0
-    committed: int = 0
-
-
-@dataclass
-class RunSummary:
-    batches: int = 0
-    messages: int = 0
-    elapsed_s: float = 0.0
-    stopped_by: str = ""
-    commits: int = 0
-    commit_round_trips: int = 0
-    commit_failures: int = 0
-    fetch_failures: int = 0
-    timeouts: int = 0
-    final_commit_failed: bool = False
-    partitions: List[PartitionSummary] = field(default_factory=list)
-
-    def as_dict(self) -> Dict[str, Any]:
-        d = dict(self.__dict__)
-        d["partitions"] = [p.__dict__ for p in self.partitions]
-        return d
-
-
-class _Stats:
-    def __init__(self) -> None:
-        self.processed: Dict[Key, int] = {}
-        self.acked: Dict[Key, int] = {}
-        self.failed: Dict[Key, int] = {}
-
-    def add(self, d: Dict[Key, int], key: Key, n: int) -> None:
-        d[key] = d.get(key, 0) + n
 
 
 class Pipeline:
@@ -206,7 +161,7 @@ class Pipeline:
         #: (ms, self.clock) after failures; the pause doubles with each failed round
         self._lookups_paused_until_ms = 0
         self._lookup_pause_ms = 0
-        self._stats = _Stats()
+        self._stats = Stats()
         self.summary = RunSummary()
         #: the managers when the loop ended (their figures go into the summary)
         self._last_managers: Dict[Key, Any] = {}
@@ -219,6 +174,11 @@ class Pipeline:
         """Ask the loop to stop after the batch in flight."""
         self._stop_reason = reason
         self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """A stop was asked for; the loop ends after the batch in flight."""
+        return self._stop.is_set()
 
     def force_stop(self) -> None:
         """Stop now: cancel the Spark jobs of the batch in flight (its tasks' results
@@ -522,7 +482,7 @@ class Pipeline:
         """Run until stopped, caught up (``until_caught_up``) or ``max_batches``."""
         options = options or RunOptions()
         self._max_task_errors = options.max_consecutive_task_errors
-        restore = self._install_signal_handlers()
+        restore = install_stop_handlers(self)
         started = time.monotonic()
         last_progress_ms = self.clock()
         metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
@@ -533,7 +493,7 @@ class Pipeline:
             self.spout.maybe_refresh(self.clock())
             if not isinstance(self._executor, InProcess):
                 self.spark   # SparkContext installs its own SIGINT handler: take ours back
-                self._install_signal_handlers()   # `restore` still restores the originals
+                install_stop_handlers(self)   # `restore` still restores the originals
             # rates are per progress interval, from here: Spark's start is not in them
             last_progress_ms = self.clock()
             while not self._stop.is_set():
@@ -584,7 +544,8 @@ class Pipeline:
                     self.runtime.close()
         self.summary.elapsed_s = time.monotonic() - started
         self.summary.stopped_by = self._stop_reason or "stopped"
-        self.summary.partitions = self._partition_summaries()
+        self.summary.partitions = partition_summaries(self.spout.decisions, self._last_managers,
+                                                      self._stats)
         return self.summary
 
     def _final_commit(self, options: RunOptions) -> None:
@@ -611,41 +572,3 @@ class Pipeline:
         except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
             log.warning("the metrics of the last interval could not be sent", exc_info=True)
         self.spout.release()
-
-    def _partition_summaries(self) -> List[PartitionSummary]:
-        out = []
-        for key, decision in sorted(self.spout.decisions.items()):
-            pm = self._last_managers.get(key)
-            out.append(PartitionSummary(
-                topic=key[0], partition=key[1], location=pm.location if pm else "",
-                decision=decision.decision, resumed_from=decision.start_offset,
-                processed=self._stats.processed.get(key, 0), acked=self._stats.acked.get(key, 0),
-                failed=self._stats.failed.get(key, 0),
-                given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
-                committed=pm.committed_to if pm else decision.start_offset))
-        return out
-
-    def _install_signal_handlers(self) -> Callable[[], None]:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        previous = {}
-
-        def handler(signum: int, frame: Any) -> None:
-            name = signal.Signals(signum).name
-            if not self._stop.is_set():
-                log.warning("%s received: finishing the batch in flight, committing, stopping "
-                            "(a second signal stops at once)", name)
-                self.stop(name)
-                return
-            log.warning("%s received again: cancelling the batch in flight; committing what "
-                        "is acknowledged and exiting (the rest is fetched again at the next "
-                        "start)", name)
-            self.force_stop()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, handler)
-
-        def restore() -> None:
-            for sig, h in previous.items():
-                signal.signal(sig, h)
-        return restore

@@ -11,7 +11,8 @@ the progress line from it and serves it over HTTP (``run --status-port``;
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 Key = Tuple[str, int]
 
@@ -70,3 +71,73 @@ def status_rows(snapshot: Mapping[str, Any]) -> Iterable[Dict[str, Any]]:
     yield {"TOPIC": "TOTAL", "PARTITION": "all",
            "LAG": snapshot["lag"], "PENDING": snapshot["pending"],
            "RETRIES": snapshot["retries"], "RATE": snapshot["rate"]}
+
+
+# --- the end-of-run summary ------------------------------------------------------------------
+
+@dataclass
+class PartitionSummary:
+    """What one partition did over a run."""
+
+    topic: str
+    partition: int
+    #: where the position is kept: a ZooKeeper path, or group:topic-partition
+    location: str
+    decision: str
+    resumed_from: int
+    processed: int = 0
+    acked: int = 0
+    failed: int = 0
+    given_up: int = 0
+    lost: int = 0
+    committed: int = 0
+
+
+@dataclass
+class RunSummary:
+    """What a run did: batches, messages, commits, failures, per partition."""
+
+    batches: int = 0
+    messages: int = 0
+    elapsed_s: float = 0.0
+    stopped_by: str = ""
+    commits: int = 0
+    commit_round_trips: int = 0
+    commit_failures: int = 0
+    fetch_failures: int = 0
+    timeouts: int = 0
+    final_commit_failed: bool = False
+    partitions: List[PartitionSummary] = field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = dict(self.__dict__)
+        d["partitions"] = [p.__dict__ for p in self.partitions]
+        return d
+
+
+class Stats:
+    """Messages processed, acked and failed per partition over the run."""
+
+    def __init__(self) -> None:
+        self.processed: Dict[Key, int] = {}
+        self.acked: Dict[Key, int] = {}
+        self.failed: Dict[Key, int] = {}
+
+    def add(self, d: Dict[Key, int], key: Key, n: int) -> None:
+        d[key] = d.get(key, 0) + n
+
+
+def partition_summaries(decisions: Mapping[Key, Any], managers: Mapping[Key, Any],
+                        stats: Stats) -> List[PartitionSummary]:
+    """One :class:`PartitionSummary` per partition that started in the run."""
+    out = []
+    for key, decision in sorted(decisions.items()):
+        pm = managers.get(key)
+        out.append(PartitionSummary(
+            topic=key[0], partition=key[1], location=pm.location if pm else "",
+            decision=decision.decision, resumed_from=decision.start_offset,
+            processed=stats.processed.get(key, 0), acked=stats.acked.get(key, 0),
+            failed=stats.failed.get(key, 0),
+            given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
+            committed=pm.committed_to if pm else decision.start_offset))
+    return out
