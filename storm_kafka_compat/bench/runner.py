@@ -62,6 +62,9 @@ class BenchOptions:
         Rounds of the raw, plain-job and pipeline figures (min/median/max).
     latency_seconds : float
         How long the latency run produces (0: no latency figure).
+    spark_cluster : int
+        Also run the pipeline on a standalone cluster of this many one-core workers
+        started from pyspark's jars (0: local[2] only).
     """
 
     messages: int = 200_000
@@ -77,6 +80,7 @@ class BenchOptions:
     broker: str = "kafka09"
     repeat: int = 3
     latency_seconds: float = 10.0
+    spark_cluster: int = 0
 
 
 @dataclass
@@ -86,6 +90,8 @@ class _Report:
     fetch: Dict[str, Any] = field(default_factory=lambda: {"raw": {}, "adapter": {}})
     plain: Dict[str, Any] = field(default_factory=dict)
     pipeline: Dict[str, Any] = field(default_factory=dict)
+    #: the pipeline on a standalone cluster (``spark_cluster`` workers), per backend
+    cluster: Dict[str, Any] = field(default_factory=dict)
     latency: Dict[str, Any] = field(default_factory=dict)
     memory: Dict[str, Any] = field(default_factory=dict)
     zookeeper: List[Dict[str, Any]] = field(default_factory=list)
@@ -374,6 +380,8 @@ def _with_servers(options: BenchOptions, backends: List[str], report: _Report, s
 
         if options.pipeline:
             _pipelines(options, backends, report, spark, servers, log_line)
+            if options.spark_cluster:
+                _cluster_pipelines(options, backends, report, servers, log_line)
         else:
             report.skipped.append("pipeline: not requested")
 
@@ -449,4 +457,46 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                     client=servers.settings.for_kafka_python())
     finally:
         if owned:
+            spark.stop()
+
+
+def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Report,
+                       servers: _Servers, log_line: Callable[[str], None]) -> None:
+    """The pipeline on a standalone cluster beside local[2]: same topic, same rounds.
+    The executors use this interpreter (the workers run on this machine)."""
+    from pyspark.sql import SparkSession
+
+    from storm_kafka_compat.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.config import SparkConfig
+    from storm_kafka_compat.engine.spark import get_spark
+    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    p, n = options.partitions, options.messages
+    with SparkCluster(options.spark_cluster) as cluster:
+        log_line(f"standalone cluster {cluster.master_url}: {options.spark_cluster} workers "
+                 "of 1 core")
+        spark = get_spark(SparkConfig(master=cluster.master_url,
+                                      app_name="storm-kafka-compat-bench-cluster",
+                                      conf={"spark.executor.memory": "512m"}))
+        try:
+            stamp = int(time.time())
+            for backend in backends:
+                runs = []
+                pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p,
+                              bootstrap=servers.bootstrap, zk_port=servers.zk.port,
+                              backend=backend, kafka=servers.kafka,
+                              spout_id=f"cluster-warmup-{backend}-{stamp}",
+                              expected=options.warmup_messages * p)
+                for round_ in range(options.repeat):
+                    log_line(f"pipeline on the cluster: {backend}, {n:,} messages "
+                             f"(round {round_ + 1})")
+                    runs.append(pipeline_rate(
+                        spark, topic=TOPIC, partitions=p, bootstrap=servers.bootstrap,
+                        zk_port=servers.zk.port, backend=backend, kafka=servers.kafka,
+                        expected=n, spout_id=f"cluster-{backend}-{stamp}-{round_}"))
+                report.cluster[backend] = dict(summarize(runs), workers=options.spark_cluster)
+        finally:
             spark.stop()

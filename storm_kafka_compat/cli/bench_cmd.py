@@ -57,6 +57,11 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         add(f"pipeline {backend}", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s, {f['batches']} batches, "
             f"{f['commits']} docs in {f['commit_round_trips']} ZK round trips", 0)
+    for backend, f in r.get("cluster", {}).items():
+        local = r["pipeline"].get(backend, {}).get("median")
+        vs = f"; {f['median'] / local:.2f}x local[2]" if local else ""
+        add(f"pipeline {backend} on {f['workers']} workers", f["msgs_per_s"], "msg/s",
+            f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s{vs}", 0)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
                 f"{lat['samples']:,} samples")
@@ -114,10 +119,13 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
               help="Rounds of the raw, plain-job and pipeline figures (min/median/max).")
 @click.option("--latency-seconds", type=click.FloatRange(min=0), default=10.0,
               show_default=True, help="How long the latency run produces (0 skips it).")
+@click.option("--spark-cluster", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Also run the pipeline on a standalone Spark cluster of this many "
+                   "one-core workers (started from pyspark's jars) beside local[2].")
 def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backends: str,
           memory_window: int, zk_partitions: Tuple[int, ...], plan_partitions: Tuple[int, ...],
           warmup_messages: int, no_pipeline: bool, broker: str, repeat: int,
-          latency_seconds: float) -> int:
+          latency_seconds: float, spark_cluster: int) -> int:
     """Measure fetch, plain-job, pipeline, latency, memory, ZooKeeper and planning
     figures on embedded servers.
 
@@ -129,7 +137,13 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
     pending-tracking memory, ZooKeeper commit latency and round trips, and
     driver planning time, with their ratios. Progress goes to stderr.
     """
+    import logging
+
     from storm_kafka_compat.bench.runner import BACKENDS, BenchOptions, run_bench
+    from storm_kafka_compat.cli.console import DECISIONS
+    # the benchmark's runs start many partitions: their start decisions are not news
+    if not logging.getLogger("storm_kafka_compat").isEnabledFor(logging.INFO):
+        logging.getLogger(DECISIONS).setLevel(logging.WARNING)
 
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
     unknown = [b for b in chosen if b not in BACKENDS]
@@ -140,7 +154,7 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
                            memory_window=memory_window, zk_partitions=zk_partitions,
                            plan_partitions=plan_partitions, warmup_messages=warmup_messages,
                            pipeline=not no_pipeline, broker=broker, repeat=repeat,
-                           latency_seconds=latency_seconds)
+                           latency_seconds=latency_seconds, spark_cluster=spark_cluster)
     report = run_bench(options, log_line=err)
     report["command"] = "storm-kafka-compat " + " ".join(sys.argv[1:]) if sys.argv else "bench"
     if as_json_flag:

@@ -43,13 +43,16 @@ def configure(verbose: int) -> None:
             "%(asctime)s %(levelname)s %(name)s: %(message)s"))
     else:
         handler.setFormatter(_ShortFormatter())
+    level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose else logging.WARNING
+    # a filter may lower a record's level after the logger let it through (librdkafka's
+    # expected warnings on old brokers become DEBUG): the handler checks again
+    handler.addFilter(lambda r: r.levelno >= level or r.name == DECISIONS)
     ours = logging.getLogger("storm_kafka_compat")
     for logger in [ours] + [logging.getLogger(name) for name in THIRD_PARTY]:
         for old in [h for h in logger.handlers if getattr(h, _MARK, False)]:
             logger.removeHandler(old)
     ours.addHandler(handler)
-    ours.setLevel(logging.DEBUG if verbose >= 2 else logging.INFO if verbose else
-                  logging.WARNING)
+    ours.setLevel(level)
     logging.getLogger(DECISIONS).setLevel(logging.INFO)
     from storm_kafka_compat.engine import spark
     spark.quiet_start = not verbose
