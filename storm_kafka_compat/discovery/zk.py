@@ -175,8 +175,14 @@ def _unreachable(client: Any, path: str, exc: BaseException) -> CoordinatorError
 
 
 def connect_kazoo(hosts: ZkHosts, topology: TopologyConfig) -> Any:
-    """Start a kazoo client on ``hosts.broker_zk_str`` (chroot included) with the
-    ``storm.zookeeper.*`` timings (Storm's ``RetryNTimes`` as a fixed-delay retry).
+    """Start a read-only kazoo client on ``hosts.broker_zk_str`` (chroot included)
+    with the ``storm.zookeeper.*`` session and connection timeouts.
+
+    Registry reads are not retried here: one that fails fails the refresh, and the
+    assignment keeps the last good partitions and refreshes again at the next
+    period or fetch failure (:mod:`storm_kafka_compat.spout.assignment`). The one
+    ZooKeeper retry loop of the project is the offset store's
+    (:class:`~storm_kafka_compat.offsets.zkstore.ZkStateStore`, Storm's RetryNTimes).
 
     Raises
     ------
@@ -185,13 +191,9 @@ def connect_kazoo(hosts: ZkHosts, topology: TopologyConfig) -> Any:
     """
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
-    interval_s = topology.zookeeper_retry_interval_ms / 1000.0
     client = KazooClient(
         hosts=hosts.broker_zk_str, timeout=topology.zookeeper_session_timeout_ms / 1000.0,
-        connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
-        command_retry=KazooRetry(max_tries=topology.zookeeper_retry_times, delay=interval_s,
-                                 backoff=1, max_delay=interval_s),
-        read_only=True)
+        connection_retry=KazooRetry(max_tries=-1, max_delay=1.0), read_only=True)
     try:
         client.start(timeout=topology.zookeeper_connection_timeout_ms / 1000.0)
     except Exception as exc:
