@@ -49,7 +49,17 @@ def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
 
 
 def zk_path_for(job: JobConfig, info: PartitionInfo) -> str:
-    """The document path of a partition (classic or topic-qualified)."""
+    """The document path of a partition (classic or topic-qualified).
+
+    Raises
+    ------
+    ConfigError
+        The CONFIG names no documents (a Kafka-store job without zkRoot/id).
+    """
+    if job.spout.zk_root is None or job.spout.id is None:
+        raise ConfigError("this CONFIG names no ZooKeeper documents: it keeps its offsets in "
+                          "a Kafka consumer group; add spout.zkRoot and spout.id to read or "
+                          "write documents (offsets migrate)", key="spout.zkRoot", value=None)
     return partition_path(job.spout.zk_root, job.spout.id, info.partition, topic=info.path_topic)
 
 

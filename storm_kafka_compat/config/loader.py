@@ -96,7 +96,9 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
                               f"topology (see docs/configuration.md).", key=k, value=None,
                               allowed=TOP_LEVEL_KEYS)
     hosts = hosts_from_dict(d["hosts"])
-    spout = spout_config_from_dict(d["spout"], hosts=hosts)
+    kafka_store = isinstance(client_section, Mapping) and str(
+        client_section.get("offsetStore", "kafka")) == "kafka"
+    spout = spout_config_from_dict(d["spout"], hosts=hosts, documents=not kafka_store)
     topology = topology_config_from_dict(d["topology"])
     spec = _topology_spec(d["topology"], "topology")
     spark = spark_config_from_dict(d["spark"]) if d.get("spark") is not None else SparkConfig()
@@ -136,7 +138,8 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
 
 def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     """A ``kafkaSpout`` section with the Kafka store may stand without ``spout``
-    and ``hosts``: they are derived from its topics, group and servers."""
+    and ``hosts``: the topic comes from its subscription, the brokers from its
+    servers."""
     out = dict(d)
     if not isinstance(section, Mapping) or str(section.get("offsetStore", "kafka")) != "kafka":
         return out
@@ -155,7 +158,9 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
         from storm_kafka_compat.spout.client.config import kafka_spout_config_from_dict, missing_group_error
         kafka_spout_config_from_dict(section, default_servers=("unused:0",))
         raise missing_group_error()
-    derived = {"topic": topic, "zkRoot": "/storm-kafka-client", "id": str(group)}
+    # the spout section carries what both spouts share (topic, scheme, fetch sizes);
+    # a Kafka-store job names no ZooKeeper documents unless it gives zkRoot and id
+    derived = {"topic": topic}
     spout = out.get("spout")
     if spout is None and topic:
         out["spout"] = derived

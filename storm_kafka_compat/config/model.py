@@ -85,8 +85,10 @@ class SpoutConfig:
 
     hosts: BrokerHosts                                   # hosts
     topic: str                                           # topic
-    zk_root: str                                         # zkRoot
-    id: str                                              # id
+    #: zkRoot and id name the ZooKeeper documents; None for a storm-kafka-client job
+    #: whose offsets live in a Kafka consumer group (kafkaSpout.offsetStore: kafka)
+    zk_root: Optional[str]                               # zkRoot
+    id: Optional[str]                                    # id
     client_id: str = ""                                  # clientId
     fetch_size_bytes: int = 1024 * 1024                  # fetchSizeBytes
     socket_timeout_ms: int = 10000                       # socketTimeoutMs

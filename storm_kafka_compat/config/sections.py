@@ -103,7 +103,7 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
 
 
 def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
-                           section: str = "spout") -> SpoutConfig:
+                           section: str = "spout", documents: bool = True) -> SpoutConfig:
     """Build a :class:`SpoutConfig` from Storm (camelCase) or snake_case names.
 
     Parameters
@@ -115,6 +115,9 @@ def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
         Built from the top-level ``hosts`` section (see :func:`hosts_from_dict`).
     section : str
         Prefix used in error keys.
+    documents : bool
+        The job keeps its offsets in ZooKeeper documents, so ``zkRoot`` and ``id``
+        are required; False for a Kafka-store job (they are None unless given).
 
     Returns
     -------
@@ -147,6 +150,9 @@ def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
         values[spec.attr] = checked
         given_as[spec.attr] = raw_key
     for name in REQUIRED_SPOUT_FIELDS:
+        if not documents and name in ("zkRoot", "id"):
+            values.setdefault(_SPOUT_BY_NAME[name].attr, None)
+            continue
         if _SPOUT_BY_NAME[name].attr not in values:
             raise ConfigError(f"{section}.{name} is required (a SpoutConfig constructor "
                               f"argument); add it to the {section} section.",
