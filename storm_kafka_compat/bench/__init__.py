@@ -6,6 +6,7 @@ batch), :mod:`.zk` (commits), :mod:`.fetch` (raw and adapter fetch rates),
 in one run).
 """
 
-from storm_kafka_compat.bench.runner import BenchOptions, check_targets, compute_ratios, machine_info, run_bench
+from storm_kafka_compat.bench.runner import (BenchOptions, check_targets, compute_ratios,
+                                             machine_info, run_bench)
 
 __all__ = ["BenchOptions", "run_bench", "compute_ratios", "check_targets", "machine_info"]

@@ -17,7 +17,8 @@ from typing import Any, Dict, Optional
 import click
 import yaml
 
-from storm_kafka_compat.config import config_warnings, effective_config, job_config_from_dict, load_job_config
+from storm_kafka_compat.config import (config_warnings, effective_config, job_config_from_dict,
+                                       load_job_config)
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux import Conversion, convert_file
 

@@ -155,7 +155,8 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     if not group:
         # the section's own validation names the problem (an unknown key such as
         # 'groupid', or the missing group) before a derived section could hide it
-        from storm_kafka_compat.spout.client.config import kafka_spout_config_from_dict, missing_group_error
+        from storm_kafka_compat.spout.client.config import (kafka_spout_config_from_dict,
+                                                            missing_group_error)
         kafka_spout_config_from_dict(section, default_servers=("unused:0",))
         raise missing_group_error()
     # the spout section carries what both spouts share (topic, scheme, fetch sizes);

@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
 from storm_kafka_compat.spout.manager import CommitTimer, FetchPlan
-from storm_kafka_compat.spout.metrics import OffsetSample, kafka_offset_metric, kafka_partition_metric
+from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
+                                              kafka_partition_metric)
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, task_budget_s
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (RunSummary, Stats, partition_summaries,

@@ -88,7 +88,8 @@ def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
     proc = _PROCESSORS.get(key)
     if proc is None:
         from storm_kafka_compat.engine.process import process_batch
-        from storm_kafka_compat.topology.schemes import EMIT_NULL_TUPLES_KEY, EmitNullTuples, load_scheme
+        from storm_kafka_compat.topology.schemes import (EMIT_NULL_TUPLES_KEY, EmitNullTuples,
+                                                         load_scheme)
 
         scheme = load_scheme(spec.spout.scheme)
         conf = dict(spec.storm_conf)

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from typing import (Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple,
+                    runtime_checkable)
 
 from storm_kafka_compat.config import STORM_SCHEME_CLASSES
 from storm_kafka_compat.errors import ConfigError

@@ -14,7 +14,8 @@ from storm_kafka_compat.spout.client.config import KafkaSpoutConfig, kafka_spout
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
-from storm_kafka_compat.spout.client.retry import INT_MAX, RetryService, RetrySettings, TimeInterval
+from storm_kafka_compat.spout.client.retry import (INT_MAX, RetryService, RetrySettings,
+                                                   TimeInterval)
 from storm_kafka_compat.engine.stages import InProcess
 from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets

@@ -35,7 +35,8 @@ from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.spout.manager import FetchPlan, PartitionCounters
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range, overlap
-from storm_kafka_compat.spout.client.config import AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE, KafkaSpoutConfig
+from storm_kafka_compat.spout.client.config import (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE,
+                                                    KafkaSpoutConfig)
 from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
 from storm_kafka_compat.spout.client.retry import Clock, RetryService
