@@ -58,12 +58,16 @@ def get_spark(config: Optional[SparkConfig] = None) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder if submitted else SparkSession.builder.master(config.master)
-    builder = (builder.appName(config.app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.python.worker.reuse", "true"))
-    for key, value in dict(config.conf).items():
+    settings = {"spark.app.name": config.app_name, "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+                "spark.python.worker.reuse": "true", **dict(config.conf)}
+    if submitted:
+        # spark-submit's --conf (and --name) win: the builder would override them
+        from pyspark import SparkConf, SparkContext
+        SparkContext._ensure_initialized()
+        given = SparkConf()
+        settings = {k: v for k, v in settings.items() if not given.contains(k)}
+    for key, value in settings.items():
         builder = builder.config(key, value)
     from storm_kafka_compat.engine.jvm_console import filtered_jvm_stderr
     from pyspark import SparkContext

@@ -139,14 +139,18 @@ def test_under_spark_submit(cluster, kafka09, kafka09_topic, tmp_path) -> None:
     record = tmp_path / "record.jsonl"
     config = _job(tmp_path, kafka09, topic, "local[1]", record)     # --master wins
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    done = subprocess.run([str(submit), "--master", cluster.master_url, cli_main.__file__,
-                           "run", str(config), "--until-caught-up"], cwd=tmp_path,
+    # spark-submit's --conf wins over the CONFIG's setting of the same key
+    submitted_record = tmp_path / "submitted.jsonl"
+    done = subprocess.run([str(submit), "--master", cluster.master_url, "--conf",
+                           f"spark.executorEnv.CLUSTER_TEST_RECORD={submitted_record}",
+                           cli_main.__file__, "run", str(config), "--until-caught-up"],
+                          cwd=tmp_path,
                           env=dict(_env(), PYSPARK_DRIVER_PYTHON=sys.executable),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     # spark-submit's PythonRunner merges the Python driver's stderr into its stdout
     assert "send SIGTERM to this process (not to spark-submit)" in done.stdout
-    assert len(_records(record)) >= PARTITIONS * 100
+    assert not record.exists() and len(_records(submitted_record)) >= PARTITIONS * 100
     assert _committed(kafka09, topic) == {p: 100 for p in range(PARTITIONS)}
 
 
