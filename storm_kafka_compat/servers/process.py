@@ -56,6 +56,14 @@ class ServerProcess:
         """The command line that starts the server."""
         raise NotImplementedError
 
+    def environment(self) -> Optional[dict]:
+        """The environment of the process; None inherits this process's.
+
+        Given to ``Popen`` as it is: servers are started from several threads at
+        once, so ``os.environ`` is never changed to pass them settings.
+        """
+        return None
+
     def log_tail(self, n: int = 50) -> str:
         """The last ``n`` lines of the log (empty when there is none)."""
         try:
@@ -78,7 +86,8 @@ class ServerProcess:
         self._log_file.flush()
         self._process = subprocess.Popen(
             self.command(), stdout=self._log_file, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, cwd=str(self.base_dir), start_new_session=True)
+            stdin=subprocess.DEVNULL, cwd=str(self.base_dir), env=self.environment(),
+            start_new_session=True)
 
     def _wait_ready(self, ready: Callable[[], bool], timeout_s: float, what: str,
                     error: Callable[[str], Exception]) -> None:

@@ -48,14 +48,8 @@ def _env() -> dict:
 class _SparkDaemon(ServerProcess):
     """One Spark master or worker JVM."""
 
-    def _launch(self, header: str) -> None:  # the daemons want loopback and no daemonizing
-        saved = dict(os.environ)
-        os.environ.update(_env())
-        try:
-            super()._launch(header)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+    def environment(self) -> dict:  # the daemons want loopback and no daemonizing
+        return _env()
 
     def _log_says(self, text: str) -> bool:
         return text in self.log_tail(200)
