@@ -18,6 +18,7 @@ passed, as Storm's spout times out a tuple tree.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import random
 from dataclasses import dataclass, field
@@ -167,6 +168,54 @@ class _Filter:
             self.scanned_to = top + 1 if top >= 0 else None
 
 
+def _offset_of(msg: Any) -> int:
+    return msg.offset
+
+
+def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[int]]:
+    """The messages ``plan`` takes from a fetch, in order, and ``scanned_to`` (one
+    past the last offset the fetch returned that the plan looked at; None when
+    nothing was returned).
+
+    A new-data plan over a fetch in offset order (what every fetch returns) is a
+    slice found by bisection, with no work per message; a retry plan, or messages
+    out of order, go through :class:`_Filter`.
+    """
+    if plan.retry:
+        filt = _Filter(messages, plan)
+        taken = list(filt)
+        return taken, filt.scanned_to
+    msgs = messages if isinstance(messages, list) else list(messages)
+    if not msgs:
+        return [], None
+    if msgs[0].offset > msgs[-1].offset:    # not in offset order: the general filter
+        filt = _Filter(msgs, plan)
+        taken = list(filt)
+        return taken, filt.scanned_to
+    lo = bisect.bisect_left(msgs, plan.offset, key=_offset_of)
+    hi = len(msgs) if plan.bound is None else bisect.bisect_left(msgs, plan.bound,
+                                                                  key=_offset_of)
+    hi = max(lo, hi)
+    limit = plan.max_messages
+    if limit is not None and hi - lo >= max(1, limit):   # as _Filter: at least one
+        hi = lo + max(1, limit)
+        return msgs[lo:hi], msgs[hi - 1].offset + 1
+    return msgs[lo:hi], msgs[-1].offset + 1
+
+
+def _taken_ranges(taken: List[Any]) -> _RangeBuilder:
+    """The offsets of ``taken`` as ranges: one range when they are consecutive
+    (the usual fetch), else offset by offset (gaps of a compacted topic)."""
+    ranges = _RangeBuilder()
+    if taken and taken[-1].offset - taken[0].offset + 1 == len(taken):
+        ranges.ranges.append((taken[0].offset, taken[-1].offset + 1))
+        ranges.count = len(taken)
+        return ranges
+    for msg in taken:
+        ranges.add(msg.offset)
+    return ranges
+
+
 # --- the spout side ----------------------------------------------------------------------
 
 def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[List[Any]]]:
@@ -205,8 +254,8 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
     last = -1
     targets = dispatcher.targets
     deliver = dispatcher.deliver
-    filt = _Filter(messages, plan)
-    for msg in filt:
+    taken_msgs, scanned = take(messages, plan)
+    for msg in taken_msgs:
         off = msg.offset
         taken.add(off)
         last = off
@@ -233,7 +282,7 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
                 xor ^= edge
                 deliver(component, task, copy_)
         init(root, xor, off)
-    return skipped, emitted, topic, partition, last, filt.scanned_to
+    return skipped, emitted, topic, partition, last, scanned
 
 
 # --- single stage ---------------------------------------------------------------------------
@@ -323,24 +372,27 @@ def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilde
 def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[StormTuple], Any],
                     plan: FetchPlan) -> BatchOutcome:
     """The common case: one simple bolt, no acker needed (one tuple tree per message
-    of depth one: the message is acked iff every one of its tuples returned)."""
+    of depth one: the message is acked iff every one of its tuples returned).
+
+    The hot loop of the engine: the plan's messages are a slice (:func:`take`),
+    their offsets a range unless the fetch had gaps, and each message costs the
+    scheme, one tuple and the bolt call.
+    """
     if isinstance(bolt, SimpleBolt):
         bolt = bolt.function
     fields = scheme.fields
     nfields = len(fields)
-    taken = _RangeBuilder()
+    taken_msgs, scanned = take(messages, plan)
     failed: List[int] = []
     skipped = executed = 0
     topic: Optional[str] = None
     partition: Optional[int] = None
-    last = -1
+    if taken_msgs:
+        topic, partition = taken_msgs[0].topic, taken_msgs[0].partition
     name = getattr(bolt, "__qualname__", repr(bolt))
-    filt = _Filter(messages, plan)
-    for msg in filt:
+    tuple_ = StormTuple
+    for msg in taken_msgs:
         off = msg.offset
-        taken.add(off)
-        last = off
-        topic, partition = msg.topic, msg.partition
         rows = _scheme_rows(scheme, msg, nfields)
         if rows is None:
             failed.append(off)
@@ -351,8 +403,8 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
         for values in rows:
             executed += 1
             try:
-                bolt(StormTuple(values, fields, source_component=SPOUT_COMPONENT, topic=topic,
-                                partition=partition, offset=off))
+                bolt(tuple_(values, fields, source_component=SPOUT_COMPONENT, topic=topic,
+                            partition=partition, offset=off))
             except FailedException:
                 failed.append(off)
                 break
@@ -361,7 +413,8 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
                                topic, partition, off, exc, exc_info=True)
                 failed.append(off)
                 break
-    scanned = filt.scanned_to
+    taken = _taken_ranges(taken_msgs)
+    last = taken_msgs[-1].offset if taken_msgs else -1
     nfailed = len(set(failed))
     counts = {SPOUT_COMPONENT: {"messages": taken.count, "emitted": executed},
               "bolt": {"executed": executed, "emitted": 0,

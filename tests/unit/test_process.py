@@ -448,3 +448,36 @@ def test_streams_and_reported_failures(caplog: Any) -> None:
     assert got == {"short": ["ab", "xyz"], "long": [("abcd", 4)]}
     assert out.failed == [1] and out.acked == [(0, 1)]
     assert "reported" in caplog.text
+
+
+@settings(max_examples=300, deadline=None)
+@given(gaps=st.lists(st.integers(min_value=1, max_value=3), max_size=40),
+       first=st.integers(min_value=0, max_value=20),
+       start=st.integers(min_value=0, max_value=120),
+       bound=st.one_of(st.none(), st.integers(min_value=0, max_value=130)),
+       limit=st.one_of(st.none(), st.integers(min_value=0, max_value=50)))
+def test_the_sliced_take_is_the_filter_for_every_new_data_plan(gaps, first, start, bound,
+                                                              limit) -> None:
+    """take() bisects an ordered fetch; it must take exactly what the per-message
+    filter takes and report the same scanned_to (gaps: a compacted topic)."""
+    from storm_kafka_compat.engine.process import _Filter, take
+    offsets, o = [], first
+    for g in gaps:
+        offsets.append(o)
+        o += g
+    msgs = [KafkaMessage(x, None, b"v", -1, -1, (), "t", 0) for x in offsets]
+    plan = FetchPlan("t", 0, start, max_messages=limit, bound=bound)
+    filt = _Filter(msgs, plan)
+    expected = list(filt)
+    taken, scanned = take(msgs, plan)
+    assert taken == expected
+    assert scanned == filt.scanned_to
+
+
+def test_a_gapped_fetch_gives_one_taken_range_per_run_and_acks_them() -> None:
+    msgs = [KafkaMessage(x, None, b"v", -1, -1, (), "t", 0) for x in (5, 6, 7, 10, 11, 20)]
+    out = process_batch(msgs, scheme=load_scheme("raw"), bolt=lambda t: None,
+                        plan_filter=FetchPlan("t", 0, 6, max_messages=4))
+    assert out.taken == [(6, 8), (10, 12)]
+    assert out.acked == [(6, 8), (10, 12)]
+    assert (out.next_offset, out.scanned_to) == (12, 12)
