@@ -324,7 +324,7 @@ class _Servers:
         """A batching producer on Kafka; one record per batch on tansu (its high
         watermark is wrong otherwise)."""
         if self.name == "kafka09":
-            from storm_kafka_compat.servers.kafka import produce
+            from storm_kafka_compat.servers.kafka_clients import produce
             return produce(self.bootstrap, topic, messages)
         from storm_kafka_compat.servers.tansu import produce_exact
         return produce_exact(self.bootstrap, topic, messages)
