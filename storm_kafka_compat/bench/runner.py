@@ -26,9 +26,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
+
 log = logging.getLogger(__name__)
 
-BACKENDS = ("kafka-python", "confluent")
 BROKERS = ("kafka09", "tansu")
 TOPIC = "skc-bench"
 WARMUP_TOPIC = "skc-bench-warmup"
@@ -137,84 +138,6 @@ def machine_info() -> Dict[str, Any]:
     return info
 
 
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return a / b if a is not None and b else None
-
-
-def _rate(section: Dict[str, Any], backend: str) -> Optional[float]:
-    entry = section.get(backend)
-    return entry.get("msgs_per_s") if isinstance(entry, dict) else None
-
-
-def compute_ratios(report: Dict[str, Any]) -> Dict[str, Any]:
-    """The ratios of a report (pipeline/raw per backend, confluent/kafka-python,
-    map/ranges memory)."""
-    raw, adapter, pipe = report["fetch"]["raw"], report["fetch"]["adapter"], report["pipeline"]
-    plain = report.get("plain", {})
-    out: Dict[str, Any] = {
-        "pipeline_over_plain": {b: _ratio(_rate(pipe, b), _rate(plain, b)) for b in BACKENDS},
-        "pipeline_over_raw": {b: _ratio(_rate(pipe, b), _rate(raw, b)) for b in BACKENDS},
-        "plain_over_raw": {b: _ratio(_rate(plain, b), _rate(raw, b)) for b in BACKENDS},
-        "adapter_over_raw": {b: _ratio(_rate(adapter, b), _rate(raw, b)) for b in BACKENDS},
-        "pipeline_over_adapter": {b: _ratio(_rate(pipe, b), _rate(adapter, b)) for b in BACKENDS},
-        "confluent_over_kafka_python": {
-            "raw": _ratio(_rate(raw, "confluent"), _rate(raw, "kafka-python")),
-            "adapter": _ratio(_rate(adapter, "confluent"), _rate(adapter, "kafka-python")),
-            "pipeline": _ratio(_rate(pipe, "confluent"), _rate(pipe, "kafka-python"))},
-        "map_over_ranges": {k: v["map_over_ranges"] for k, v in report["memory"].items()},
-    }
-    plan = sorted(report["planning"], key=lambda r: r["partitions"])
-    if len(plan) >= 2 and plan[0]["plan_ms"] > 0:
-        lo, hi = plan[0], plan[-1]
-        # 1.0 = exactly linear; above 1, each partition costs more when there are more
-        out["planning_per_partition_growth"] = (
-            (hi["plan_ms"] / hi["partitions"]) / (lo["plan_ms"] / lo["partitions"]))
-    return out
-
-
-def check_targets(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The issue's targets, each with the measured value and whether it is met
-    (``met`` is None when the figure was not measured)."""
-    ratios = report["ratios"]
-    mem = report["memory"]
-    out: List[Dict[str, Any]] = []
-
-    def add(name: str, target: str, value: Optional[float], met: Optional[bool]) -> None:
-        out.append({"name": name, "target": target, "value": value, "met": met})
-
-    for backend in BACKENDS:
-        v = ratios["pipeline_over_plain"].get(backend)
-        add(f"pipeline {backend} / plain PySpark job {backend}", ">= 0.8", v,
-            None if v is None else v >= 0.8)
-    v = ratios["pipeline_over_raw"].get("confluent")
-    add("pipeline confluent / raw confluent consumer", ">= 1.0", v,
-        None if v is None else v >= 1.0)
-    for backend, lat in report.get("latency", {}).items():
-        v = lat.get("p99_ms")
-        add(f"p99 end-to-end latency {backend} at {lat['rate_msgs_per_s']:,.0f} msg/s (ms)",
-            "< 2000", v, None if v is None else v < 2000)
-    if "in_order" in mem:
-        v = mem["in_order"]["ranges_bytes_per_offset"]
-        add("pending bytes per in-flight offset, in-order acks", "<= 1", v, v <= 1)
-    if "random" in mem:
-        v = mem["random"]["map_over_ranges"]
-        add("per-offset map / ranges, random acks, 1% failures", ">= 20", v, v >= 20)
-    zk = report["zookeeper"]
-    if zk:
-        bad = [z for z in zk if z["round_trips_per_commit"] > z["min_round_trips"]]
-        add("ZooKeeper round trips per commit above the request-size floor", "0",
-            len(bad), not bad)
-    plan = {r["partitions"]: r for r in report["planning"]}
-    if 10_000 in plan:
-        v = plan[10_000]["plan_ms"]
-        add("driver planning per batch at 10,000 partitions (ms)", "< 100", v, v < 100)
-    growth = ratios.get("planning_per_partition_growth")
-    if growth is not None:
-        add("planning cost per partition, largest / smallest count", "about 1 (linear)",
-            growth, growth < 2.0)
-    return out
-
-
 def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
               log_line: Callable[[str], None] = lambda s: None) -> Dict[str, Any]:
     """Run every figure; return the report as a JSON-ready dict.
@@ -253,17 +176,6 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
     as_dict["targets"] = check_targets(as_dict)
     as_dict["seconds"] = time.monotonic() - started
     return as_dict
-
-
-def summarize(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """One figure over ``repeat`` rounds: the median round's fields, plus
-    ``runs`` (each round's rate) and ``min``/``median``/``max`` msg/s."""
-    rates = sorted(r["msgs_per_s"] for r in runs)
-    median = rates[len(rates) // 2] if len(rates) % 2 else (
-        (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2)
-    middle = min(runs, key=lambda r: abs(r["msgs_per_s"] - median))
-    return {**middle, "msgs_per_s": median, "min": rates[0], "median": median,
-            "max": rates[-1], "runs": [r["msgs_per_s"] for r in runs]}
 
 
 class _Servers:
@@ -324,7 +236,7 @@ class _Servers:
         """A batching producer on Kafka; one record per batch on tansu (its high
         watermark is wrong otherwise)."""
         if self.name == "kafka09":
-            from storm_kafka_compat.servers.kafka import produce
+            from storm_kafka_compat.servers.kafka_clients import produce
             return produce(self.bootstrap, topic, messages)
         from storm_kafka_compat.servers.tansu import produce_exact
         return produce_exact(self.bootstrap, topic, messages)

@@ -139,7 +139,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
     """
     import logging
 
-    from storm_kafka_compat.bench.runner import BACKENDS, BenchOptions, run_bench
+    from storm_kafka_compat.bench.analysis import BACKENDS
+    from storm_kafka_compat.bench.runner import BenchOptions, run_bench
     from storm_kafka_compat.cli.console import DECISIONS
     # the benchmark's runs start many partitions: their start decisions are not news
     if not logging.getLogger("storm_kafka_compat").isEnabledFor(logging.INFO):

@@ -13,7 +13,8 @@ from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Se
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
-from storm_kafka_compat.topology.builder import Grouping, Topology, route
+from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.topology.grouping import Grouping, route
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)

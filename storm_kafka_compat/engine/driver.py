@@ -5,7 +5,8 @@ data from the emitted position, capped by backpressure), runs the fetches as
 Spark tasks that read Kafka, apply the scheme and run the bolts on the
 executors, and applies what comes back (offsets taken, acks, fails, tuple trees
 still open, out-of-range and fetch errors) to the PartitionManagers. It commits
-to ZooKeeper every ``stateUpdateIntervalMs`` and on shutdown.
+to ZooKeeper every ``stateUpdateIntervalMs`` and on shutdown. Its metric records
+and status come from :class:`~storm_kafka_compat.engine.report.Reporting`.
 
 A topology whose groupings cross partitions (fields, global, all) runs as
 several Spark stages (:mod:`storm_kafka_compat.engine.stages`); simple bolts
@@ -31,14 +32,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
+from storm_kafka_compat.errors import KafkaAccessError, PipelineError
 from storm_kafka_compat.spout.manager import CommitTimer, FetchPlan
-from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
-                                              kafka_partition_metric)
 from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, task_budget_s
 from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import (RunSummary, Stats, partition_summaries,
-                                              progress_line, status_snapshot)
+from storm_kafka_compat.engine.report import (Reporting, RunSummary, Stats,
+                                              partition_summaries, progress_line)
 from storm_kafka_compat.engine.signals import install_stop_handlers
 from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
                                               run_stages_spark)
@@ -65,10 +64,6 @@ def _job_error(exc: BaseException) -> str:
 #: confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch is a Spark
 #: job and a fresh wait for data); the task's fill budget keeps a batch short
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
-#: first pause of the metrics' log-range lookups after one failed (ms); doubled after
-#: each failed round up to LOOKUP_PAUSE_MAX_MS
-LOOKUP_PAUSE_MS = 5_000
-LOOKUP_PAUSE_MAX_MS = 60_000
 
 
 @dataclass
@@ -88,7 +83,7 @@ class RunOptions:
     final_commit_attempts: int = 5
 
 
-class Pipeline:
+class Pipeline(Reporting):
     """Storm's KafkaSpout and bolts on Spark.
 
     Parameters
@@ -158,17 +153,11 @@ class Pipeline:
         self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
         self._caught_up: Dict[Key, bool] = {}
         self._task_errors: Dict[Key, int] = {}
-        #: log-range lookups for metrics and progress are not made before this time
-        #: (ms, self.clock) after failures; the pause doubles with each failed round
-        self._lookups_paused_until_ms = 0
-        self._lookup_pause_ms = 0
         self._stats = Stats()
         self.summary = RunSummary()
         #: the managers when the loop ended (their figures go into the summary)
         self._last_managers: Dict[Key, Any] = {}
-        #: the last interval's status (engine.report), published every progress interval
-        self.status: Optional[Dict[str, Any]] = None
-        self._reported_processed: Dict[Key, int] = {}
+        self._init_reporting()   # metrics and status: engine.report.Reporting
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -404,79 +393,6 @@ class Pipeline:
         managers = self.spout.managers()
         return bool(managers) and not self._open_trees and all(
             self._caught_up.get(k, False) and not pm.has_work() for k, pm in managers.items())
-
-    # --- metrics and progress ----------------------------------------------------------
-    def offset_samples(self) -> List[OffsetSample]:
-        """Log start and end of every managed partition, for metrics and progress.
-
-        After the first lookup that fails (a leader being elected: each failure
-        costs socketTimeoutMs) the remaining partitions are reported unknown, and
-        no lookup is made for a pause (LOOKUP_PAUSE_MS, doubled after each failed
-        round up to LOOKUP_PAUSE_MAX_MS, reset by a good round), so the loop goes
-        on fetching: measured on Kafka 0.9 after a controller kill, the driver's
-        kafka-python lookups kept timing out for minutes while the fetches went on.
-        """
-        out = []
-        now = self.clock()
-        failed = now < self._lookups_paused_until_ms
-        for (topic, partition), pm in self.spout.managers().items():
-            earliest = latest = None
-            if not failed:
-                try:
-                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
-                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
-                except StormKafkaCompatError as exc:
-                    earliest = latest = None
-                    failed = True
-                    self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
-                        LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
-                    self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
-                    log.info("log range of %s/%d unknown (%s); no log ranges asked for the "
-                             "next %d s", topic, partition, exc, self._lookup_pause_ms // 1000)
-            out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
-                                    pm.last_completed_offset(), self.job.topology.wildcard_match))
-        if not failed:
-            self._lookup_pause_ms = 0
-        return out
-
-    def emit_metrics(self) -> None:
-        """Send one record per metric (``{"time": epoch s, "name", "value"}``) with
-        Storm's names: ``kafkaOffset`` (skipped when Storm would report null),
-        ``kafkaPartition`` (reset at each report) and our ``stormKafkaCompat`` counters."""
-        if self.metrics is None:
-            return
-        now = int(time.time())
-        managers = self.spout.managers()
-        wildcard = self.job.topology.wildcard_match
-        offsets = self.spout.kafka_offset_metric(self.kafka.offset_for)   # 2.x names
-        if offsets is None:
-            offsets = kafka_offset_metric(self.offset_samples())
-        if offsets is not None:   # Storm sends no data point for a null value
-            self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
-        self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
-            [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
-        self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
-            "commitFailures": self.summary.commit_failures,
-            "fetchFailures": self.summary.fetch_failures,
-            "timeouts": self.summary.timeouts,
-            "refreshFailures": self.spout.assignment.refresh_failures,
-            "ownershipConflicts": self.spout.ownership_conflicts}})
-
-    def report(self, interval_ms: float) -> Dict[str, Any]:
-        """Publish the status of the interval that just ended (:attr:`status`) and
-        return it (:func:`~storm_kafka_compat.engine.report.status_snapshot`)."""
-        processed = dict(self._stats.processed)
-        snap = status_snapshot(
-            managers=self.spout.managers(),
-            log_ends={(s.topic, s.partition): s.latest for s in self.offset_samples()},
-            processed=processed, processed_before=self._reported_processed,
-            interval_ms=interval_ms, batches=self.summary.batches,
-            messages=self.summary.messages, commits=self.summary.commits,
-            commit_failures=self.summary.commit_failures,
-            fetch_failures=self.summary.fetch_failures)
-        self._reported_processed = processed
-        self.status = snap
-        return snap
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:

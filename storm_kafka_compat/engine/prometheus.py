@@ -1,8 +1,8 @@
 """Prometheus export of the metric records (optional extra ``prometheus``).
 
-Each record of :class:`storm_kafka_compat.engine.driver.Pipeline` (``kafkaOffset``,
-``kafkaPartition``, ``stormKafkaCompat``) becomes gauges named after Storm's
-metric, with the Storm key split into labels:
+Each record the driver sends (``kafkaOffset``, ``kafkaPartition``,
+``stormKafkaCompat``; :meth:`storm_kafka_compat.engine.report.Reporting.emit_metrics`)
+becomes gauges named after Storm's metric, with the Storm key split into labels:
 
 * ``kafkaOffset`` key ``<topic>/partition_<N>/<name>`` ->
   ``storm_kafka_offset{topic, partition, metric=<name>}``; per-topic totals

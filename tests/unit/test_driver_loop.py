@@ -396,7 +396,7 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
 
 def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
     from storm_kafka_compat.errors import FailedFetchError
-    from storm_kafka_compat.engine.driver import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
+    from storm_kafka_compat.engine.report import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
 
     kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
     now = [0]

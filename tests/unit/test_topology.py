@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt, SimpleBolt
-from storm_kafka_compat.topology.builder import (Grouping, TopologyBuilder, from_spec, route,
-                                                 stable_hash)
+from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.topology.grouping import Grouping, route, stable_hash
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
@@ -140,7 +140,7 @@ def test_stable_hash_equal_values_hash_alike(values: list) -> None:
 
 
 def test_stable_hash_is_not_salted() -> None:
-    code = ("from storm_kafka_compat.topology.builder import stable_hash;"
+    code = ("from storm_kafka_compat.topology.grouping import stable_hash;"
             "print(stable_hash(['user-42', b'x', 7]))")
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={"PYTHONHASHSEED": seed}, check=True).stdout
