@@ -98,7 +98,8 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
         "topology": topology,
         "spark": {"master": job.spark.master, "appName": job.spark.app_name,
                   "tasks": job.spark.tasks, "conf": mask_secrets(job.spark.conf),
-                  "pyFiles": list(job.spark.py_files)},
+                  "pyFiles": list(job.spark.py_files),
+                  "triggerInterval": job.spark.trigger_interval_ms},
     }
     if job.bolt is not None:
         out["bolt"] = job.bolt

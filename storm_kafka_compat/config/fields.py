@@ -214,7 +214,7 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
-                               "py_files")
+                               "py_files", "triggerInterval", "trigger_interval")
 HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshFreqSecs",
                                "refresh_freq_secs", "static", "useTopicNameForPartitionPathId",
                                "use_topic_name_for_partition_path_id", "bootstrap")

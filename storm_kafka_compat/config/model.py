@@ -168,6 +168,11 @@ class SparkConfig:
     #: Python files, packages (directories) and .zip/.egg/.whl archives the executors
     #: import (the bolt modules); relative paths are relative to the CONFIG file
     py_files: Tuple[str, ...] = ()
+    #: how long one batch's tasks fetch and process new messages, in ms (Spark's
+    #: trigger interval); None: half the spout's commit interval, 100 ms to 1 s.
+    #: Longer batches mean fewer Spark jobs (throughput) against more latency and
+    #: more to replay after a crash (docs/performance.md, docs/operations.md)
+    trigger_interval_ms: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -207,13 +207,14 @@ class Pipeline(Reporting):
         backend = settings.backend
         kafka_conf = tuple(sorted(settings.for_backend(backend).items()))
         storm_conf = tuple(sorted(self.spout.storm_conf().items()))
+        trigger_ms = self.job.spark.trigger_interval_ms or 0
         specs = []
         for pm in managers.values():
             plan = pm.plan_fetch(max_messages=cap)
             if plan is not None:
                 specs.append(TaskSpec(plan, bootstrap, self.job.spout, self.job.bolt,
                                       self.job.topology_spec, kafka_conf, storm_conf, backend,
-                                      self.spout.commit_interval_ms))
+                                      self.spout.commit_interval_ms, trigger_ms))
         return specs
 
     def pacer(self) -> Optional[BatchPacer]:
@@ -225,9 +226,10 @@ class Pipeline(Reporting):
                 pace = self.stage_job() is not None or bool(
                     getattr(self._executor, "whole_batches", False))
             if pace:
-                budget_ms = task_budget_s(TaskSpec(FetchPlan.at(0), (), self.job.spout,
-                                                   commit_interval_ms=self.spout.commit_interval_ms)
-                                          ) * 1000.0
+                budget_ms = task_budget_s(TaskSpec(
+                    FetchPlan.at(0), (), self.job.spout,
+                    commit_interval_ms=self.spout.commit_interval_ms,
+                    trigger_interval_ms=self.job.spark.trigger_interval_ms or 0)) * 1000.0
                 self._pacer = BatchPacer(budget_ms)
                 log.info("batches are sized to last about %d ms (the task budget)", budget_ms)
         return self._pacer

@@ -25,7 +25,7 @@ from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
 from storm_kafka_compat.spout.manager import FetchPlan
-from storm_kafka_compat.offsets.ranges import Range
+from storm_kafka_compat.offsets.ranges import Range, append_ranges
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class TaskSpec:
     #: the spout's commit interval (stateUpdateIntervalMs, or storm-kafka-client's
     #: offsetCommitPeriodMs); 0: the SpoutConfig's stateUpdateIntervalMs
     commit_interval_ms: int = 0
+    #: the CONFIG's spark.triggerInterval in ms; 0: derived from the commit interval
+    trigger_interval_ms: int = 0
 
 
 @dataclass
@@ -148,12 +150,14 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
 
 
 def task_budget_s(spec: TaskSpec) -> float:
-    """How long one task may fetch, and then process, new messages: half of the
-    spout's commit interval (at least :data:`MIN_TASK_BUDGET_MS`, at most
-    :data:`FILL_BUDGET_MS`). A batch then lasts about half a commit interval
-    whatever the bolt's speed, so a driver killed between two commits replays
-    at most about one interval and a half of processing (docs/operations.md,
-    "What a crash replays")."""
+    """How long one task may fetch, and then process, new messages: the CONFIG's
+    ``spark.triggerInterval`` when set, else half of the spout's commit interval
+    (at least :data:`MIN_TASK_BUDGET_MS`, at most :data:`FILL_BUDGET_MS`). A batch
+    then lasts about that long whatever the bolt's speed, so a driver killed
+    between two commits replays at most about one commit interval plus one batch
+    of processing (docs/operations.md, "What a crash replays")."""
+    if spec.trigger_interval_ms:
+        return spec.trigger_interval_ms / 1000.0
     half = (spec.commit_interval_ms or spec.spout.state_update_interval_ms) / 2.0
     return max(MIN_TASK_BUDGET_MS, min(FILL_BUDGET_MS, half)) / 1000.0
 
@@ -207,8 +211,8 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
     proc = processor if processor is not None else _processor_for(spec)
     deadline = started + task_budget_s(spec)
     for outcome in _process_until(proc, messages, plan, deadline, clock):
-        result.taken.extend(outcome.taken)
-        result.acked.extend(outcome.acked)
+        append_ranges(result.taken, outcome.taken)
+        append_ranges(result.acked, outcome.acked)
         result.failed.extend(outcome.failed)
         result.unacked.extend(getattr(outcome, "incomplete", ()) or ())
         if outcome.scanned_to is not None:

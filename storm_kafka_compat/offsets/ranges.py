@@ -188,6 +188,16 @@ def coalesce(offsets: Iterable[int]) -> List[Range]:
     return out
 
 
+def append_ranges(into: List[Range], more: Iterable[Range]) -> None:
+    """Append ascending ``more`` to ascending ``into``, joining a range that starts
+    where the previous one ends (the chunks of one task's batch)."""
+    for start, end in more:
+        if into and into[-1][1] == start:
+            into[-1] = (into[-1][0], end)
+        else:
+            into.append((start, end))
+
+
 def subtract(ranges: Sequence[Range], offsets: Iterable[int]) -> List[Range]:
     """Sorted disjoint ``ranges`` without ``offsets`` (any order), as ranges."""
     holes = sorted(set(offsets))

@@ -454,11 +454,33 @@ def test_spark_section() -> None:
     ({"master": ""}, "spark.master"),
     ({"conf": {"a": [1]}}, "spark.conf.a"),
     ({"appname": "x"}, "spark.appname"),
+    ({"triggerInterval": "2 fortnights"}, "spark.triggerInterval"),
+    ({"triggerInterval": "soon"}, "spark.triggerInterval"),
+    ({"triggerInterval": 5}, "spark.triggerInterval"),
+    ({"trigger_interval": True}, "spark.trigger_interval"),
 ])
 def test_spark_errors(mapping: Dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError) as err:
         spark_config_from_dict(mapping)
     assert err.value.key == key
+
+
+@pytest.mark.parametrize("value,ms", [
+    (2000, 2000), ("2 seconds", 2000), ("500 ms", 500), ("1 minute", 60_000),
+    ("0.5s", 500), ("10 milliseconds", 10), (" 3 SECONDS ", 3000),
+])
+def test_trigger_interval_in_milliseconds_or_as_spark_writes_it(value: Any, ms: int) -> None:
+    assert spark_config_from_dict({"triggerInterval": value}).trigger_interval_ms == ms
+    assert spark_config_from_dict({}).trigger_interval_ms is None
+
+
+def test_a_bad_trigger_interval_names_the_forms_that_work() -> None:
+    with pytest.raises(ConfigError) as err:
+        spark_config_from_dict({"triggerInterval": "2 fortnights"})
+    assert "'2 fortnights'" in str(err.value) and "\"2 seconds\"" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        spark_config_from_dict({"triggerInterval": 5})
+    assert "shorter than 10 ms" in str(err.value)
 
 
 # --- the whole job ----------------------------------------------------------------------------

@@ -101,3 +101,11 @@ def test_overlap_clips_to_the_window() -> None:
     r = OffsetRanges([(0, 3), (5, 8), (10, 12)])
     assert overlap(r, 2, 11) == [(2, 3), (5, 8), (10, 11)]
     assert overlap(r, 3, 5) == []
+
+
+def test_append_ranges_joins_a_chunk_that_continues_the_last_range() -> None:
+    from storm_kafka_compat.offsets.ranges import append_ranges
+    into = [(0, 16)]
+    append_ranges(into, [(16, 40), (42, 50)])
+    append_ranges(into, [(50, 51)])
+    assert into == [(0, 40), (42, 51)]

@@ -1,0 +1,116 @@
+"""The task budget: how long one Spark task fetches and processes new messages.
+
+It bounds what a crash replays (issue 17) and, set as ``spark.triggerInterval``,
+trades latency for throughput (issue 12). Time is a fake clock here: the scripted
+processor advances it by a fixed cost per message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import pytest
+
+from storm_kafka_compat.config import SpoutConfig, StaticHosts, job_config_from_dict
+from storm_kafka_compat.engine.executor import (FILL_SHARE, TaskSpec, run_task,
+                                                task_budget_s)
+from storm_kafka_compat.engine.process import process_batch
+from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.topology.schemes import load_scheme
+
+
+def _spout(interval_ms: int = 2000) -> SpoutConfig:
+    return SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                       state_update_interval_ms=interval_ms)
+
+
+def _spec(plan: FetchPlan, *, interval_ms: int = 2000, commit_ms: int = 0,
+          trigger_ms: int = 0) -> TaskSpec:
+    return TaskSpec(plan, ("127.0.0.1:9092",), _spout(interval_ms), "m:f",
+                    commit_interval_ms=commit_ms, trigger_interval_ms=trigger_ms)
+
+
+@pytest.mark.parametrize("interval_ms,commit_ms,trigger_ms,budget_s", [
+    (2000, 0, 0, 1.0),        # half the default stateUpdateIntervalMs
+    (500, 0, 0, 0.25),
+    (100, 0, 0, 0.1),         # never below 100 ms
+    (60_000, 0, 0, 1.0),      # never above 1 s unless asked
+    (2000, 600, 0, 0.3),      # storm-kafka-client's offsetCommitPeriodMs wins
+    (2000, 0, 5000, 5.0),     # spark.triggerInterval: exactly what was asked
+    (2000, 0, 20, 0.02),
+])
+def test_the_budget_follows_the_commit_interval_unless_a_trigger_interval_is_set(
+        interval_ms: int, commit_ms: int, trigger_ms: int, budget_s: float) -> None:
+    spec = _spec(FetchPlan.at(0), interval_ms=interval_ms, commit_ms=commit_ms,
+                 trigger_ms=trigger_ms)
+    assert task_budget_s(spec) == pytest.approx(budget_s)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _slow_processor(clock: _Clock, per_message_s: float) -> Any:
+    scheme = load_scheme("raw")
+
+    def proc(messages: List[Any], plan: FetchPlan) -> Any:
+        clock.now += per_message_s * len(messages)
+        return process_batch(messages, scheme=scheme, bolt=lambda t: None, plan_filter=plan)
+    return proc
+
+
+@pytest.mark.parametrize("trigger_ms", [0, 3000])
+def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms: int) -> None:
+    kafka = ScriptedKafka()
+    kafka.append("t", 0, *[b"m%d" % i for i in range(5000)])
+    clock = _Clock()
+    spec = _spec(FetchPlan("t", 0, 0, max_messages=100_000), trigger_ms=trigger_ms)
+    budget = task_budget_s(spec)
+    result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 0.010),
+                      clock=clock)
+    taken = sum(e - s for s, e in result.taken)
+    # 10 ms a message: about budget / 10 ms taken, the first chunk (16) at least,
+    # within one message of the deadline; the next batch fetches the rest again
+    assert budget / 0.010 - 1 <= taken <= budget / 0.010 + 1
+    assert result.taken == [(0, taken)] and result.acked == [(0, taken)]
+    assert clock.now - 100.0 == pytest.approx(taken * 0.010)
+
+
+def test_a_fast_bolt_takes_everything_fetched_within_the_fill_share() -> None:
+    kafka = ScriptedKafka()
+    kafka.append("t", 0, *[b"m%d" % i for i in range(3000)])
+    clock = _Clock()
+    spec = _spec(FetchPlan("t", 0, 0, max_messages=100_000))
+    result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 1e-6),
+                      clock=clock)
+    assert result.taken == [(0, 3000)]
+    assert FILL_SHARE < 1.0
+
+
+def test_the_driver_hands_the_trigger_interval_to_every_task() -> None:
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.stages import InProcess
+    from storm_kafka_compat.testing.memory_store import MemoryStateStore
+
+    kafka = ScriptedKafka()
+    kafka.create_topic("t", 2)
+    for p in range(2):
+        kafka.append("t", p, b"a", b"b")
+    job = job_config_from_dict({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "i"},
+        "hosts": {"static": {0: "127.0.0.1:9092", 1: "127.0.0.1:9092"}},
+        "topology": {"topology.name": "n", "storm.zookeeper.servers": ["127.0.0.1"]},
+        "spark": {"triggerInterval": "3 seconds"},
+        "bolt": "tests.bolts:record"})
+    pipe = Pipeline(job, executor=InProcess(), store=MemoryStateStore(),
+                    kafka_factory=lambda boot: kafka)
+    pipe.spout.maybe_refresh(pipe.clock())
+    specs = pipe.plan(RunOptions())
+    assert len(specs) == 2
+    assert {s.trigger_interval_ms for s in specs} == {3000}
+    assert {task_budget_s(s) for s in specs} == {3.0}
