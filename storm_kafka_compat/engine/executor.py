@@ -124,9 +124,10 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
     kafka = kafka if kafka is not None else _kafka_for(spec)
     started = clock()
     try:
+        # raw: the schemes read key, value, topic, partition and offset only
         messages = kafka.fetch(plan.topic, plan.partition, plan.offset,
                                max_messages=None if plan.retry else plan.max_messages,
-                               max_offset=plan.max_offset)
+                               max_offset=plan.max_offset, raw=True)
     except OffsetOutOfRangeError as exc:
         result.error, result.error_message = "out_of_range", str(exc)
         return None
@@ -189,7 +190,8 @@ def _fill(kafka: Any, plan: FetchPlan, messages: List[Any], deadline: float,
         nxt = messages[-1].offset + 1
         try:
             more = kafka.fetch(plan.topic, plan.partition, nxt,
-                               max_messages=None if limit is None else limit - len(messages))
+                               max_messages=None if limit is None else limit - len(messages),
+                               raw=True)
         except (OffsetOutOfRangeError, FailedFetchError) as exc:
             log.info("%s/%d: fetch at %d ended the fill: %s", plan.topic, plan.partition, nxt, exc)
             break

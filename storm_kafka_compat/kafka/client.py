@@ -20,7 +20,7 @@ Error mapping (storm-kafka ``KafkaUtils.fetchMessages``):
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Protocol, Tuple, runtime_checkable
+from typing import Any, Dict, List, NamedTuple, Optional, Protocol, Tuple, runtime_checkable
 
 from storm_kafka_compat.config import Broker
 
@@ -110,13 +110,20 @@ class KafkaAccess(Protocol):
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
         """Fetch messages starting at ``offset`` (the next offset to read).
 
         Messages below ``offset`` (a compressed set may hold some) are skipped.
         Reading stops after ``max_messages`` messages or before ``max_offset``
         (exclusive), and after one broker fetch's worth (``fetchSizeBytes``).
         A fetch at the log end returns ``[]``.
+
+        ``raw=True`` allows the client's own record objects instead of
+        :class:`KafkaMessage` where they have the attributes schemes read
+        (``key``, ``value``, ``topic``, ``partition``, ``offset``: the
+        :class:`~storm_kafka_compat.topology.schemes.MessageLike` protocol); their
+        timestamps and headers are then the client's. The engine's scheme path
+        asks for it: no object is built per message (kafka-python's records).
 
         Raises
         ------
@@ -146,7 +153,7 @@ class KafkaAccess(Protocol):
         ...
 
 
-def slice_messages(messages: List[KafkaMessage], offset: int, *,
+def slice_messages(messages: List[Any], offset: int, *,
                    max_messages: Optional[int] = None,
                    max_offset: Optional[int] = None) -> List[KafkaMessage]:
     """Apply :meth:`KafkaAccess.fetch`'s bounds to fetched ``messages``.

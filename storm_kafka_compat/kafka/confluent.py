@@ -289,7 +289,7 @@ class ConfluentAccess:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
         """See :meth:`KafkaAccess.fetch`.
 
         Waits for the first record (at most one poll slice), then takes what

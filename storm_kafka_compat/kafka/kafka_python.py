@@ -183,8 +183,9 @@ class KafkaPythonAccess:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None) -> List[KafkaMessage]:
-        """See :meth:`KafkaAccess.fetch`.
+              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
+        """See :meth:`KafkaAccess.fetch`; with ``raw`` the records are kafka-python's
+        ``ConsumerRecord`` objects (``timestamp`` None on message format v0).
 
         Polls until records arrive. With none, the log end is asked once:
         at the end ``[]`` is returned; beyond it Kafka answers
@@ -215,7 +216,7 @@ class KafkaPythonAccess:
                                  max_records=limit).get(tp, [])
                 if records:
                     self._positions[tp] = records[-1].offset + 1
-                    return slice_messages(_messages(records), offset,
+                    return slice_messages(records if raw else _messages(records), offset,
                                           max_messages=max_messages, max_offset=max_offset)
                 if end is None:
                     remaining_ms = int((deadline - self._clock()) * 1000)

@@ -270,7 +270,7 @@ class ScriptedKafka:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
         """See :meth:`KafkaAccess.fetch`."""
         with self._lock:
             self.calls.append(("fetch", topic, partition, offset))

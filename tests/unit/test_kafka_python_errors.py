@@ -64,3 +64,20 @@ def test_records_become_kafka_messages_with_the_contracts_no_timestamp():
     assert first == KafkaMessage(7, b"k", b"v", NO_TIMESTAMP, NO_TIMESTAMP_TYPE, (), "t", 1)
     assert second == KafkaMessage(8, None, b"w", 1234, 0, (("h", b"x"),), "t", 1)
     assert second.headers == (("h", b"x"),) and first.timestamp == -1
+
+
+def test_every_built_in_scheme_reads_kafka_pythons_own_records():
+    """The executor asks for raw records (no KafkaMessage per message): every
+    built-in scheme must give from a ConsumerRecord what it gives from a KafkaMessage."""
+    from kafka.consumer.fetcher import ConsumerRecord
+
+    from storm_kafka_compat.kafka.kafka_python import _messages
+    from storm_kafka_compat.topology.schemes import BUILTIN_SCHEMES, load_scheme
+
+    records = [ConsumerRecord("t", 2, -1, 40, None, None, b"k", b"v1", [], None, -1, 2, -1),
+               ConsumerRecord("t", 2, -1, 41, None, None, None, b"v2", [], None, -1, 2, -1),
+               ConsumerRecord("t", 2, -1, 42, None, None, b"k", None, [], None, -1, 0, -1)]
+    for name in BUILTIN_SCHEMES:
+        scheme = load_scheme(name)
+        for record, message in zip(records, _messages(records)):
+            assert scheme.to_tuples(record) == scheme.to_tuples(message), (name, record.offset)
