@@ -117,9 +117,15 @@ def _processor_for(spec: TaskSpec) -> Callable[[List[Any], FetchPlan], Any]:
 
 
 def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
-               clock: Callable[[], float] = time.monotonic) -> Optional[List[Any]]:
+               clock: Callable[[], float] = time.monotonic,
+               fill: bool = True) -> Optional[List[Any]]:
     """Fetch the messages of ``spec.plan``; on a fetch error set ``result.error``
-    and return None. Sets ``result.latency_ms``."""
+    and return None. Sets ``result.latency_ms``.
+
+    ``fill``: a new-data plan keeps fetching for up to :data:`FILL_SHARE` of the
+    task budget (what a batch processed whole needs: the multi-stage path);
+    without it, one broker fetch (:func:`run_task` fetches as it processes).
+    """
     plan = spec.plan
     kafka = kafka if kafka is not None else _kafka_for(spec)
     started = clock()
@@ -144,7 +150,7 @@ def fetch_plan(spec: TaskSpec, result: TaskResult, *, kafka: Any = None,
         return None
     result.latency_ms = int((clock() - started) * 1000)
     messages = list(messages)
-    if not plan.retry and messages:
+    if fill and not plan.retry and messages:
         messages = _fill(kafka, plan, messages,
                          started + task_budget_s(spec) * FILL_SHARE, clock)
     return messages
@@ -203,54 +209,72 @@ def _fill(kafka: Any, plan: FetchPlan, messages: List[Any], deadline: float,
 
 def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
              clock: Callable[[], float] = time.monotonic) -> TaskResult:
-    """Fetch and process one plan. ``kafka``/``processor`` are injectable for tests."""
+    """Fetch and process one plan until its end or the task budget.
+
+    As a consumer loop does: one broker fetch, process it, fetch the next one
+    (the client's next request is already on its way while this one is
+    processed), until the plan's ``max_messages``, the log end or the budget
+    (:func:`task_budget_s`). Processing goes in chunks sized from the measured
+    cost per message, so a slow bolt stops within about one message of the
+    budget; messages fetched but not reached are not taken, and the next batch
+    fetches them again. A retry plan is one fetch, processed whole, as in
+    storm-kafka. ``kafka``/``processor`` are injectable for tests.
+    """
     plan = spec.plan
     result = TaskResult(plan.topic, plan.partition, plan)
     started = clock()
-    messages = fetch_plan(spec, result, kafka=kafka, clock=clock)
+    kafka = kafka if kafka is not None else _kafka_for(spec)
+    messages = fetch_plan(spec, result, kafka=kafka, clock=clock, fill=False)
     if not messages:
         return result
     proc = processor if processor is not None else _processor_for(spec)
+    if plan.retry:
+        _add_outcome(result, proc(messages, plan))
+        return result
     deadline = started + task_budget_s(spec)
-    for outcome in _process_until(proc, messages, plan, deadline, clock):
-        append_ranges(result.taken, outcome.taken)
-        append_ranges(result.acked, outcome.acked)
-        result.failed.extend(outcome.failed)
-        result.unacked.extend(getattr(outcome, "incomplete", ()) or ())
-        if outcome.scanned_to is not None:
-            result.scanned_to = outcome.scanned_to
-        result.skipped += outcome.skipped_null
-        result.tuples += sum(c.get("emitted", 0) for name, c in outcome.stage_counts.items()
-                             if name == "spout")
+    limit = plan.max_messages
+    fetched = 0
+    per_message: Optional[float] = None
+    while messages:
+        i, n = 0, len(messages)
+        while i < n:
+            now = clock()
+            chunk = FIRST_CHUNK if per_message is None else \
+                max(1, int((deadline - now) / per_message))
+            part = messages[i:i + chunk]
+            _add_outcome(result, proc(part, plan))
+            i += len(part)
+            done = clock()
+            per_message = max((done - now) / len(part), 1e-7)
+            if done >= deadline:
+                return result
+        fetched += n
+        if limit is not None and fetched >= limit:
+            break
+        nxt = messages[-1].offset + 1
+        try:
+            messages = kafka.fetch(plan.topic, plan.partition, nxt,
+                                   max_messages=None if limit is None else limit - fetched,
+                                   max_offset=plan.max_offset, raw=True)
+        except (OffsetOutOfRangeError, FailedFetchError) as exc:
+            # what was processed stands; the next batch meets the error again
+            log.info("%s/%d: fetch at %d ended the task: %s", plan.topic, plan.partition,
+                     nxt, exc)
+            break
     return result
 
 
-def _process_until(proc: Callable[[List[Any], FetchPlan], Any], messages: List[Any],
-                   plan: FetchPlan, deadline: float,
-                   clock: Callable[[], float]) -> Iterator[Any]:
-    """Process ``messages`` in chunks until all are done or ``deadline`` passed
-    (at least one chunk, so every task makes progress); yield each chunk's
-    outcome. Messages left over are not taken: their offsets are fetched again
-    by the next batch. A retry plan (a few re-emitted offsets) is one chunk.
-
-    The chunk after the first is sized from the measured cost per message to end
-    near the deadline, so a fast bolt costs two or three calls and a slow one
-    stops within about one message of it.
-    """
-    if plan.retry:
-        yield proc(messages, plan)
-        return
-    i, n, chunk = 0, len(messages), FIRST_CHUNK
-    while i < n:
-        part = messages[i:i + chunk]
-        t0 = clock()
-        yield proc(part, plan)
-        i += len(part)
-        now = clock()
-        if now >= deadline:
-            break
-        per_message = max((now - t0) / len(part), 1e-7)
-        chunk = max(1, int((deadline - now) / per_message))
+def _add_outcome(result: TaskResult, outcome: Any) -> None:
+    """Fold one chunk's :class:`~storm_kafka_compat.engine.process.BatchOutcome`
+    into the task's result."""
+    append_ranges(result.taken, outcome.taken)
+    append_ranges(result.acked, outcome.acked)
+    result.failed.extend(outcome.failed)
+    result.unacked.extend(outcome.incomplete)
+    if outcome.scanned_to is not None:
+        result.scanned_to = outcome.scanned_to
+    result.skipped += outcome.skipped_null
+    result.tuples += outcome.stage_counts.get("spout", {}).get("emitted", 0)
 
 
 def run_tasks(specs: Iterable[TaskSpec]) -> Iterator[TaskResult]:

@@ -12,8 +12,7 @@ from typing import Any, List
 import pytest
 
 from storm_kafka_compat.config import SpoutConfig, StaticHosts, job_config_from_dict
-from storm_kafka_compat.engine.executor import (FILL_SHARE, TaskSpec, run_task,
-                                                task_budget_s)
+from storm_kafka_compat.engine.executor import TaskSpec, run_task, task_budget_s
 from storm_kafka_compat.engine.process import process_batch
 from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.testing.scripted import ScriptedKafka
@@ -81,15 +80,35 @@ def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms:
     assert clock.now - 100.0 == pytest.approx(taken * 0.010)
 
 
-def test_a_fast_bolt_takes_everything_fetched_within_the_fill_share() -> None:
-    kafka = ScriptedKafka()
+class _SmallFetches(ScriptedKafka):
+    """At most 100 messages a fetch, like a small fetchSizeBytes."""
+
+    def fetch(self, topic, partition, offset, *, max_messages=None, max_offset=None,
+              raw=False):
+        n = 100 if max_messages is None else min(100, max_messages)
+        return super().fetch(topic, partition, offset, max_messages=n, max_offset=max_offset,
+                             raw=raw)
+
+
+def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() -> None:
+    kafka = _SmallFetches()
     kafka.append("t", 0, *[b"m%d" % i for i in range(3000)])
     clock = _Clock()
-    spec = _spec(FetchPlan("t", 0, 0, max_messages=100_000))
+    spec = _spec(FetchPlan("t", 0, 0, max_messages=2050))
     result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 1e-6),
                       clock=clock)
-    assert result.taken == [(0, 3000)]
-    assert FILL_SHARE < 1.0
+    assert result.taken == [(0, 2050)] and result.scanned_to == 2050
+    fetches = [c for c in kafka.calls if c[0] == "fetch"]
+    assert [c[3] for c in fetches] == list(range(0, 2050, 100))   # one after another
+
+
+def test_a_task_that_reaches_the_log_end_stops_there() -> None:
+    kafka = _SmallFetches()
+    kafka.append("t", 0, *[b"m%d" % i for i in range(250)])
+    clock = _Clock()
+    result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
+                      processor=_slow_processor(clock, 1e-6), clock=clock)
+    assert result.taken == [(0, 250)]
 
 
 def test_the_driver_hands_the_trigger_interval_to_every_task() -> None:
