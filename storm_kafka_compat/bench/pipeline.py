@@ -30,16 +30,18 @@ def noop_bolt(t: Any) -> None:
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
               bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
-              scheme: str = "string") -> Any:
+              scheme: str = "string", trigger_interval_ms: Optional[int] = None) -> Any:
     """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt);
-    ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``)."""
+    ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``);
+    ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default)."""
     return job_config_from_dict({
         "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": scheme,
                   "stateUpdateIntervalMs": 2000},
         "hosts": {"static": {p: bootstrap for p in range(partitions)}},
         "topology": {"topology.name": "bench", "topology.id": f"bench-{spout_id}",
                      "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port},
-        "spark": {"master": master, "appName": "storm-kafka-compat-bench"},
+        "spark": {"master": master, "appName": "storm-kafka-compat-bench",
+                  **({"triggerInterval": trigger_interval_ms} if trigger_interval_ms else {})},
         "bolt": bolt,
         "kafka": {**(kafka or {}), "backend": backend},
     })
@@ -79,6 +81,7 @@ class _TimedExecutor:
 def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
                   backend: str, spout_id: str, expected: int,
                   kafka: Optional[Dict[str, Any]] = None,
+                  trigger_interval_ms: Optional[int] = None,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """Run the pipeline over ``topic`` from offset 0 until caught up; its rate.
 
@@ -93,7 +96,8 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
     """
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
-                    spout_id=spout_id, backend=backend, kafka=kafka)
+                    spout_id=spout_id, backend=backend, kafka=kafka,
+                    trigger_interval_ms=trigger_interval_ms)
     timed = _TimedExecutor(spark, clock)
     pipe = Pipeline(job, spark=spark, executor=timed)
     t0 = clock()

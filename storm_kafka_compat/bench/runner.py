@@ -66,9 +66,12 @@ class BenchOptions:
     spark_cluster : int
         Also run the pipeline on a standalone cluster of this many one-core workers
         started from pyspark's jars (0: local[2] only).
+    trigger_interval_ms : int, optional
+        The pipelines' ``spark.triggerInterval`` (None: the default, half the 2 s
+        commit interval).
     """
 
-    messages: int = 200_000
+    messages: int = 1_000_000
     partitions: int = 4
     size: int = 100
     backends: Tuple[str, ...] = BACKENDS
@@ -82,6 +85,7 @@ class BenchOptions:
     repeat: int = 3
     latency_seconds: float = 10.0
     spark_cluster: int = 0
+    trigger_interval_ms: Optional[int] = None
 
 
 @dataclass
@@ -314,6 +318,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
         t0 = time.monotonic()
         spark = get_spark(SparkConfig(master="local[2]", app_name="storm-kafka-compat-bench"))
         report.machine["spark_start_s"] = round(time.monotonic() - t0, 2)
+    trigger = options.trigger_interval_ms
     try:
         p, n = options.partitions, options.messages
         bootstrap, zk_port = servers.bootstrap, servers.zk.port
@@ -333,6 +338,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                        ends=warm_ends, client=client)
             warm = pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p, bootstrap=bootstrap,
                                  zk_port=zk_port, backend=backend, kafka=servers.kafka,
+                                 trigger_interval_ms=trigger,
                                  spout_id=f"warmup-{backend}-{stamp}",
                                  expected=options.warmup_messages * p)
             warm_s[backend] = warm["run_seconds"]
@@ -346,7 +352,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                 log_line(f"pipeline: {backend}, {n:,} messages (round {round_ + 1})")
                 pipe_runs[backend].append(pipeline_rate(
                     spark, topic=TOPIC, partitions=p, bootstrap=bootstrap, zk_port=zk_port,
-                    backend=backend, kafka=servers.kafka, expected=n,
+                    backend=backend, kafka=servers.kafka, trigger_interval_ms=trigger, expected=n,
                     spout_id=f"main-{backend}-{stamp}-{round_}"))
         for backend in backends:
             report.plain[backend] = summarize(plain_runs[backend])
@@ -361,7 +367,8 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                          f"{options.latency_seconds:.0f} s")
                 job = bench_job(topic=topic, partitions=p, bootstrap=bootstrap,
                                 zk_port=zk_port, spout_id=f"latency-{backend}-{stamp}",
-                                backend=backend, kafka=servers.kafka, scheme="raw",
+                                backend=backend, kafka=servers.kafka,
+                                trigger_interval_ms=trigger, scheme="raw",
                                 bolt="storm_kafka_compat.bench.latency:latency_bolt")
                 report.latency[backend] = latency_run(
                     spark, job=job, bootstrap=bootstrap, topic=topic, partitions=p, rate=rate,
@@ -387,6 +394,7 @@ def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Repo
     if active is not None:
         active.stop()
     p, n = options.partitions, options.messages
+    trigger = options.trigger_interval_ms
     with SparkCluster(options.spark_cluster) as cluster:
         log_line(f"standalone cluster {cluster.master_url}: {options.spark_cluster} workers "
                  "of 1 core")
@@ -399,7 +407,7 @@ def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Repo
                 runs = []
                 pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p,
                               bootstrap=servers.bootstrap, zk_port=servers.zk.port,
-                              backend=backend, kafka=servers.kafka,
+                              backend=backend, kafka=servers.kafka, trigger_interval_ms=trigger,
                               spout_id=f"cluster-warmup-{backend}-{stamp}",
                               expected=options.warmup_messages * p)
                 for round_ in range(options.repeat):
@@ -408,6 +416,7 @@ def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Repo
                     runs.append(pipeline_rate(
                         spark, topic=TOPIC, partitions=p, bootstrap=servers.bootstrap,
                         zk_port=servers.zk.port, backend=backend, kafka=servers.kafka,
+                        trigger_interval_ms=trigger,
                         expected=n, spout_id=f"cluster-{backend}-{stamp}-{round_}"))
                 report.cluster[backend] = dict(summarize(runs), workers=options.spark_cluster)
         finally:

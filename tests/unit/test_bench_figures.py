@@ -77,7 +77,8 @@ def _report(pipe_kp=60_000.0, confluent=True):
                         "map_over_ranges": 14_000.0, "in_flight": 10, "failures": 0},
            "random": {"ranges_bytes_per_offset": 4.0, "map_bytes_per_offset": 140.0,
                       "map_over_ranges": 35.0, "in_flight": 10, "failures": 1}}
-    return {"fetch": {"raw": raw, "adapter": adapter}, "plain": plain, "pipeline": pipeline,
+    return {"options": {"messages": 1_000_000, "size": 100, "partitions": 4},
+            "fetch": {"raw": raw, "adapter": adapter}, "plain": plain, "pipeline": pipeline,
             "latency": latency, "memory": mem,
             "zookeeper": [{"partitions": 1, "commit_ms": 2.0, "round_trips_per_commit": 1,
                            "min_round_trips": 1, "document_bytes": 129},
@@ -107,6 +108,21 @@ def test_ratios_and_targets():
     assert met["ZooKeeper round trips per commit above the request-size floor"] is False
     assert met["driver planning per batch at 10,000 partitions (ms)"] is False
     assert met["planning cost per partition, largest / smallest count"] is False
+
+
+def test_throughput_targets_are_judged_only_at_the_size_they_are_set_at():
+    r = _report()
+    r["options"] = {"messages": 200_000, "size": 100, "partitions": 4}
+    r["ratios"] = compute_ratios(r)
+    targets = {t["name"]: t for t in check_targets(r)}
+    ratio = targets["pipeline kafka-python / plain PySpark job kafka-python"]
+    assert ratio["met"] is None and ratio["value"] == pytest.approx(60 / 70)
+    assert "set at 1,000,000 x 100 B over 4 partitions" in ratio["note"]
+    rows = {row["FIGURE"]: row for row in figure_rows({**r, "targets": list(targets.values())})}
+    assert rows["target: pipeline kafka-python / plain PySpark job kafka-python"]["NOTE"] \
+        .startswith("set at 1,000,000")
+    # the other targets do not depend on the topic's size
+    assert targets["p99 end-to-end latency kafka-python at 30,000 msg/s (ms)"]["met"] is True
 
 
 def test_targets_not_measured_without_confluent_and_rows_render():
