@@ -217,7 +217,10 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
     (:func:`task_budget_s`). Processing goes in chunks sized from the measured
     cost per message, so a slow bolt stops within about one message of the
     budget; messages fetched but not reached are not taken, and the next batch
-    fetches them again. A retry plan is one fetch, processed whole, as in
+    fetches them again. Fetching stops at the log end the first fetch reported
+    (:meth:`~storm_kafka_compat.kafka.client.KafkaAccess.fetched_log_end`): under
+    live traffic a task does not chase what arrives while it runs, so batches stay
+    short and those messages wait less. A retry plan is one fetch, processed whole, as in
     storm-kafka. ``kafka``/``processor`` are injectable for tests.
     """
     plan = spec.plan
@@ -233,6 +236,8 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
         return result
     deadline = started + task_budget_s(spec)
     limit = plan.max_messages
+    # the log end when the task started: messages arriving later are the next batch's
+    end = kafka.fetched_log_end(plan.topic, plan.partition)
     fetched = 0
     per_message: Optional[float] = None
     while messages:
@@ -252,6 +257,8 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
         if limit is not None and fetched >= limit:
             break
         nxt = messages[-1].offset + 1
+        if end is not None and nxt >= end:
+            break
         try:
             messages = kafka.fetch(plan.topic, plan.partition, nxt,
                                    max_messages=None if limit is None else limit - fetched,

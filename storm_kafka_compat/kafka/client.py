@@ -135,6 +135,15 @@ class KafkaAccess(Protocol):
         """
         ...
 
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """The log end (high watermark) the latest fetch of this partition reported,
+        without asking the broker; None before any fetch or when the client keeps
+        none. A task reads it once, after its first fetch, and stops there: a batch
+        takes what was in the log when it started, as a Spark micro-batch does,
+        instead of chasing messages that arrive meanwhile (they wait one batch
+        less when the batches stay short)."""
+        ...
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """The current leader of every partition of ``topic`` (partition -> broker).
 

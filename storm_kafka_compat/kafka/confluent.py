@@ -341,6 +341,22 @@ class ConfluentAccess:
                                           max_offset=max_offset)
             return messages
 
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_log_end` (librdkafka's cached watermark,
+        updated by every fetch response)."""
+        from confluent_kafka import TopicPartition
+        with self._lock:
+            entry = self._fetchers.get((topic, partition))
+            if entry is None:
+                return None
+            try:
+                _low, high = entry[0].get_watermark_offsets(TopicPartition(topic, partition),
+                                                            cached=True)
+            except Exception:  # noqa: BLE001 - unknown is an answer here
+                log.debug("no cached watermark for %s/%d", topic, partition, exc_info=True)
+                return None
+            return int(high) if high is not None and high >= 0 else None
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
         with self._lock:

@@ -235,6 +235,21 @@ class KafkaPythonAccess:
                 if self._clock() >= deadline:
                     raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
 
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_log_end` (``KafkaConsumer.highwater``)."""
+        from kafka import TopicPartition
+        tp = TopicPartition(topic, partition)
+        with self._lock:
+            c = self._fetchers.get(tp)
+            if c is None:
+                return None
+            try:
+                end = c.highwater(tp)
+            except Exception:  # noqa: BLE001 - unknown is an answer here
+                log.debug("no high watermark for %s/%d", topic, partition, exc_info=True)
+                return None
+            return None if end is None else int(end)
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
         from kafka import TopicPartition

@@ -295,6 +295,14 @@ class ScriptedKafka:
             return slice_messages(batch, offset, max_messages=max_messages,
                                   max_offset=max_offset)
 
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_log_end`: the log end now."""
+        with self._lock:
+            logs = self._logs.get(topic)
+            if not logs or not 0 <= partition < len(logs):
+                return None
+            return logs[partition].end
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders`."""
         with self._lock:

@@ -145,3 +145,27 @@ def test_a_time_start_is_refused_with_the_reason_on_a_09_broker(kafka09, kafka09
         with pytest.raises(KafkaAccessError) as err:
             access.offset_for(topic, 0, 1_700_000_000_000)
     assert "0.10.1" in str(err.value) and "startOffsetTime -2" in str(err.value)
+
+
+def test_the_log_end_a_fetch_saw_is_the_brokers_high_watermark(kafka09, kafka09_topic):
+    """What a task stops at (KafkaAccess.fetched_log_end): the high watermark of the
+    real broker's fetch response, for both adapters, with no extra request; unknown
+    before the first fetch."""
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+    topic = kafka09_topic(2, [(i % 2, None, b"m%d" % i) for i in range(501)])
+    spout = SpoutConfig(hosts=StaticHosts({}), topic=topic, zk_root="/r", id="i")
+    with KafkaPythonAccess(kafka09.bootstrap, spout, {"api_version": (0, 9)}) as access:
+        assert access.fetched_log_end(topic, 0) is None
+        assert len(access.fetch(topic, 0, 0, max_messages=10, raw=True)) == 10
+        assert access.fetched_log_end(topic, 0) == 251
+        access.fetch(topic, 1, 100)
+        assert access.fetched_log_end(topic, 1) == 250
+    pytest.importorskip("confluent_kafka", reason="the confluent extra is not installed")
+    from storm_kafka_compat.kafka.confluent import ConfluentAccess
+    with ConfluentAccess(kafka09.bootstrap, spout,
+                         {"api.version.request": False,
+                          "broker.version.fallback": "0.9.0"}) as access:
+        assert access.fetched_log_end(topic, 0) is None
+        access.fetch(topic, 0, 0, max_messages=10)
+        assert access.fetched_log_end(topic, 0) == 251

@@ -133,3 +133,22 @@ def test_the_driver_hands_the_trigger_interval_to_every_task() -> None:
     assert len(specs) == 2
     assert {s.trigger_interval_ms for s in specs} == {3000}
     assert {task_budget_s(s) for s in specs} == {3.0}
+
+
+def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_later() -> None:
+    """Live traffic: messages keep arriving while the task runs. It takes what was
+    in the log when it started (as a Spark micro-batch fixes its end offsets) and
+    leaves the rest to the next batch, instead of running to its budget."""
+    kafka = _SmallFetches()
+    kafka.append("t", 0, *[b"old"] * 300)
+    clock = _Clock()
+    slow = _slow_processor(clock, 1e-4)
+
+    def proc(messages, plan):
+        kafka.append("t", 0, *[b"new"] * 50)      # arrives while the task processes
+        return slow(messages, plan)
+
+    result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
+                      processor=proc, clock=clock)
+    assert result.taken == [(0, 300)]
+    assert kafka.fetched_log_end("t", 0) > 300
