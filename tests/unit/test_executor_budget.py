@@ -80,19 +80,14 @@ def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms:
     assert clock.now - 100.0 == pytest.approx(taken * 0.010)
 
 
-class _SmallFetches(ScriptedKafka):
-    """At most 100 messages a fetch, like a small fetchSizeBytes."""
-
-    def fetch(self, topic, partition, offset, *, max_messages=None, max_offset=None,
-              raw=False):
-        n = 100 if max_messages is None else min(100, max_messages)
-        return super().fetch(topic, partition, offset, max_messages=n, max_offset=max_offset,
-                             raw=raw)
+def _small_fetches() -> ScriptedKafka:
+    """A Kafka answering 100 five-byte messages a fetch, like a small fetchSizeBytes."""
+    return ScriptedKafka(fetch_size_bytes=500)
 
 
 def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() -> None:
-    kafka = _SmallFetches()
-    kafka.append("t", 0, *[b"m%d" % i for i in range(3000)])
+    kafka = _small_fetches()
+    kafka.append("t", 0, *[b"%05d" % i for i in range(3000)])
     clock = _Clock()
     spec = _spec(FetchPlan("t", 0, 0, max_messages=2050))
     result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 1e-6),
@@ -103,8 +98,8 @@ def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() 
 
 
 def test_a_task_that_reaches_the_log_end_stops_there() -> None:
-    kafka = _SmallFetches()
-    kafka.append("t", 0, *[b"m%d" % i for i in range(250)])
+    kafka = _small_fetches()
+    kafka.append("t", 0, *[b"%05d" % i for i in range(250)])
     clock = _Clock()
     result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
                       processor=_slow_processor(clock, 1e-6), clock=clock)
@@ -139,13 +134,13 @@ def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_lat
     """Live traffic: messages keep arriving while the task runs. It takes what was
     in the log when it started (as a Spark micro-batch fixes its end offsets) and
     leaves the rest to the next batch, instead of running to its budget."""
-    kafka = _SmallFetches()
-    kafka.append("t", 0, *[b"old"] * 300)
+    kafka = _small_fetches()
+    kafka.append("t", 0, *[b"old.."] * 300)
     clock = _Clock()
     slow = _slow_processor(clock, 1e-4)
 
     def proc(messages, plan):
-        kafka.append("t", 0, *[b"new"] * 50)      # arrives while the task processes
+        kafka.append("t", 0, *[b"new.."] * 50)    # arrives while the task processes
         return slow(messages, plan)
 
     result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
