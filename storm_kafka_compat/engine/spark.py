@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any, Optional
 
@@ -40,6 +41,25 @@ def is_local(config: SparkConfig) -> bool:
     return not under_spark_submit() and config.master.startswith("local")
 
 
+#: attempts per task on a local master, as ``spark.task.maxFailures`` gives a cluster
+LOCAL_TASK_ATTEMPTS = 4
+_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)\])?")
+
+
+def with_task_retries(master: str) -> str:
+    """``local`` / ``local[N]`` / ``local[*]`` with :data:`LOCAL_TASK_ATTEMPTS`
+    attempts per task (``local[N,4]``); any other master as it is.
+
+    Spark's local mode tries a task once, so a Python worker that dies mid-batch
+    fails the whole batch's job and every partition's results with it; with
+    retries only its task runs again and the others' progress is kept (issue 17),
+    as on a cluster. ``local[N,F]`` keeps the F it was given."""
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if match is None:
+        return master
+    return f"local[{match.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
+
+
 def get_spark(config: Optional[SparkConfig] = None) -> Any:
     """Get or create the SparkSession described by ``config`` (UI off unless its
     ``conf`` turns it on) and ship its ``py_files`` to the executors.
@@ -48,7 +68,8 @@ def get_spark(config: Optional[SparkConfig] = None) -> Any:
     over the CONFIG's (Spark applies the command line's first); otherwise the
     CONFIG's ``spark`` section sets them. ``spark.pyspark.python`` in ``conf``
     chooses the executors' interpreter (PySpark itself only reads
-    ``PYSPARK_PYTHON``)."""
+    ``PYSPARK_PYTHON``). A local master tries each task up to four times
+    (:func:`with_task_retries`)."""
     config = config or SparkConfig()
     submitted = under_spark_submit()
     executor_python = dict(config.conf).get("spark.pyspark.python")
@@ -57,7 +78,8 @@ def get_spark(config: Optional[SparkConfig] = None) -> Any:
     prepare_environment(local=is_local(config))
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder if submitted else SparkSession.builder.master(config.master)
+    builder = SparkSession.builder if submitted else \
+        SparkSession.builder.master(with_task_retries(config.master))
     settings = {"spark.app.name": config.app_name, "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
                 "spark.python.worker.reuse": "true", **dict(config.conf)}
