@@ -97,7 +97,7 @@ def _trigger_ms(value: Optional[str]) -> Optional[int]:
     """``--trigger-interval`` in milliseconds (a bad value is a usage error)."""
     if value is None:
         return None
-    from storm_kafka_compat.config.sections import parse_interval_ms
+    from storm_kafka_compat.config.fields import parse_interval_ms
     from storm_kafka_compat.errors import ConfigError
     try:
         return parse_interval_ms(int(value) if value.strip().isdigit() else value,

@@ -5,7 +5,6 @@ the bolt references and the ``kafka`` mapping.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
@@ -21,7 +20,8 @@ from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, Fie
                                               _SPOUT_BY_NAME, _TOPOLOGY_BY_NAME, _check_bool,
                                               _check_int, _check_str, _check_str_list,
                                               _check_zk_path, _require_mapping, _type_name,
-                                              _unknown_key, is_callable_ref)
+                                              _unknown_key, is_callable_ref,
+                                              parse_interval_ms)
 
 
 # --- SpoutConfig ----------------------------------------------------------------
@@ -424,37 +424,6 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
     if tk is not None and trigger is not None:
         values["trigger_interval_ms"] = parse_interval_ms(trigger, f"{section}.{tk}")
     return SparkConfig(**values)
-
-
-_INTERVAL_UNITS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
-                   "second": 1000, "seconds": 1000, "min": 60_000, "minute": 60_000,
-                   "minutes": 60_000}
-_INTERVAL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
-#: the shortest trigger interval: below it a batch is all Spark overhead
-MIN_TRIGGER_INTERVAL_MS = 10
-
-
-def parse_interval_ms(value: Any, key: str) -> int:
-    """A trigger interval as Spark writes one (``"2 seconds"``, ``"500 ms"``,
-    ``"1 minute"``) or an integer of milliseconds, in milliseconds."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key} must be milliseconds or a duration such as \"2 seconds\", "
-                          f"got {value!r}", key=key, value=value)
-    if isinstance(value, int):
-        ms = value
-    else:
-        match = _INTERVAL_RE.match(str(value).lower())
-        if not match or match.group(2) not in _INTERVAL_UNITS:
-            raise ConfigError(f"{key} {value!r} is not a duration: write milliseconds (2000) "
-                              "or a number and a unit (\"500 ms\", \"2 seconds\", "
-                              "\"1 minute\")", key=key, value=value)
-        ms = int(float(match.group(1)) * _INTERVAL_UNITS[match.group(2)])
-    if ms < MIN_TRIGGER_INTERVAL_MS:
-        raise ConfigError(f"{key} {value!r} is shorter than {MIN_TRIGGER_INTERVAL_MS} ms; a batch "
-                          "that short is all Spark overhead: raise it, or leave it out for "
-                          "the default (half the commit interval, 100 ms to 1 s)",
-                          key=key, value=value)
-    return ms
 
 
 def check_bolt_ref(value: Any, key: str = "bolt") -> str:
