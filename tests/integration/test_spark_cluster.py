@@ -216,3 +216,51 @@ def test_a_second_sigterm_stops_at_once_and_keeps_what_was_acknowledged(
     assert {(r["partition"], r["offset"]) for r in _records(record)} == {
         (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
     assert _committed(kafka09, topic) == {p: 300 for p in range(PARTITIONS)}
+
+
+def test_under_spark_submit_a_sigterm_to_the_python_driver_finishes_the_batch(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """Under spark-submit the graceful stop is the Python driver's: ``run`` prints its
+    PID, a SIGTERM to it mid-batch finishes the batch in flight, commits and exits 0,
+    and spark-submit exits 0 with it (a SIGTERM to spark-submit's JVM would stop the
+    SparkContext under the batch: docs/scaling.md, "Stopping")."""
+    import re
+    import threading
+
+    import pyspark
+
+    import storm_kafka_compat.cli.main as cli_main
+    topic = _seed(kafka09_topic, 300)
+    record = tmp_path / "record.jsonl"
+    config = _job(tmp_path, kafka09, topic, cluster.master_url, record, sleep_s=0.02)
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    job = subprocess.Popen([str(submit), "--master", cluster.master_url, cli_main.__file__,
+                            "run", str(config)], cwd=tmp_path,
+                           env=dict(_env(), PYSPARK_DRIVER_PYTHON=sys.executable),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: List[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 240
+    driver_pid = None
+    while time.monotonic() < deadline and job.poll() is None:
+        found = [m for m in (re.search(r"driver pid (\d+): send SIGTERM", x) for x in lines)
+                 if m]
+        if found and len(_records(record)) >= 8:
+            driver_pid = int(found[0].group(1))
+            break
+        time.sleep(0.2)
+    assert driver_pid is not None, "".join(lines)[-4000:]
+    os.kill(driver_pid, signal.SIGTERM)
+    assert job.wait(timeout=300) == 0, "".join(lines)[-4000:]
+    reader.join(timeout=10)
+    out = "".join(lines)
+    assert "SIGTERM received: finishing the batch in flight" in out
+    assert "Spark job failed" not in out                   # the batch in flight finished
+    committed = _committed(kafka09, topic)
+    processed = {(r["partition"], r["offset"]) for r in _records(record)}
+    assert all(c is not None and c > 0 for c in committed.values()), committed
+    assert all((p, c - 1) in processed for p, c in committed.items())
+    _finish(config, tmp_path)
+    assert {(r["partition"], r["offset"]) for r in _records(record)} == {
+        (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
