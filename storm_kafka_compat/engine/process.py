@@ -181,17 +181,12 @@ def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[
     slice found by bisection, with no work per message; a retry plan, or messages
     out of order, go through :class:`_Filter`.
     """
-    if plan.retry:
-        filt = _Filter(messages, plan)
-        taken = list(filt)
-        return taken, filt.scanned_to
     msgs = messages if isinstance(messages, list) else list(messages)
     if not msgs:
         return [], None
-    if msgs[0].offset > msgs[-1].offset:    # not in offset order: the general filter
+    if plan.retry or msgs[0].offset > msgs[-1].offset:   # the general filter
         filt = _Filter(msgs, plan)
-        taken = list(filt)
-        return taken, filt.scanned_to
+        return list(filt), filt.scanned_to
     lo = bisect.bisect_left(msgs, plan.offset, key=_offset_of)
     hi = len(msgs) if plan.bound is None else bisect.bisect_left(msgs, plan.bound,
                                                                   key=_offset_of)
