@@ -51,7 +51,16 @@ for _module, _attr in _COMMANDS:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the CLI; map project errors to ``Error: ...`` and their exit code."""
+    """Run the CLI; map project errors to ``Error: ...`` and their exit code. When
+    spark-submit's JVM is shutting down (SIGTERM or Ctrl-C to it), the JVM ends with
+    this exit code (engine.signals.exit_via_jvm)."""
+    from storm_kafka_compat.engine.signals import exit_via_jvm
+    status = _run(argv)
+    exit_via_jvm(status)
+    return status
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except click.exceptions.Abort:

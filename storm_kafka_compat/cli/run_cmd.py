@@ -113,10 +113,8 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
             job.spark, conf={**dict(job.spark.conf), "spark.ui.enabled": "true"}))
     from storm_kafka_compat.engine.spark import under_spark_submit
     if under_spark_submit():
-        # spark-submit's JVM ends the SparkContext on SIGTERM: the Python driver owns
-        # the graceful stop
-        err(f"driver pid {os.getpid()}: send SIGTERM to this process (not to spark-submit) "
-            "to finish the batch in flight and commit")
+        err(f"driver pid {os.getpid()}: SIGTERM or Ctrl-C to spark-submit, or SIGTERM to this "
+            "pid, finishes the batch in flight and commits")
     progress = ProgressPrinter()
     pipeline = Pipeline(job, progress=progress,
                         metrics=_metrics_sink(metrics_file, prometheus_port), **extra)

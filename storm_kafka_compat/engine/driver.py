@@ -38,7 +38,7 @@ from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, run_tasks, 
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (Reporting, RunSummary, Stats,
                                               partition_summaries, progress_line)
-from storm_kafka_compat.engine.signals import install_stop_handlers
+from storm_kafka_compat.engine.signals import install_jvm_stop_hook, install_stop_handlers
 from storm_kafka_compat.engine.stages import (InProcess, StageJob, build_stage_job, needs_stages,
                                               run_stages_spark)
 from storm_kafka_compat.runtime import Runtime
@@ -150,6 +150,8 @@ class Pipeline(Reporting):
         self.timer = CommitTimer(self.spout.commit_interval_ms)
         self._stop = threading.Event()
         self._stop_reason = ""
+        #: SIGTERM/SIGINT this process took (engine.signals: the second stops at once)
+        self.signals_received = 0
         self._open_trees: Dict[Tuple[Key, int], int] = {}   # (key, offset) -> emitted at ms
         self._caught_up: Dict[Key, bool] = {}
         self._task_errors: Dict[Key, int] = {}
@@ -402,6 +404,7 @@ class Pipeline(Reporting):
         options = options or RunOptions()
         self._max_task_errors = options.max_consecutive_task_errors
         restore = install_stop_handlers(self)
+        loop_ended: Callable[[], None] = lambda: None
         started = time.monotonic()
         last_progress_ms = self.clock()
         metrics_period_ms = self.job.spout.metrics_time_bucket_size_in_secs * 1000
@@ -413,6 +416,8 @@ class Pipeline(Reporting):
             if not isinstance(self._executor, InProcess):
                 self.spark   # SparkContext installs its own SIGINT handler: take ours back
                 install_stop_handlers(self)   # `restore` still restores the originals
+                # under spark-submit a SIGTERM or Ctrl-C to the JVM stops as gracefully
+                loop_ended = install_jvm_stop_hook(self, self.spark.sparkContext)
             # rates are per progress interval, from here: Spark's start is not in them
             last_progress_ms = self.clock()
             while not self._stop.is_set():
@@ -458,6 +463,7 @@ class Pipeline(Reporting):
             try:
                 self._final_commit(options)
             finally:
+                loop_ended()
                 restore()
                 if self._owns_runtime:
                     self.runtime.close()

@@ -4,28 +4,57 @@ The first SIGTERM or SIGINT asks the driver loop to stop after the batch in flig
 (settled, committed); a second one stops at once: the Spark jobs of the batch in
 flight are cancelled and what was acknowledged before is committed
 (:meth:`~storm_kafka_compat.engine.driver.Pipeline.force_stop`).
+
+Under ``spark-submit`` the JVM is the Python driver's parent, and a SIGTERM or a
+Ctrl-C reaches it too. The JVM then runs its shutdown hooks, one of which stops
+the SparkContext. :class:`JvmShutdown` is the stop that begins there: a hook that
+Spark runs before the SparkContext's asks the loop to stop and waits for the batch
+in flight and its commit; a hook that Spark runs after its own ends the JVM with
+the Python driver's exit status (0 after a graceful stop), where a JVM ended by a
+signal would exit 143 or 130.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Optional
 
 log = logging.getLogger("storm_kafka_compat.engine.driver")
+
+#: Hadoop's shutdown-hook timeout (``hadoop.service.shutdown.timeout``), which
+#: bounds all of Spark's shutdown hooks together unless ``spark.shutdown.timeout``
+#: is given to spark-submit
+DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000
+#: of that timeout, what is kept for the SparkContext's stop and the exit
+SHUTDOWN_MARGIN_MS = 10_000
+#: how long the last hook waits for the Python driver's exit status, and the driver
+#: for the JVM to end after handing it over
+EXIT_HANDOVER_S = 10.0
 
 
 def install_stop_handlers(pipeline: Any) -> Callable[[], None]:
     """Handle SIGTERM and SIGINT for ``pipeline``; return what restores the previous
-    handlers (a no-op outside the main thread, where Python cannot take signals)."""
+    handlers (a no-op outside the main thread, where Python cannot take signals).
+
+    Only signals to this process count towards the second one that stops at once: a
+    Ctrl-C under spark-submit reaches the JVM (:class:`JvmShutdown`) and this process
+    together, and is one request."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {}
 
     def handler(signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        if not pipeline.stopping:
+        pipeline.signals_received += 1
+        if pipeline.signals_received == 1:
+            if pipeline.stopping:
+                log.warning("%s received; already stopping after the batch in flight (a "
+                            "second signal stops at once)", name)
+                return
             log.warning("%s received: finishing the batch in flight, committing, stopping "
                         "(a second signal stops at once)", name)
             pipeline.stop(name)
@@ -42,3 +71,134 @@ def install_stop_handlers(pipeline: Any) -> Callable[[], None]:
         for sig, h in previous.items():
             signal.signal(sig, h)
     return restore
+
+
+def batch_wait_s(shutdown_timeout_ms: Optional[int]) -> float:
+    """How long the JVM's first hook waits for the batch in flight: the shutdown
+    timeout (``spark.shutdown.timeout``, else Hadoop's 30 s) less
+    :data:`SHUTDOWN_MARGIN_MS`, at least 1 s."""
+    total = DEFAULT_SHUTDOWN_TIMEOUT_MS if shutdown_timeout_ms is None else shutdown_timeout_ms
+    return max(1.0, (total - SHUTDOWN_MARGIN_MS) / 1000.0)
+
+
+class JvmShutdown:
+    """A stop that began in spark-submit's JVM: what its two shutdown hooks do, and
+    what the Python driver hands them.
+
+    Parameters
+    ----------
+    pipeline
+        What :meth:`on_shutdown` stops (``stop(reason)``, ``stopping``).
+    wait_s
+        How long :meth:`on_shutdown` waits for the loop to end (:func:`batch_wait_s`).
+    handover_s
+        How long :meth:`exit_status` waits for the driver's exit status.
+    """
+
+    def __init__(self, pipeline: Any, wait_s: float,
+                 handover_s: float = EXIT_HANDOVER_S) -> None:
+        self._pipeline = pipeline
+        self.wait_s = wait_s
+        self.handover_s = handover_s
+        self._requested = threading.Event()
+        self._loop_ended = threading.Event()
+        self._status_known = threading.Event()
+        self._status: Optional[int] = None
+
+    @property
+    def requested(self) -> bool:
+        """The JVM began shutting down while the loop ran."""
+        return self._requested.is_set()
+
+    def on_shutdown(self) -> bool:
+        """The first hook (before the SparkContext stops): ask the loop to stop after
+        the batch in flight and wait for it and its commit; False when the wait ran
+        out (Spark then stops under the batch; what was acknowledged is committed)."""
+        self._requested.set()
+        if self._loop_ended.is_set():
+            return True
+        if self._pipeline.stopping:
+            log.warning("spark-submit is shutting down: waiting up to %.0f s for the batch "
+                        "in flight and its commit", self.wait_s)
+        else:
+            log.warning("spark-submit is shutting down (SIGTERM or Ctrl-C): finishing the "
+                        "batch in flight, committing, stopping (waiting up to %.0f s)",
+                        self.wait_s)
+            self._pipeline.stop("spark-submit shutting down")
+        if self._loop_ended.wait(self.wait_s):
+            return True
+        log.error("the batch in flight did not finish within %.0f s (spark.shutdown.timeout "
+                  "less %d s): Spark stops under it; what is acknowledged is committed and "
+                  "the rest is fetched again at the next start", self.wait_s,
+                  SHUTDOWN_MARGIN_MS // 1000)
+        return False
+
+    def loop_ended(self) -> None:
+        """The driver loop ended and made its final commit."""
+        self._loop_ended.set()
+
+    def exit_status(self) -> Optional[int]:
+        """The last hook (after Spark's own): the Python driver's exit status, None if
+        it was not handed over in time (the JVM then exits as the signal has it)."""
+        if self._status_known.wait(self.handover_s):
+            return self._status
+        return None
+
+    def hand_over(self, status: int) -> None:
+        """The Python driver is done with ``status``; the last hook may end the JVM."""
+        self._status = status
+        self._status_known.set()
+
+
+#: the JvmShutdown of the loop running under spark-submit, if any (signals are
+#: per process, and so is the JVM)
+_current: Optional[JvmShutdown] = None
+
+
+def watch_jvm_shutdown(shutdown: Optional[JvmShutdown]) -> None:
+    """Make ``shutdown`` the one :func:`exit_via_jvm` hands the exit status to."""
+    global _current
+    _current = shutdown
+
+
+def exit_via_jvm(status: int, *, parent_pid: Optional[int] = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+    """At the Python driver's exit: when the JVM is shutting down, hand it ``status``
+    and wait (up to :data:`EXIT_HANDOVER_S`) for it to end; before it does, this
+    process's output still reaches spark-submit's. Otherwise nothing."""
+    shutdown = _current
+    if shutdown is None or not shutdown.requested:
+        return
+    parent = os.getppid() if parent_pid is None else parent_pid
+    shutdown.hand_over(status)
+    deadline = clock() + shutdown.handover_s
+    while os.getppid() == parent and clock() < deadline:
+        sleep(0.05)
+
+
+def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], None]:
+    """Under spark-submit, hook a :class:`JvmShutdown` for ``pipeline`` into the JVM's
+    shutdown; return what the loop calls once it has ended and committed (it takes
+    the hooks out again unless the JVM is already shutting down). Elsewhere (``run``
+    starts the JVM itself, ignoring SIGINT; Spark Connect has none) a no-op."""
+    from storm_kafka_compat.engine import spark as spark_adapter
+    if not spark_adapter.under_spark_submit() or getattr(spark_context, "_gateway", None) is None:
+        return lambda: None
+    timeout_ms = spark_adapter.shutdown_timeout_ms(spark_context)
+    shutdown = JvmShutdown(pipeline, batch_wait_s(timeout_ms))
+
+    def last() -> None:
+        status = shutdown.exit_status()
+        if status is not None:
+            spark_adapter.halt_jvm(spark_context, status)
+
+    remove = spark_adapter.add_shutdown_hooks(spark_context, shutdown.on_shutdown, last)
+    watch_jvm_shutdown(shutdown)
+
+    def ended() -> None:
+        shutdown.loop_ended()
+        if not shutdown.requested:
+            remove()
+            watch_jvm_shutdown(None)
+    return ended

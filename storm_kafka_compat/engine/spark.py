@@ -60,6 +60,62 @@ def with_task_retries(master: str) -> str:
     return f"local[{match.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
 
 
+class _ShutdownHook:
+    """A Python callable as the ``scala.Function0`` that Spark's ShutdownHookManager
+    runs (through py4j's callback server)."""
+
+    class Java:
+        implements = ["scala.Function0"]
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def apply(self) -> None:
+        self._action()
+
+    def toString(self) -> str:  # noqa: N802 - the Java name
+        return "storm-kafka-compat stop hook"
+
+
+# Spark calls a `() => Unit` hook by its specialised name
+setattr(_ShutdownHook, "apply$mcV$sp", _ShutdownHook.apply)
+
+
+def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
+    """Have the JVM's shutdown run ``first`` before the SparkContext is stopped and
+    ``last`` after all of Spark's hooks (the temporary directories' included);
+    return what takes both out again."""
+    from pyspark.java_gateway import ensure_callback_server_started
+    ensure_callback_server_started(spark_context._gateway)
+    manager = spark_context._jvm.org.apache.spark.util.ShutdownHookManager
+    # Spark runs the highest priority first: the SparkContext's is 50, its
+    # temporary directories' 25
+    refs = [manager.addShutdownHook(manager.SPARK_CONTEXT_SHUTDOWN_PRIORITY() + 1,
+                                    _ShutdownHook(first)),
+            manager.addShutdownHook(0, _ShutdownHook(last))]
+
+    def remove() -> None:
+        for ref in refs:
+            manager.removeShutdownHook(ref)
+    return remove
+
+
+def shutdown_timeout_ms(spark_context: Any) -> Optional[int]:
+    """``spark.shutdown.timeout`` in ms (Spark's time syntax) as the JVM started with it
+    (spark-submit's ``--conf``; Spark reads it there, not from the SparkContext's
+    settings), None when not set."""
+    jvm = spark_context._jvm
+    value = jvm.java.lang.System.getProperty("spark.shutdown.timeout")
+    if value is None:
+        return None
+    return int(jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(value))
+
+
+def halt_jvm(spark_context: Any, status: int) -> None:
+    """End the JVM now with ``status`` (from a shutdown hook, where exit would block)."""
+    spark_context._jvm.java.lang.Runtime.getRuntime().halt(status)
+
+
 def get_spark(config: Optional[SparkConfig] = None) -> Any:
     """Get or create the SparkSession described by ``config`` (UI off unless its
     ``conf`` turns it on) and ship its ``py_files`` to the executors.

@@ -5,8 +5,9 @@ What a team moving off one machine meets: a bolt module that exists only beside
 the CONFIG (shipped with ``spark.pyFiles``), executors whose Python is not the
 driver's (a packed virtual environment from ``storm-kafka-compat ship``, used via
 ``spark.archives`` and ``spark.pyspark.python``), ``spark-submit``, and stopping:
-SIGTERM finishes the batch in flight and commits; a second SIGTERM stops at once
-and commits what is acknowledged.
+SIGTERM finishes the batch in flight and commits, under ``run`` and under
+spark-submit (to its JVM, to the Python driver, or Ctrl-C to both); a second
+SIGTERM stops at once and commits what is acknowledged.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def test_under_spark_submit(cluster, kafka09, kafka09_topic, tmp_path) -> None:
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     # spark-submit's PythonRunner merges the Python driver's stderr into its stdout
-    assert "send SIGTERM to this process (not to spark-submit)" in done.stdout
+    assert "SIGTERM or Ctrl-C to spark-submit, or SIGTERM to this pid" in done.stdout
     assert not record.exists() and len(_records(submitted_record)) >= PARTITIONS * 100
     assert _committed(kafka09, topic) == {p: 100 for p in range(PARTITIONS)}
 
@@ -179,11 +180,14 @@ def _finish(config: Path, tmp_path: Path) -> None:
 
 
 def _finished_the_batch_and_lost_nothing(output: str, kafka09, topic: str, record: Path,
-                                         config: Path, tmp_path: Path) -> None:
+                                         config: Path, tmp_path: Path,
+                                         stopping: str = "SIGTERM received: finishing the "
+                                                         "batch in flight") -> None:
     """After a graceful stop of a 300-per-partition job: the batch in flight finished
     and was committed, and a run to the end leaves nothing unprocessed."""
-    assert "SIGTERM received: finishing the batch in flight" in output
+    assert stopping in output
     assert "Spark job failed" not in output                # the batch in flight finished
+    assert "received again" not in output                 # nothing was cancelled
     committed = _committed(kafka09, topic)
     processed = {(r["partition"], r["offset"]) for r in _records(record)}
     # every committed offset below was processed, and the batch in flight was committed
@@ -225,41 +229,113 @@ def test_a_second_sigterm_stops_at_once_and_keeps_what_was_acknowledged(
     assert _committed(kafka09, topic) == {p: 300 for p in range(PARTITIONS)}
 
 
+class _Submitted:
+    """``run`` under spark-submit on the cluster, mid-batch: the spark-submit process
+    (which is its JVM) in a session of its own, as a terminal's foreground job is,
+    with the Python driver's PID that ``run`` prints."""
+
+    def __init__(self, cluster, kafka09, topic: str, tmp_path: Path,
+                 sleep_s: float = 0.02, submit_args: tuple = ()) -> None:
+        import re
+        import threading
+
+        import pyspark
+
+        import storm_kafka_compat.cli.main as cli_main
+        self.record = tmp_path / "record.jsonl"
+        self.config = _job(tmp_path, kafka09, topic, cluster.master_url, self.record,
+                           sleep_s=sleep_s)
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        self.job = subprocess.Popen(
+            [str(submit), "--master", cluster.master_url, *submit_args, cli_main.__file__,
+             "run", str(self.config)], cwd=tmp_path,
+            env=dict(_env(), PYSPARK_DRIVER_PYTHON=sys.executable), start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: List[str] = []
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.job.stdout),
+                                        daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + 240
+        self.driver_pid = None
+        while time.monotonic() < deadline and self.job.poll() is None:
+            found = [m for m in (re.search(r"driver pid (\d+): ", x) for x in self.lines) if m]
+            if found and len(_records(self.record)) >= 8:
+                self.driver_pid = int(found[0].group(1))
+                break
+            time.sleep(0.2)
+        if self.driver_pid is None:
+            self.job.kill()
+            raise AssertionError(self.output[-4000:])
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def exit_status(self) -> int:
+        try:
+            status = self.job.wait(timeout=300)
+        finally:
+            if self.job.poll() is None:
+                self.job.kill()
+        self._reader.join(timeout=10)
+        return status
+
+
+def test_under_spark_submit_a_sigterm_to_spark_submit_finishes_the_batch(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """A SIGTERM to spark-submit (its JVM) mid-batch: a JVM shutdown hook that runs
+    before the SparkContext's has the batch in flight finish and commit, and
+    spark-submit exits 0 (not the 143 of a JVM ended by SIGTERM). The hook waits for
+    spark-submit's spark.shutdown.timeout less 10 s."""
+    topic = _seed(kafka09_topic, 300)
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path,
+                           submit_args=("--conf", "spark.shutdown.timeout=45s"))
+    submitted.job.send_signal(signal.SIGTERM)
+    assert submitted.exit_status() == 0, submitted.output[-4000:]
+    assert "(waiting up to 35 s)" in submitted.output
+    _finished_the_batch_and_lost_nothing(
+        submitted.output, kafka09, topic, submitted.record, submitted.config, tmp_path,
+        stopping="spark-submit is shutting down (SIGTERM or Ctrl-C): finishing the batch")
+
+
+def test_under_spark_submit_ctrl_c_finishes_the_batch(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """Ctrl-C in a terminal: SIGINT to spark-submit's process group, its JVM and the
+    Python driver together, is one request: the batch finishes, commits, exit 0."""
+    topic = _seed(kafka09_topic, 300)
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path)
+    os.killpg(submitted.job.pid, signal.SIGINT)
+    assert submitted.exit_status() == 0, submitted.output[-4000:]
+    _finished_the_batch_and_lost_nothing(
+        submitted.output, kafka09, topic, submitted.record, submitted.config, tmp_path,
+        stopping="finishing the batch in flight")
+
+
+def test_under_spark_submit_a_second_ctrl_c_stops_at_once(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """A second Ctrl-C cancels the batch in flight (the JVM, already shutting down,
+    waits for the Python driver), commits what is acknowledged, exit 0, nothing lost."""
+    topic = _seed(kafka09_topic, 300)
+    # 0.25 s a tuple: a task's first chunk takes 4 s, so both signals land in one batch
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path, sleep_s=0.25)
+    os.killpg(submitted.job.pid, signal.SIGINT)
+    time.sleep(0.5)
+    os.killpg(submitted.job.pid, signal.SIGINT)
+    assert submitted.exit_status() == 0, submitted.output[-4000:]
+    assert "SIGINT received again: cancelling the batch in flight" in submitted.output
+    _finish(submitted.config, tmp_path)
+    assert {(r["partition"], r["offset"]) for r in _records(submitted.record)} == {
+        (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
+    assert _committed(kafka09, topic) == {p: 300 for p in range(PARTITIONS)}
+
+
 def test_under_spark_submit_a_sigterm_to_the_python_driver_finishes_the_batch(
         cluster, kafka09, kafka09_topic, tmp_path) -> None:
-    """Under spark-submit the graceful stop is the Python driver's: ``run`` prints its
-    PID, a SIGTERM to it mid-batch finishes the batch in flight, commits and exits 0,
-    and spark-submit exits 0 with it (a SIGTERM to spark-submit's JVM would stop the
-    SparkContext under the batch: docs/scaling.md, "Stopping")."""
-    import re
-    import threading
-
-    import pyspark
-
-    import storm_kafka_compat.cli.main as cli_main
+    """A SIGTERM to the Python driver (the PID ``run`` prints) mid-batch finishes the
+    batch in flight, commits and exits 0, and spark-submit exits 0 with it."""
     topic = _seed(kafka09_topic, 300)
-    record = tmp_path / "record.jsonl"
-    config = _job(tmp_path, kafka09, topic, cluster.master_url, record, sleep_s=0.02)
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    job = subprocess.Popen([str(submit), "--master", cluster.master_url, cli_main.__file__,
-                            "run", str(config)], cwd=tmp_path,
-                           env=dict(_env(), PYSPARK_DRIVER_PYTHON=sys.executable),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: List[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 240
-    driver_pid = None
-    while time.monotonic() < deadline and job.poll() is None:
-        found = [m for m in (re.search(r"driver pid (\d+): send SIGTERM", x) for x in lines)
-                 if m]
-        if found and len(_records(record)) >= 8:
-            driver_pid = int(found[0].group(1))
-            break
-        time.sleep(0.2)
-    assert driver_pid is not None, "".join(lines)[-4000:]
-    os.kill(driver_pid, signal.SIGTERM)
-    assert job.wait(timeout=300) == 0, "".join(lines)[-4000:]
-    reader.join(timeout=10)
-    _finished_the_batch_and_lost_nothing("".join(lines), kafka09, topic, record, config,
-                                         tmp_path)
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path)
+    os.kill(submitted.driver_pid, signal.SIGTERM)
+    assert submitted.exit_status() == 0, submitted.output[-4000:]
+    _finished_the_batch_and_lost_nothing(submitted.output, kafka09, topic, submitted.record,
+                                         submitted.config, tmp_path)
