@@ -11,9 +11,12 @@ take a bootstrap string, so they serve any 0.9 cluster, not only a
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Tuple
+from typing import Any, Iterable, Optional, Tuple
 
-from storm_kafka_compat.servers.kafka_package import KAFKA_PYTHON_API_VERSION, Message
+from storm_kafka_compat.servers.kafka_package import KAFKA_PYTHON_API_VERSION
+
+#: what the producers here write: (partition, key, value)
+Message = Tuple[int, Optional[bytes], Optional[bytes]]
 
 
 def log_range(bootstrap: str, topic: str, partition: int) -> Tuple[int, int]:

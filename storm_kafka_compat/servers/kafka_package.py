@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional
 
 from storm_kafka_compat.servers.zookeeper import _java
 from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
@@ -36,8 +36,6 @@ KAFKA_VERSION = "0.9.0.1"
 KAFKA_PYTHON_API_VERSION = (0, 9)
 #: librdkafka's settings for this broker
 LIBRDKAFKA_SETTINGS = {"api.version.request": False, "broker.version.fallback": KAFKA_VERSION}
-
-Message = Tuple[int, Optional[bytes], Optional[bytes]]
 
 
 # --- the package ----------------------------------------------------------------------

@@ -30,13 +30,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any, Iterable, List, Optional, Tuple
+from typing import IO, Any, Iterable, List, Optional
 
 from storm_kafka_compat.errors import BrokerUnavailableError
+from storm_kafka_compat.servers.kafka_clients import Message
 
 log = logging.getLogger(__name__)
-
-Message = Tuple[int, Optional[bytes], Optional[bytes]]
 
 
 def tansu_binary() -> Path:
