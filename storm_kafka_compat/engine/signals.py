@@ -185,20 +185,32 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
     from storm_kafka_compat.engine import spark as spark_adapter
     if not spark_adapter.under_spark_submit() or getattr(spark_context, "_gateway", None) is None:
         return lambda: None
-    timeout_ms = spark_adapter.shutdown_timeout_ms(spark_context)
-    shutdown = JvmShutdown(pipeline, batch_wait_s(timeout_ms))
+    shutdown: Optional[JvmShutdown] = None
 
     def last() -> None:
-        status = shutdown.exit_status()
+        status = shutdown.exit_status() if shutdown is not None else None
         if status is not None:
             spark_adapter.halt_jvm(spark_context, status)
 
-    remove = spark_adapter.add_shutdown_hooks(spark_context, shutdown.on_shutdown, last)
+    try:
+        timeout_ms = spark_adapter.shutdown_timeout_ms(spark_context)
+        shutdown = JvmShutdown(pipeline, batch_wait_s(timeout_ms))
+        remove = spark_adapter.add_shutdown_hooks(spark_context, shutdown.on_shutdown, last)
+    except Exception as exc:  # noqa: BLE001 - the job runs; only this way of stopping is lost
+        log.warning("no shutdown hook in spark-submit's JVM (%s): a SIGTERM to spark-submit "
+                    "will stop the SparkContext under the batch in flight (it is replayed); "
+                    "send SIGTERM to the driver pid instead", exc)
+        return lambda: None
     watch_jvm_shutdown(shutdown)
+    hooked = shutdown
 
     def ended() -> None:
-        shutdown.loop_ended()
-        if not shutdown.requested:
+        hooked.loop_ended()
+        if hooked.requested:
+            return
+        watch_jvm_shutdown(None)
+        try:
             remove()
-            watch_jvm_shutdown(None)
+        except Exception:  # noqa: BLE001 - the JVM is going away; the hooks with it
+            log.debug("the shutdown hooks could not be taken out", exc_info=True)
     return ended

@@ -156,8 +156,10 @@ def test_under_spark_submit(cluster, kafka09, kafka09_topic, tmp_path) -> None:
 
 
 def _start_slow(tmp_path, kafka09, topic, master, record, sleep_s=0.02):
+    """``run`` mid-batch, in a session of its own (as a terminal's foreground job)."""
     config = _job(tmp_path, kafka09, topic, master, record, sleep_s=sleep_s)
     job = subprocess.Popen([str(CLI), "run", str(config)], cwd=tmp_path, env=_env(),
+                           start_new_session=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while len(_records(record)) < 8 and time.monotonic() < deadline:
@@ -207,6 +209,21 @@ def test_sigterm_mid_batch_finishes_the_batch_and_commits(
     _, err = job.communicate(timeout=300)
     assert job.returncode == 0, err[-4000:]
     _finished_the_batch_and_lost_nothing(err, kafka09, topic, record, config, tmp_path)
+
+
+def test_ctrl_c_under_run_on_a_local_master_finishes_the_batch(
+        kafka09, kafka09_topic, tmp_path) -> None:
+    """Ctrl-C reaches ``run``'s whole process group: the Python driver, the JVM it
+    started and, on a local master, the JVM's Python workers. Only the driver acts on
+    it: the batch in flight finishes on the workers and commits, exit 0."""
+    topic = _seed(kafka09_topic, 300)
+    record = tmp_path / "record.jsonl"
+    config, job = _start_slow(tmp_path, kafka09, topic, "local[2]", record)
+    os.killpg(job.pid, signal.SIGINT)
+    _, err = job.communicate(timeout=300)
+    assert job.returncode == 0, err[-4000:]
+    _finished_the_batch_and_lost_nothing(err, kafka09, topic, record, config, tmp_path,
+                                         stopping="SIGINT received: finishing the batch")
 
 
 def test_a_second_sigterm_stops_at_once_and_keeps_what_was_acknowledged(

@@ -10,6 +10,7 @@ from typing import List
 
 import pytest
 
+from storm_kafka_compat.engine import signals
 from storm_kafka_compat.engine.signals import (JvmShutdown, batch_wait_s, exit_via_jvm,
                                                install_stop_handlers, watch_jvm_shutdown)
 
@@ -139,3 +140,73 @@ def test_a_first_signal_stops_and_a_second_forces() -> None:
     finally:
         restore()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+class FakeJvm:
+    """engine.spark's hook functions, recorded (no Spark)."""
+
+    def __init__(self, monkeypatch, fail: bool = False) -> None:
+        from storm_kafka_compat.engine import spark as spark_adapter
+        self.hooks: List = []
+        self.removed = 0
+        self.halted: List[int] = []
+
+        def add(sc, first, last):
+            if fail:
+                raise RuntimeError("Shutdown hooks cannot be modified during shutdown.")
+            self.hooks = [first, last]
+            return self._remove
+
+        monkeypatch.setattr(spark_adapter, "under_spark_submit", lambda: True)
+        monkeypatch.setattr(spark_adapter, "shutdown_timeout_ms", lambda sc: 11_000)
+        monkeypatch.setattr(spark_adapter, "add_shutdown_hooks", add)
+        monkeypatch.setattr(spark_adapter, "halt_jvm", lambda sc, s: self.halted.append(s))
+
+    def _remove(self) -> None:
+        self.removed += 1
+
+
+class FakeContext:
+    _gateway = object()
+
+
+def test_a_loop_that_ends_by_itself_takes_its_hooks_out(monkeypatch) -> None:
+    jvm = FakeJvm(monkeypatch)
+    ended = signals.install_jvm_stop_hook(FakePipeline(), FakeContext())
+    assert len(jvm.hooks) == 2 and signals._current is not None
+    ended()
+    assert jvm.removed == 1 and signals._current is None
+
+
+def test_a_jvm_shutdown_stops_the_loop_and_ends_the_jvm_with_the_drivers_status(
+        monkeypatch) -> None:
+    jvm = FakeJvm(monkeypatch)
+    pipeline = FakePipeline()
+    ended = signals.install_jvm_stop_hook(pipeline, FakeContext())
+    first, last = jvm.hooks
+    try:
+        threading.Timer(0.05, ended).start()          # the loop's final commit is done
+        first()                                        # waits up to 11 s - 10 s = 1 s
+        assert pipeline.calls == ["stop:spark-submit shutting down"]
+        assert jvm.removed == 0                        # kept: the JVM is shutting down
+        exit_via_jvm(0, parent_pid=-1)
+        last()
+        assert jvm.halted == [0]
+    finally:
+        watch_jvm_shutdown(None)
+
+
+def test_without_a_hook_the_job_still_runs(monkeypatch, caplog) -> None:
+    FakeJvm(monkeypatch, fail=True)
+    ended = signals.install_jvm_stop_hook(FakePipeline(), FakeContext())
+    ended()
+    assert "no shutdown hook in spark-submit's JVM" in caplog.text
+    assert signals._current is None
+
+
+def test_outside_spark_submit_nothing_is_hooked(monkeypatch) -> None:
+    jvm = FakeJvm(monkeypatch)
+    from storm_kafka_compat.engine import spark as spark_adapter
+    monkeypatch.setattr(spark_adapter, "under_spark_submit", lambda: False)
+    signals.install_jvm_stop_hook(FakePipeline(), FakeContext())()
+    assert jvm.hooks == [] and jvm.removed == 0
