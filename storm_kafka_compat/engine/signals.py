@@ -5,13 +5,15 @@ The first SIGTERM or SIGINT asks the driver loop to stop after the batch in flig
 flight are cancelled and what was acknowledged before is committed
 (:meth:`~storm_kafka_compat.engine.driver.Pipeline.force_stop`).
 
-Under ``spark-submit`` the JVM is the Python driver's parent, and a SIGTERM or a
-Ctrl-C reaches it too. The JVM then runs its shutdown hooks, one of which stops
-the SparkContext. :class:`JvmShutdown` is the stop that begins there: a hook that
-Spark runs before the SparkContext's asks the loop to stop and waits for the batch
-in flight and its commit; a hook that Spark runs after its own ends the JVM with
-the Python driver's exit status (0 after a graceful stop), where a JVM ended by a
-signal would exit 143 or 130.
+Under ``spark-submit`` the JVM is the Python driver's parent, and the signal may
+reach it instead (``kill``, a scheduler) or too (Ctrl-C). While the loop runs, a
+SIGTERM to the JVM is handed to this driver as if sent to it. Any other way the
+JVM begins to shut down (SIGINT, SIGHUP) runs its shutdown hooks, one of which
+stops the SparkContext. :class:`JvmShutdown` is the stop that begins there: a hook
+that Spark runs before the SparkContext's asks the loop to stop and waits for the
+batch in flight and its commit; a hook that Spark runs after its own ends the JVM
+with the Python driver's exit status (0 after a graceful stop), where a JVM ended
+by a signal would exit 130 or 129.
 """
 
 from __future__ import annotations
@@ -36,33 +38,39 @@ SHUTDOWN_MARGIN_MS = 10_000
 EXIT_HANDOVER_S = 10.0
 
 
-def install_stop_handlers(pipeline: Any) -> Callable[[], None]:
-    """Handle SIGTERM and SIGINT for ``pipeline``; return what restores the previous
-    handlers (a no-op outside the main thread, where Python cannot take signals).
+def on_stop_signal(pipeline: Any, name: str) -> None:
+    """A stop signal (``name``) reached the driver: the first asks ``pipeline`` to stop
+    after the batch in flight, the second stops it at once.
 
-    Only signals to this process count towards the second one that stops at once: a
-    Ctrl-C under spark-submit reaches the JVM (:class:`JvmShutdown`) and this process
+    Only signals count towards the second, not a stop asked for otherwise: a Ctrl-C
+    under spark-submit reaches the JVM (:class:`JvmShutdown`) and this process
     together, and is one request."""
+    pipeline.signals_received += 1
+    if pipeline.signals_received == 1:
+        if pipeline.stopping:
+            log.warning("%s received; already stopping after the batch in flight (a "
+                        "second signal stops at once)", name)
+            return
+        log.warning("%s received: finishing the batch in flight, committing, stopping "
+                    "(a second signal stops at once)", name)
+        pipeline.stop(name)
+        return
+    log.warning("%s received again: cancelling the batch in flight; committing what "
+                "is acknowledged and exiting (the rest is fetched again at the next "
+                "start)", name)
+    pipeline.force_stop()
+
+
+def install_stop_handlers(pipeline: Any) -> Callable[[], None]:
+    """Handle SIGTERM and SIGINT for ``pipeline`` (:func:`on_stop_signal`); return what
+    restores the previous handlers (a no-op outside the main thread, where Python
+    cannot take signals)."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {}
 
     def handler(signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        pipeline.signals_received += 1
-        if pipeline.signals_received == 1:
-            if pipeline.stopping:
-                log.warning("%s received; already stopping after the batch in flight (a "
-                            "second signal stops at once)", name)
-                return
-            log.warning("%s received: finishing the batch in flight, committing, stopping "
-                        "(a second signal stops at once)", name)
-            pipeline.stop(name)
-            return
-        log.warning("%s received again: cancelling the batch in flight; committing what "
-                    "is acknowledged and exiting (the rest is fetched again at the next "
-                    "start)", name)
-        pipeline.force_stop()
+        on_stop_signal(pipeline, signal.Signals(signum).name)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         previous[sig] = signal.signal(sig, handler)
@@ -203,14 +211,24 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
         return lambda: None
     watch_jvm_shutdown(shutdown)
     hooked = shutdown
+    try:
+        # a SIGTERM to the JVM is then a signal to this driver, like a SIGTERM to its
+        # pid (a second one stops at once); the hooks still serve SIGINT and SIGHUP
+        restore_term = spark_adapter.handle_jvm_signal(
+            spark_context, "TERM", lambda: on_stop_signal(pipeline, "SIGTERM to spark-submit"))
+    except Exception:  # noqa: BLE001 - the hooks then serve SIGTERM too
+        log.debug("no SIGTERM handler in spark-submit's JVM", exc_info=True)
+        restore_term = None
 
     def ended() -> None:
         hooked.loop_ended()
-        if hooked.requested:
-            return
-        watch_jvm_shutdown(None)
         try:
-            remove()
+            if restore_term is not None:
+                restore_term()
+            if not hooked.requested:
+                watch_jvm_shutdown(None)
+                remove()
         except Exception:  # noqa: BLE001 - the JVM is going away; the hooks with it
-            log.debug("the shutdown hooks could not be taken out", exc_info=True)
+            log.debug("the JVM's SIGTERM handler or shutdown hooks could not be put back",
+                      exc_info=True)
     return ended

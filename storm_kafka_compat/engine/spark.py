@@ -100,6 +100,35 @@ def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
     return remove
 
 
+class _SignalHandler:
+    """A Python callable as the ``sun.misc.SignalHandler`` the JVM runs on a signal."""
+
+    class Java:
+        implements = ["sun.misc.SignalHandler"]
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def handle(self, _signal: Any) -> None:
+        self._action()
+
+    def toString(self) -> str:  # noqa: N802 - the Java name
+        return "storm-kafka-compat signal handler"
+
+
+def handle_jvm_signal(spark_context: Any, name: str, action: Any) -> Any:
+    """Have the JVM call ``action`` on signal ``name`` (``"TERM"``) instead of
+    shutting down; return what gives the JVM its own handler back."""
+    from pyspark.java_gateway import ensure_callback_server_started
+    ensure_callback_server_started(spark_context._gateway)
+    signal_class = spark_context._jvm.sun.misc.Signal
+    previous = signal_class.handle(signal_class(name), _SignalHandler(action))
+
+    def restore() -> None:
+        signal_class.handle(signal_class(name), previous)
+    return restore
+
+
 def shutdown_timeout_ms(spark_context: Any) -> Optional[int]:
     """``spark.shutdown.timeout`` in ms (Spark's time syntax) as the JVM started with it
     (spark-submit's ``--conf``; Spark reads it there, not from the SparkContext's

@@ -300,29 +300,46 @@ class _Submitted:
 
 def test_under_spark_submit_a_sigterm_to_spark_submit_finishes_the_batch(
         cluster, kafka09, kafka09_topic, tmp_path) -> None:
-    """A SIGTERM to spark-submit (its JVM) mid-batch: a JVM shutdown hook that runs
-    before the SparkContext's has the batch in flight finish and commit, and
-    spark-submit exits 0 (not the 143 of a JVM ended by SIGTERM). The hook waits for
-    spark-submit's spark.shutdown.timeout less 10 s."""
+    """A SIGTERM to spark-submit (its JVM) mid-batch is handed to the Python driver:
+    the batch in flight finishes and commits, spark-submit exits 0 (not the 143 of a
+    JVM ended by SIGTERM)."""
     topic = _seed(kafka09_topic, 300)
-    submitted = _Submitted(cluster, kafka09, topic, tmp_path,
-                           submit_args=("--conf", "spark.shutdown.timeout=45s"))
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path)
     submitted.job.send_signal(signal.SIGTERM)
     assert submitted.exit_status() == 0, submitted.output[-4000:]
-    assert "(waiting up to 35 s)" in submitted.output
     _finished_the_batch_and_lost_nothing(
         submitted.output, kafka09, topic, submitted.record, submitted.config, tmp_path,
-        stopping="spark-submit is shutting down (SIGTERM or Ctrl-C): finishing the batch")
+        stopping="SIGTERM to spark-submit received: finishing the batch in flight")
+
+
+def test_under_spark_submit_a_second_sigterm_to_spark_submit_stops_at_once(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    topic = _seed(kafka09_topic, 300)
+    # 0.25 s a tuple: a task's first chunk takes 4 s, so both signals land in one batch
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path, sleep_s=0.25)
+    submitted.job.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    submitted.job.send_signal(signal.SIGTERM)
+    assert submitted.exit_status() == 0, submitted.output[-4000:]
+    assert "SIGTERM to spark-submit received again: cancelling the batch" in submitted.output
+    _finish(submitted.config, tmp_path)
+    assert {(r["partition"], r["offset"]) for r in _records(submitted.record)} == {
+        (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
 
 
 def test_under_spark_submit_ctrl_c_finishes_the_batch(
         cluster, kafka09, kafka09_topic, tmp_path) -> None:
     """Ctrl-C in a terminal: SIGINT to spark-submit's process group, its JVM and the
-    Python driver together, is one request: the batch finishes, commits, exit 0."""
+    Python driver together, is one request: the JVM's shutdown hook (before Spark's
+    own) waits for the batch, which finishes and commits; exit 0, not 130. The wait
+    is spark-submit's spark.shutdown.timeout less 10 s."""
     topic = _seed(kafka09_topic, 300)
-    submitted = _Submitted(cluster, kafka09, topic, tmp_path)
+    submitted = _Submitted(cluster, kafka09, topic, tmp_path,
+                           submit_args=("--conf", "spark.shutdown.timeout=45s"))
     os.killpg(submitted.job.pid, signal.SIGINT)
     assert submitted.exit_status() == 0, submitted.output[-4000:]
+    assert "spark-submit is shutting down" in submitted.output
+    assert "up to 35 s" in submitted.output
     _finished_the_batch_and_lost_nothing(
         submitted.output, kafka09, topic, submitted.record, submitted.config, tmp_path,
         stopping="finishing the batch in flight")

@@ -150,6 +150,16 @@ class FakeJvm:
         self.hooks: List = []
         self.removed = 0
         self.halted: List[int] = []
+        self.term_handlers: List = []
+        self.term_restored = 0
+
+        def handle(sc, name, action):
+            assert name == "TERM"
+            self.term_handlers.append(action)
+
+            def restore() -> None:
+                self.term_restored += 1
+            return restore
 
         def add(sc, first, last):
             if fail:
@@ -161,6 +171,7 @@ class FakeJvm:
         monkeypatch.setattr(spark_adapter, "shutdown_timeout_ms", lambda sc: 11_000)
         monkeypatch.setattr(spark_adapter, "add_shutdown_hooks", add)
         monkeypatch.setattr(spark_adapter, "halt_jvm", lambda sc, s: self.halted.append(s))
+        monkeypatch.setattr(spark_adapter, "handle_jvm_signal", handle)
 
     def _remove(self) -> None:
         self.removed += 1
@@ -175,7 +186,20 @@ def test_a_loop_that_ends_by_itself_takes_its_hooks_out(monkeypatch) -> None:
     ended = signals.install_jvm_stop_hook(FakePipeline(), FakeContext())
     assert len(jvm.hooks) == 2 and signals._current is not None
     ended()
-    assert jvm.removed == 1 and signals._current is None
+    assert jvm.removed == 1 and signals._current is None and jvm.term_restored == 1
+
+
+def test_a_sigterm_to_the_jvm_is_a_signal_to_the_driver(monkeypatch) -> None:
+    jvm = FakeJvm(monkeypatch)
+    pipeline = FakePipeline()
+    ended = signals.install_jvm_stop_hook(pipeline, FakeContext())
+    (term,) = jvm.term_handlers
+    term()
+    assert pipeline.calls == ["stop:SIGTERM to spark-submit"]
+    term()                                   # the second stops at once
+    assert pipeline.calls == ["stop:SIGTERM to spark-submit", "force"]
+    ended()                                  # the loop ended by itself: all put back
+    assert jvm.term_restored == 1 and jvm.removed == 1 and jvm.halted == []
 
 
 def test_a_jvm_shutdown_stops_the_loop_and_ends_the_jvm_with_the_drivers_status(
