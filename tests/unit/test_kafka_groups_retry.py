@@ -13,19 +13,7 @@ from kafka.structs import OffsetAndMetadata
 from storm_kafka_compat.kafka.groups import (COORDINATOR_BACKOFF_MAX_S, KafkaGroupOffsets,
                                              is_retriable_coordinator_error)
 from storm_kafka_compat.errors import GroupAccessError
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: List[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from storm_kafka_compat.testing.clock import ManualClock
 
 
 class FakeAdmin:
@@ -59,7 +47,7 @@ class FakeAdmin:
         pass
 
 
-def groups(script: List[Any], clock: Clock, timeout_ms: int = 5000) -> KafkaGroupOffsets:
+def groups(script: List[Any], clock: ManualClock, timeout_ms: int = 5000) -> KafkaGroupOffsets:
     return KafkaGroupOffsets("127.0.0.1:9", "g", coordinator_timeout_ms=timeout_ms,
                              sleep=clock.sleep, clock=clock, admin=FakeAdmin(script))
 
@@ -83,7 +71,7 @@ def test_which_errors_are_retried(error, retriable):
 
 
 def test_committed_retries_coordinator_not_available_then_answers():
-    clock = Clock()
+    clock = ManualClock(now=100.0)
     tp = TopicPartition("t", 0)
     g = groups([Errors.CoordinatorNotAvailableError("FindCoordinatorResponse error"),
                 Errors.CoordinatorLoadInProgressError(),
@@ -96,7 +84,7 @@ def test_committed_retries_coordinator_not_available_then_answers():
 
 
 def test_commit_retries_per_partition_coordinator_errors():
-    clock = Clock()
+    clock = ManualClock(now=100.0)
     tp = TopicPartition("t", 0)
     empty = {"group_state": "Empty", "members": [], "error": None}
     g = groups([{"g": {"error": "[Error 15] CoordinatorNotAvailableError: "}},  # describe
@@ -110,7 +98,7 @@ def test_commit_retries_per_partition_coordinator_errors():
 
 
 def test_gives_up_at_the_deadline_with_the_reason():
-    clock = Clock()
+    clock = ManualClock(now=100.0)
     g = groups([Errors.CoordinatorNotAvailableError("FindCoordinatorResponse error")] * 50,
                clock, timeout_ms=5000)
     with pytest.raises(GroupAccessError) as info:
@@ -123,7 +111,7 @@ def test_gives_up_at_the_deadline_with_the_reason():
 
 
 def test_other_errors_fail_at_once():
-    clock = Clock()
+    clock = ManualClock(now=100.0)
     g = groups([Errors.GroupAuthorizationFailedError("denied")], clock)
     with pytest.raises(GroupAccessError, match="group ACLs"):
         g.read_many([("t", 0)])
@@ -137,7 +125,7 @@ def test_other_errors_fail_at_once():
 
 
 def test_a_commit_still_refused_by_the_coordinator_names_the_partitions():
-    clock = Clock()
+    clock = ManualClock(now=100.0)
     tp = TopicPartition("orders", 3)
     empty = {"g": {"group_state": "Empty", "members": [], "error": None}}
     g = groups([empty] + [{tp: Errors.NotCoordinatorError}] * 50, clock, timeout_ms=3000)

@@ -13,6 +13,7 @@ import pytest
 from storm_kafka_compat.engine import signals
 from storm_kafka_compat.engine.signals import (JvmShutdown, batch_wait_s, exit_via_jvm,
                                                install_stop_handlers, watch_jvm_shutdown)
+from storm_kafka_compat.testing.clock import ManualClock
 
 
 class FakePipeline:
@@ -72,19 +73,8 @@ def test_the_last_hook_gets_the_exit_status_handed_over_or_none() -> None:
     assert JvmShutdown(FakePipeline(), wait_s=1.0, handover_s=0.05).exit_status() is None
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        self.now += s
-
-
 def test_exit_via_jvm_does_nothing_unless_the_jvm_is_shutting_down() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     shutdown = JvmShutdown(FakePipeline(), wait_s=1.0, handover_s=0.01)
     try:
         watch_jvm_shutdown(None)
@@ -97,7 +87,7 @@ def test_exit_via_jvm_does_nothing_unless_the_jvm_is_shutting_down() -> None:
 
 
 def test_exit_via_jvm_hands_the_status_over_and_waits_for_the_jvm_to_end() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     shutdown = JvmShutdown(FakePipeline(), wait_s=0.01, handover_s=2.0)
     shutdown.loop_ended()
     shutdown.on_shutdown()
