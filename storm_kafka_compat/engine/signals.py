@@ -205,9 +205,9 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
         shutdown = JvmShutdown(pipeline, batch_wait_s(timeout_ms))
         remove = spark_adapter.add_shutdown_hooks(spark_context, shutdown.on_shutdown, last)
     except Exception as exc:  # noqa: BLE001 - the job runs; only this way of stopping is lost
-        log.warning("no shutdown hook in spark-submit's JVM (%s): a SIGTERM to spark-submit "
+        log.warning("no shutdown hook in spark-submit's JVM (%s): a signal to spark-submit "
                     "will stop the SparkContext under the batch in flight (it is replayed); "
-                    "send SIGTERM to the driver pid instead", exc)
+                    "send SIGTERM to the driver pid %d instead", exc, os.getpid())
         return lambda: None
     watch_jvm_shutdown(shutdown)
     hooked = shutdown
