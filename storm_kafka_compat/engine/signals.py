@@ -193,16 +193,15 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
     from storm_kafka_compat.engine import spark as spark_adapter
     if not spark_adapter.under_spark_submit() or getattr(spark_context, "_gateway", None) is None:
         return lambda: None
-    shutdown: Optional[JvmShutdown] = None
-
-    def last() -> None:
-        status = shutdown.exit_status() if shutdown is not None else None
-        if status is not None:
-            spark_adapter.halt_jvm(spark_context, status)
-
     try:
-        timeout_ms = spark_adapter.shutdown_timeout_ms(spark_context)
-        shutdown = JvmShutdown(pipeline, batch_wait_s(timeout_ms))
+        shutdown = JvmShutdown(pipeline,
+                               batch_wait_s(spark_adapter.shutdown_timeout_ms(spark_context)))
+
+        def last() -> None:
+            status = shutdown.exit_status()
+            if status is not None:
+                spark_adapter.halt_jvm(spark_context, status)
+
         remove = spark_adapter.add_shutdown_hooks(spark_context, shutdown.on_shutdown, last)
     except Exception as exc:  # noqa: BLE001 - the job runs; only this way of stopping is lost
         log.warning("no shutdown hook in spark-submit's JVM (%s): a signal to spark-submit "
@@ -210,7 +209,6 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
                     "send SIGTERM to the driver pid %d instead", exc, os.getpid())
         return lambda: None
     watch_jvm_shutdown(shutdown)
-    hooked = shutdown
     try:
         # a SIGTERM to the JVM is then a signal to this driver, like a SIGTERM to its
         # pid (a second one stops at once); the hooks still serve SIGINT and SIGHUP
@@ -221,11 +219,11 @@ def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], Non
         restore_term = None
 
     def ended() -> None:
-        hooked.loop_ended()
+        shutdown.loop_ended()
         try:
             if restore_term is not None:
                 restore_term()
-            if not hooked.requested:
+            if not shutdown.requested:
                 watch_jvm_shutdown(None)
                 remove()
         except Exception:  # noqa: BLE001 - the JVM is going away; the hooks with it

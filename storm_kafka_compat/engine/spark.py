@@ -60,25 +60,40 @@ def with_task_retries(master: str) -> str:
     return f"local[{match.group(1) or 1},{LOCAL_TASK_ATTEMPTS}]"
 
 
-class _ShutdownHook:
-    """A Python callable as the ``scala.Function0`` that Spark's ShutdownHookManager
-    runs (through py4j's callback server)."""
-
-    class Java:
-        implements = ["scala.Function0"]
+class _JavaCallback:
+    """A Python callable behind a Java interface, which the JVM calls through py4j's
+    callback server; a subclass names the interface and its method."""
 
     def __init__(self, action: Any) -> None:
         self._action = action
 
-    def apply(self) -> None:
+    def _call(self, *_args: Any) -> None:
         self._action()
 
     def toString(self) -> str:  # noqa: N802 - the Java name
-        return "storm-kafka-compat stop hook"
+        return f"storm-kafka-compat {type(self).__name__}"
+
+
+class _ShutdownHook(_JavaCallback):
+    """The ``scala.Function0`` that Spark's ShutdownHookManager runs."""
+
+    class Java:
+        implements = ["scala.Function0"]
+
+    apply = _JavaCallback._call
 
 
 # Spark calls a `() => Unit` hook by its specialised name
-setattr(_ShutdownHook, "apply$mcV$sp", _ShutdownHook.apply)
+setattr(_ShutdownHook, "apply$mcV$sp", _JavaCallback._call)
+
+
+class _SignalHandler(_JavaCallback):
+    """The ``sun.misc.SignalHandler`` the JVM runs on a signal."""
+
+    class Java:
+        implements = ["sun.misc.SignalHandler"]
+
+    handle = _JavaCallback._call
 
 
 def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
@@ -98,22 +113,6 @@ def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
         for ref in refs:
             manager.removeShutdownHook(ref)
     return remove
-
-
-class _SignalHandler:
-    """A Python callable as the ``sun.misc.SignalHandler`` the JVM runs on a signal."""
-
-    class Java:
-        implements = ["sun.misc.SignalHandler"]
-
-    def __init__(self, action: Any) -> None:
-        self._action = action
-
-    def handle(self, _signal: Any) -> None:
-        self._action()
-
-    def toString(self) -> str:  # noqa: N802 - the Java name
-        return "storm-kafka-compat signal handler"
 
 
 def handle_jvm_signal(spark_context: Any, name: str, action: Any) -> Any:
