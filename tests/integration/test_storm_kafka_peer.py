@@ -189,3 +189,150 @@ def test_storm_and_this_project_hand_a_topic_back_and_forth(tmp_path, kafka09, k
     replayed = counts["replayed_1"] + counts["replayed_2"]
     assert processed - replayed == counts["produced"]          # skipped: 0
     print("storm-kafka 1.2.4 <-> storm-kafka-compat (ZkHosts):", counts)
+
+
+def _config(path: Path, cluster: Any, topic: str, zk_root: str, *, spout_id: str,
+            hosts: Dict[str, Any], topology_id: str = OUR_ID,
+            topology: Optional[Dict[str, Any]] = None, **spout: Any) -> Path:
+    import yaml
+    from tests.integration.kafka09_jobs import KAFKA_09
+    path.write_text(yaml.safe_dump({
+        "spout": {"topic": topic, "zkRoot": zk_root, "id": spout_id, "scheme": "string", **spout},
+        "hosts": hosts,
+        "topology": {"name": "clicks", "id": topology_id,
+                     "storm.zookeeper.servers": ["127.0.0.1"],
+                     "storm.zookeeper.port": cluster.zookeeper.port, **(topology or {})},
+        "spark": {"master": "local[2]"},
+        "bolt": "tests.bolts:record",
+        "kafka": dict(KAFKA_09)}))
+    return path
+
+
+def _explain(config: Path) -> Dict[int, Tuple[str, int]]:
+    done = cli("offsets", "explain", str(config), "--json")
+    assert done.returncode == 0, done.stderr
+    return {e["partition"]: (e["decision"], e["start_offset"]) for e in json.loads(done.stdout)}
+
+
+def test_static_hosts_and_ignore_zk_offsets_both_ways(tmp_path, kafka09, kafka09_topic, zk_root,
+                                                      storm1):  # noqa: F811
+    """StaticHosts both ways; Storm with ignoreZkOffsets over our documents starts at its
+    startOffsetTime; we with ignoreZkOffsets over Storm's do the same unless our
+    topology id is the one in the documents (Storm's rule: only another topology's
+    documents are ignored)."""
+    from storm_kafka_compat.servers.kafka_clients import produce
+    static_topic = kafka09_topic(2, _messages(2, 0, 100))
+    zk_topic = kafka09_topic(2, _messages(2, 0, 100))
+    zk = kafka09.zk()
+    broker = ("127.0.0.1", kafka09.brokers[0].port)
+    static = {"static": {p: f"{broker[0]}:{broker[1]}" for p in range(2)}}
+    static_config = _config(tmp_path / "static.yaml", kafka09, static_topic, zk_root,
+                            spout_id="static-spout", hosts=static)
+    zk_config = _config(tmp_path / "zk.yaml", kafka09, zk_topic, zk_root, spout_id="zk-spout",
+                        hosts={"zk": kafka09.zk_connect})
+
+    # we consume both topics first and commit
+    for config, name in ((static_config, "static-1"), (zk_config, "zk-1")):
+        _run_ours(config, tmp_path / f"{name}.jsonl")
+        assert sorted(_our_seen(tmp_path / f"{name}.jsonl")) == [
+            (p, o) for p in range(2) for o in range(100)]
+    produce(kafka09.bootstrap, static_topic, _messages(2, 100, 150))
+
+    # Storm: StaticHosts resumes at our offsets; ignoreZkOffsets starts at earliest
+    topology = FluxTopology("peer-static", config={"topology.workers": 1})
+    state_zk = ("127.0.0.1", kafka09.zookeeper.port)
+    storm_kafka_spout(topology, "static-spout", topic=static_topic, zk_root=zk_root,
+                      spout_id="static-spout", static_brokers={0: broker, 1: broker},
+                      state_zk=state_zk, startOffsetTime=-2)
+    storm_kafka_spout(topology, "zk-spout", topic=zk_topic, zk_root=zk_root, spout_id="zk-spout",
+                      zk_hosts=kafka09.zk_connect, state_zk=state_zk, startOffsetTime=-2,
+                      ignoreZkOffsets=True)
+    static_record, zk_record = tmp_path / "storm-static.txt", tmp_path / "storm-zk.txt"
+    topology.recorder("static-recorder", "static-spout", static_record)
+    topology.recorder("zk-recorder", "zk-spout", zk_record)
+    storm = storm1(topology)
+    static_root, zk_spout_root = f"{zk_root}/static-spout", f"{zk_root}/zk-spout"
+    storm.wait_for(lambda: (_committed(_documents(zk, static_root, 2)) == {0: 150, 1: 150}
+                            and len(read_lines(zk_record)) >= 200
+                            and all(d and d["topology"]["id"] != OUR_ID
+                                    for d in _documents(zk, zk_spout_root, 2).values())),
+                   "both spouts done and committed")
+    storm.kill()
+    assert sorted(_storm_seen(static_record)) == [(p, o) for p in range(2) for o in range(100, 150)]
+    assert sorted(_storm_seen(zk_record)) == [(p, o) for p in range(2) for o in range(100)]
+    storm_docs = _documents(zk, zk_spout_root, 2)
+    storm_id = storm_docs[0]["topology"]["id"]
+    assert _committed(storm_docs) == {0: 100, 1: 100}
+    assert storm_document(zk_topic, 0, 100, broker=broker, topology_id=storm_id,
+                          name="peer-static") == get(zk, f"{zk_spout_root}/partition_0")
+
+    # we resume StaticHosts from Storm's documents
+    produce(kafka09.bootstrap, static_topic, _messages(2, 150, 180))
+    _run_ours(static_config, tmp_path / "static-2.jsonl")
+    assert sorted(_our_seen(tmp_path / "static-2.jsonl")) == [
+        (p, o) for p in range(2) for o in range(150, 180)]
+
+    # we, with ignoreZkOffsets, over Storm's documents: with Storm's topology id they
+    # are ours and resumed from; with another id they are ignored ...
+    same_id = _config(tmp_path / "same-id.yaml", kafka09, zk_topic, zk_root, spout_id="zk-spout",
+                      hosts={"zk": kafka09.zk_connect}, topology_id=storm_id,
+                      ignoreZkOffsets=True, startOffsetTime=-2)
+    assert _explain(same_id) == {0: ("resume", 100), 1: ("resume", 100)}
+    ignoring = _config(tmp_path / "ignore.yaml", kafka09, zk_topic, zk_root,
+                       spout_id="zk-spout", hosts={"zk": kafka09.zk_connect},
+                       ignoreZkOffsets=True, startOffsetTime=-2)
+    assert _explain(ignoring) == {0: ("ignore_zk_offsets", 0), 1: ("ignore_zk_offsets", 0)}
+    _run_ours(ignoring, tmp_path / "ignore.jsonl")
+    assert sorted(_our_seen(tmp_path / "ignore.jsonl")) == [
+        (p, o) for p in range(2) for o in range(100)]
+    # ... and once the documents hold our id, ours are resumed from
+    assert _explain(ignoring) == {0: ("resume", 100), 1: ("resume", 100)}
+
+
+def test_wildcard_topics_both_ways(tmp_path, kafka09, zk_root, unique, storm1):  # noqa: F811
+    """``kafka.topic.wildcard.match``: one spout over every topic the regex matches,
+    documents at ``zkRoot/id/<topic>/partition_N``, both ways."""
+    from storm_kafka_compat.servers.kafka_clients import produce
+    prefix = unique("wild")
+    topics = [f"{prefix}-a", f"{prefix}-b"]
+    for topic in topics:
+        kafka09.create_topic(topic, 2, 1)
+        produce(kafka09.bootstrap, topic, _messages(2, 0, 60))
+    zk = kafka09.zk()
+    pattern = f"{prefix}-.*"
+    roots = {t: f"{zk_root}/wild-spout/{t}" for t in topics}
+
+    def docs() -> Dict[str, Dict[int, int]]:
+        return {t: _committed(_documents(zk, root, 2)) for t, root in roots.items()}
+
+    def storm_run(name: str, until: int) -> List[Tuple[str, int, int]]:
+        record = tmp_path / f"{name}.txt"
+        topology = FluxTopology(name, config={"topology.workers": 1,
+                                              "kafka.topic.wildcard.match": True})
+        storm_kafka_spout(topology, "wild-spout", topic=pattern, zk_root=zk_root,
+                          spout_id="wild-spout", zk_hosts=kafka09.zk_connect,
+                          state_zk=("127.0.0.1", kafka09.zookeeper.port), startOffsetTime=-2)
+        topology.recorder("recorder", "wild-spout", record)
+        storm = storm1(topology)
+        storm.wait_for(lambda: docs() == {t: {0: until, 1: until} for t in topics},
+                       f"documents of both topics at {until}")
+        storm.kill()
+        return sorted(_storm_seen(record))
+
+    # Storm reads both topics (values do not name the topic: counted per partition)
+    first = storm_run("peer-wild-1", 60)
+    assert first == sorted([(p, o) for p in range(2) for o in range(60)] * 2)
+    for topic in topics:
+        produce(kafka09.bootstrap, topic, _messages(2, 60, 90))
+    config = _config(tmp_path / "wild.yaml", kafka09, pattern, zk_root, spout_id="wild-spout",
+                     hosts={"zk": kafka09.zk_connect},
+                     topology={"kafka.topic.wildcard.match": True})
+    _run_ours(config, tmp_path / "ours.jsonl")
+    ours = sorted((r["topic"], int(r["partition"]), int(r["offset"]))
+                  for r in read_records(str(tmp_path / "ours.jsonl")))
+    assert ours == sorted((t, p, o) for t in topics for p in range(2) for o in range(60, 90))
+    assert docs() == {t: {0: 90, 1: 90} for t in topics}
+    for topic in topics:
+        produce(kafka09.bootstrap, topic, _messages(2, 90, 100))
+    second = storm_run("peer-wild-2", 100)
+    assert second == sorted([(p, o) for p in range(2) for o in range(90, 100)] * 2)
