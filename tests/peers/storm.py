@@ -79,10 +79,16 @@ def why_not(bundle: MavenBundle) -> Optional[str]:
     return None
 
 
+#: the peer sources each Storm line compiles: ``common`` (Storm 1.x and 2.x share its
+#: API) and the line's own folder (storm-kafka's Trident spout exists in 1.x only)
+SOURCE_DIRS = {"storm-1": ("common", "storm1"), "storm-2": ("common",)}
+
+
 def peer_classes(bundle: MavenBundle, *, release: int = 8) -> Path:
-    """``tests/peers/java`` compiled against ``bundle`` (once per source digest) with
-    the JDK's ``javac --release``."""
-    sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    """The peer sources of ``bundle``'s Storm line (:data:`SOURCE_DIRS`) compiled
+    against it (once per source digest) with the JDK's ``javac --release``."""
+    line = bundle.name.split(".")[0]
+    sources = sorted(p for d in SOURCE_DIRS[line] for p in (JAVA_SOURCES / d).rglob("*.java"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
     target = cache_dir() / "storm-peer" / f"{bundle.name}-{digest}"
     if (target / ".done").exists():
@@ -111,6 +117,9 @@ class FluxTopology:
     spouts: List[Dict[str, Any]] = field(default_factory=list)
     bolts: List[Dict[str, Any]] = field(default_factory=list)
     streams: List[Dict[str, Any]] = field(default_factory=list)
+    #: Flux's ``topologySource``: a class of ours whose method builds the topology
+    #: (Trident), instead of spouts, bolts and streams
+    source: Optional[Dict[str, Any]] = None
 
     def component(self, id: str, class_name: str, *args: Any,
                   properties: Mapping[str, Any] = {},
@@ -134,10 +143,13 @@ class FluxTopology:
         self.streams.append({"from": source, "to": id, "grouping": {"type": "SHUFFLE"}})
 
     def yaml(self) -> str:
-        return yaml.safe_dump({"name": self.name, "config": self.config,
-                               "components": self.components, "spouts": self.spouts,
-                               "bolts": self.bolts, "streams": self.streams},
-                              sort_keys=False)
+        body: Dict[str, Any] = {"name": self.name, "config": self.config}
+        if self.source is not None:
+            body["topologySource"] = self.source
+        else:
+            body.update(components=self.components, spouts=self.spouts, bolts=self.bolts,
+                        streams=self.streams)
+        return yaml.safe_dump(body, sort_keys=False)
 
 
 def _is_ref(value: Any) -> bool:

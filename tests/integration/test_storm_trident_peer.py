@@ -1,0 +1,87 @@
+"""Real Storm 1.2.4's ``OpaqueTridentKafkaSpout`` (a Trident topology run by Flux in a
+LocalCluster, tests/peers/java/storm1/skc/peer/TridentPeer.java) writes its
+transactional state in ZooKeeper; this project, given the stream's ``txStateId``,
+resumes from it: nothing skipped, and only what Trident processed in batches it had not
+committed is processed again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import pytest
+import yaml
+
+from tests.bolts import read_records
+from tests.integration.kafka09_jobs import cli, get, zk_job
+from tests.peers.fixtures import storm1, storm1_ready  # noqa: F401
+from tests.peers.storm import FluxTopology, read_lines
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def _committed_trident_offsets(zk: Any, troot: str, stream: str, partitions: int
+                               ) -> Dict[int, int]:
+    """Read straight from Storm's documents: per partition, ``nextOffset`` of the
+    highest txid below the coordinator's ``currtx`` (the first txid not committed)."""
+    currtx_raw = get(zk, f"{troot}/{stream}/coordinator/currtx")
+    currtx = int(json.loads(currtx_raw)) if currtx_raw else None
+    out = {}
+    for p in range(partitions):
+        path = f"{troot}/{stream}/user/partition_{p}"
+        txids = sorted(int(t) for t in zk.get_children_async(path).get(timeout=10)
+                       if currtx is None or int(t) < currtx) if zk.exists(path) else []
+        out[p] = json.loads(get(zk, f"{path}/{txids[-1]}"))["nextOffset"] if txids else 0
+    return out
+
+
+def test_we_resume_from_real_trident_state(tmp_path, kafka09, kafka09_topic, zk_root,
+                                           storm1):  # noqa: F811
+    partitions, produced = 2, 300
+    topic = kafka09_topic(partitions, [(p, None, f"{p}-{o}".encode())
+                                       for p in range(partitions) for o in range(produced)])
+    zk = kafka09.zk()
+    troot, stream = f"{zk_root}/transactional", "clicks-stream"
+    record = tmp_path / "trident.txt"
+    topology = FluxTopology("trident-peer", config={
+        "topology.workers": 1, "topology.max.spout.pending": 1,
+        "transactional.zookeeper.servers": ["127.0.0.1"],
+        "transactional.zookeeper.port": kafka09.zookeeper.port,
+        "transactional.zookeeper.root": troot})
+    topology.source = {"className": "skc.peer.TridentPeer", "methodName": "getTopology",
+                       "constructorArgs": [kafka09.zk_connect, topic, stream, str(record), 10,
+                                           1024]}
+    storm = storm1(topology)
+    # a crash mid-stream, after Trident committed at least one batch
+    storm.wait_for(lambda: (len(read_lines(record)) >= 250 and
+                            any(_committed_trident_offsets(zk, troot, stream, partitions)
+                                .values())),
+                   "250 tuples and a committed batch")
+    storm.kill()
+    trident_seen = [tuple(int(x) for x in line[0].split("-")) for line in read_lines(record)]
+    committed = _committed_trident_offsets(zk, troot, stream, partitions)
+    assert sum(committed.values()) < partitions * produced, "Trident finished before the crash"
+
+    config = zk_job(tmp_path / "job.yaml", kafka09, topic, zk_root)
+    doc = yaml.safe_load(config.read_text())
+    doc["topology"].update({"trident.txStateId": stream, "transactional.zookeeper.root": troot})
+    config.write_text(yaml.safe_dump(doc))
+    explained = cli("offsets", "explain", str(config), "--json")
+    assert explained.returncode == 0, explained.stderr
+    assert {e["partition"]: e["start_offset"] for e in json.loads(explained.stdout)} == committed
+
+    ours_record = tmp_path / "ours.jsonl"
+    done = cli("run", str(config), "--until-caught-up", record=ours_record)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = [(int(r["partition"]), int(r["offset"])) for r in read_records(str(ours_record))]
+    replayed = 0
+    for p in range(partitions):
+        mine = sorted(o for q, o in ours if q == p)
+        theirs = {o for q, o in trident_seen if q == p}
+        assert mine == list(range(committed[p], produced))     # from the commit, to the end
+        assert set(range(committed[p])) <= theirs               # below it: Trident's
+        replayed += len(theirs & set(mine))
+    counts = {"produced": partitions * produced, "trident": len(trident_seen),
+              "ours": len(ours), "replayed": replayed, "trident_committed": committed}
+    assert len(ours) + len(trident_seen) - replayed == partitions * produced   # skipped: 0
+    print("OpaqueTridentKafkaSpout 1.2.4 -> storm-kafka-compat:", counts)
