@@ -10,6 +10,9 @@ from storm_kafka_compat.trident.state import (TridentBatch, coordinator_path, la
 
 __all__ = ["read_trident_partition", "write_trident_rollback"]
 
+#: listings of a partition's txids tried while Trident deletes old ones under us
+_LISTING_ATTEMPTS = 5
+
 
 def read_trident_partition(zk: Any, root: str, tx_state_id: str, topic: str, partition: int,
                            *, fmt: str = "storm-kafka", wildcard: bool = False,
@@ -18,19 +21,30 @@ def read_trident_partition(zk: Any, root: str, tx_state_id: str, topic: str, par
 
     ``zk`` is a started ``KazooClient``; calls are bounded by ``timeout_s``.
     """
+    from kazoo.exceptions import NoNodeError
+
     path = partition_dir(root, tx_state_id, topic, partition, fmt=fmt, wildcard=wildcard)
-    if not zk.exists_async(path).get(timeout=timeout_s):
-        return path, None
-    names = zk.get_children_async(path).get(timeout=timeout_s)
     cpath = coordinator_path(root, tx_state_id)
-    current_tx = (parse_current_tx(zk.get_async(cpath).get(timeout=timeout_s)[0])
-                  if zk.exists_async(cpath).get(timeout=timeout_s) else None)
-    children: Dict[str, Optional[bytes]] = {}
-    for name in names:
-        if name.isdigit() and (current_tx is None or int(name) < current_tx):
-            children[name] = zk.get_async(f"{path}/{name}").get(timeout=timeout_s)[0]
-    # only the highest txid matters (getLastState)
-    return path, last_batch(children, current_tx)
+    # A running Trident deletes old txids (cleanupBefore) between our listing and our
+    # reads: a txid gone since the listing is read again from a new listing.
+    for attempt in range(_LISTING_ATTEMPTS):
+        if not zk.exists_async(path).get(timeout=timeout_s):
+            return path, None
+        names = zk.get_children_async(path).get(timeout=timeout_s)
+        current_tx = (parse_current_tx(zk.get_async(cpath).get(timeout=timeout_s)[0])
+                      if zk.exists_async(cpath).get(timeout=timeout_s) else None)
+        children: Dict[str, Optional[bytes]] = {}
+        try:
+            # only the highest txid below currtx matters (getLastState)
+            for name in names:
+                if name.isdigit() and (current_tx is None or int(name) < current_tx):
+                    children[name] = zk.get_async(f"{path}/{name}").get(timeout=timeout_s)[0]
+        except NoNodeError:
+            if attempt + 1 == _LISTING_ATTEMPTS:
+                raise
+            continue
+        return path, last_batch(children, current_tx)
+    raise AssertionError("unreachable")
 
 
 def write_trident_rollback(zk: Any, path: str, txid: int, data: bytes, *,

@@ -2,7 +2,8 @@
 LocalCluster, tests/peers/java/storm1/skc/peer/TridentPeer.java) writes its
 transactional state in ZooKeeper; this project, given the stream's ``txStateId``,
 resumes from it: nothing skipped, and only what Trident processed in batches it had not
-committed is processed again."""
+committed is processed again. Back the other way, our position written as Trident's
+last batch (``trident.zk.write_trident_rollback``) is where Trident resumes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
+from storm_kafka_compat.trident.state import encode_batch
+from storm_kafka_compat.trident.zk import write_trident_rollback
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import cli, get, zk_job
 from tests.peers.fixtures import storm1, storm1_ready  # noqa: F401
@@ -23,26 +26,28 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 def _committed_trident_offsets(zk: Any, troot: str, stream: str, partitions: int
                                ) -> Dict[int, int]:
     """Read straight from Storm's documents: per partition, ``nextOffset`` of the
-    highest txid below the coordinator's ``currtx`` (the first txid not committed)."""
-    currtx_raw = get(zk, f"{troot}/{stream}/coordinator/currtx")
-    currtx = int(json.loads(currtx_raw)) if currtx_raw else None
-    out = {}
-    for p in range(partitions):
-        path = f"{troot}/{stream}/user/partition_{p}"
-        txids = sorted(int(t) for t in zk.get_children_async(path).get(timeout=10)
-                       if currtx is None or int(t) < currtx) if zk.exists(path) else []
-        out[p] = json.loads(get(zk, f"{path}/{txids[-1]}"))["nextOffset"] if txids else 0
-    return out
+    highest txid below the coordinator's ``currtx`` (the first txid not committed).
+    A running Trident deletes old txids as it goes: a listing that lost a race is
+    read again."""
+    from kazoo.exceptions import NoNodeError
+    while True:
+        try:
+            currtx_raw = get(zk, f"{troot}/{stream}/coordinator/currtx")
+            currtx = int(json.loads(currtx_raw)) if currtx_raw else None
+            out = {}
+            for p in range(partitions):
+                path = f"{troot}/{stream}/user/partition_{p}"
+                txids = sorted(int(t) for t in zk.get_children_async(path).get(timeout=10)
+                               if currtx is None or int(t) < currtx) if zk.exists(path) else []
+                out[p] = (json.loads(get(zk, f"{path}/{txids[-1]}"))["nextOffset"]
+                          if txids else 0)
+            return out
+        except NoNodeError:
+            continue
 
 
-def test_we_resume_from_real_trident_state(tmp_path, kafka09, kafka09_topic, zk_root,
-                                           storm1):  # noqa: F811
-    partitions, produced = 2, 300
-    topic = kafka09_topic(partitions, [(p, None, f"{p}-{o}".encode())
-                                       for p in range(partitions) for o in range(produced)])
-    zk = kafka09.zk()
-    troot, stream = f"{zk_root}/transactional", "clicks-stream"
-    record = tmp_path / "trident.txt"
+def _trident_topology(kafka09: Any, topic: str, stream: str, troot: str, record: Any
+                      ) -> FluxTopology:
     topology = FluxTopology("trident-peer", config={
         "topology.workers": 1, "topology.max.spout.pending": 1,
         "transactional.zookeeper.servers": ["127.0.0.1"],
@@ -51,6 +56,18 @@ def test_we_resume_from_real_trident_state(tmp_path, kafka09, kafka09_topic, zk_
     topology.source = {"className": "skc.peer.TridentPeer", "methodName": "getTopology",
                        "constructorArgs": [kafka09.zk_connect, topic, stream, str(record), 10,
                                            1024]}
+    return topology
+
+
+def test_trident_state_handed_to_us_and_rolled_back(tmp_path, kafka09, kafka09_topic, zk_root,
+                                           storm1):  # noqa: F811
+    partitions, produced = 2, 300
+    topic = kafka09_topic(partitions, [(p, None, f"{p}-{o}".encode())
+                                       for p in range(partitions) for o in range(produced)])
+    zk = kafka09.zk()
+    troot, stream = f"{zk_root}/transactional", "clicks-stream"
+    record = tmp_path / "trident.txt"
+    topology = _trident_topology(kafka09, topic, stream, troot, record)
     storm = storm1(topology)
     # a crash mid-stream, after Trident committed at least one batch
     storm.wait_for(lambda: (len(read_lines(record)) >= 250 and
@@ -84,4 +101,37 @@ def test_we_resume_from_real_trident_state(tmp_path, kafka09, kafka09_topic, zk_
     counts = {"produced": partitions * produced, "trident": len(trident_seen),
               "ours": len(ours), "replayed": replayed, "trident_committed": committed}
     assert len(ours) + len(trident_seen) - replayed == partitions * produced   # skipped: 0
-    print("OpaqueTridentKafkaSpout 1.2.4 -> storm-kafka-compat:", counts)
+
+    # our encoder writes Trident's bytes: a document Trident wrote, from its own fields
+    user = f"{troot}/{stream}/user/partition_0"
+    txid = max(int(t) for t in zk.get_children_async(user).get(timeout=10))
+    raw = get(zk, f"{user}/{txid}")
+    written = json.loads(raw)
+    trident_id = written["topology"]["id"]
+    assert encode_batch(offset=written["offset"], next_offset=written["nextOffset"],
+                        topology_id=trident_id, topology_name=written["topology"]["name"],
+                        partition=0, broker=(written["broker"]["host"], written["broker"]["port"]),
+                        topic=topic) == raw
+
+    # roll-back: our position written as Trident's last batch; Trident resumes there
+    broker = ("127.0.0.1", kafka09.brokers[0].port)
+    for p in range(partitions):
+        path = f"{troot}/{stream}/user/partition_{p}"
+        highest = max(int(t) for t in zk.get_children_async(path).get(timeout=10))
+        write_trident_rollback(zk, path, highest, encode_batch(
+            offset=produced, next_offset=produced, topology_id=trident_id,
+            topology_name="trident-peer", partition=p, broker=broker, topic=topic))
+    from storm_kafka_compat.servers.kafka_clients import produce
+    produce(kafka09.bootstrap, topic, [(p, None, f"{p}-{o}".encode())
+                                       for p in range(partitions) for o in range(produced, 350)])
+    record = tmp_path / "trident-2.txt"
+    storm = storm1(_trident_topology(kafka09, topic, stream, troot, record))
+    storm.wait_for(lambda: len(read_lines(record)) >= partitions * (350 - produced),
+                   "the new messages")
+    storm.wait_for(lambda: _committed_trident_offsets(zk, troot, stream, partitions)
+                   == dict.fromkeys(range(partitions), 350), "Trident's commit at 350")
+    storm.kill()
+    back = sorted(tuple(int(x) for x in line[0].split("-")) for line in read_lines(record))
+    assert back == [(p, o) for p in range(partitions) for o in range(produced, 350)]
+    counts["trident_after_rollback"] = len(back)
+    print("OpaqueTridentKafkaSpout 1.2.4 <-> storm-kafka-compat:", counts)

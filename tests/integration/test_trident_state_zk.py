@@ -58,3 +58,30 @@ def test_reader_resumes_from_the_last_txid_and_reads_a_rollback(zk_client, zk_ro
         topology_name="clicks", partition=0, broker=("127.0.0.1", 9092), topic="clicks"))
     assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 0)[1]\
         .next_offset == 1500
+
+
+def test_reader_survives_trident_deleting_old_txids_while_it_reads(zk_client, zk_root) -> None:
+    """A running Trident's cleanupBefore removes txid 41 between the reader's listing
+    and its reads (seen against real Storm): the reader lists again."""
+    root = f"{zk_root}/transactional"
+    storm_writes_batches(zk_client, root, "clicks-stream", "clicks", 0,
+                         [(41, 1000, 1200), (42, 1200, 1350)])
+    pdir = f"{root}/clicks-stream/user/partition_0"
+    listings = []
+
+    class CleaningUpMeanwhile:
+        """The client, with Trident's clean-up landing just after the first listing."""
+
+        def __getattr__(self, name):
+            return getattr(zk_client, name)
+
+        def get_children_async(self, path):
+            result = zk_client.get_children_async(path)
+            listings.append(sorted(result.get(timeout=10)))
+            if len(listings) == 1:
+                zk_client.delete(f"{pdir}/41")
+            return result
+
+    _, batch = read_trident_partition(CleaningUpMeanwhile(), root, "clicks-stream", "clicks", 0)
+    assert (batch.txid, batch.next_offset) == (42, 1350)
+    assert listings == [["41", "42"], ["42"]]
