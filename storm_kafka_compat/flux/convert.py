@@ -21,7 +21,7 @@ from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placehol
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SPOUT_NAME, load_properties,
                                             substitute)
-from storm_kafka_compat.flux.components import _FluxResolver, _Value, python_placeholder
+from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
 from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
                                                 PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
                                                 PROPERTIES_STATIC_PREFIX,
@@ -69,16 +69,16 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
     for comp in doc.get("components") or []:
         if isinstance(comp, Mapping) and "id" in comp:
             components[str(comp["id"])] = comp
-    resolver = _FluxResolver(components, unmapped)
+    resolver = ComponentResolver(components, unmapped)
 
     config: Dict[str, Any] = {}
     topology: Dict[str, Any] = {}
     if doc.get("name") is not None:
         topology["name"] = doc["name"]
-    _flux_storm_config(doc.get("config") or {}, topology, unmapped)
+    storm_config_into(doc.get("config") or {}, topology, unmapped)
     spout_id = _flux_spout(doc, resolver, config, unmapped, source)
     config["topology"] = topology
-    place_bolts(config, _flux_bolts(doc, spout_id, unmapped, resolver.used))
+    place_bolts(config, flux_bolts(doc, spout_id, unmapped, resolver.used))
     for cid in components:
         if cid not in resolver.used:
             unmapped.append(f"components[{cid}] ({components[cid].get('className')}) not "
@@ -98,7 +98,7 @@ def _top_level_unmapped(doc: Mapping[str, Any]) -> List[str]:
     return out
 
 
-def _flux_spout(doc: Mapping[str, Any], resolver: _FluxResolver, config: Dict[str, Any],
+def _flux_spout(doc: Mapping[str, Any], resolver: ComponentResolver, config: Dict[str, Any],
                 unmapped: List[str], source: str) -> str:
     """Build the one KafkaSpout of ``spouts`` into ``config``; its Flux id.
 
@@ -133,7 +133,7 @@ def _flux_spout(doc: Mapping[str, Any], resolver: _FluxResolver, config: Dict[st
     return spout_id
 
 
-def spout_sections(built: _Value, where: str, tasks: Any, config: Dict[str, Any],
+def spout_sections(built: Resolved, where: str, tasks: Any, config: Dict[str, Any],
                    unmapped: List[str]) -> None:
     """The CONFIG sections of a built KafkaSpout (``spout``, ``hosts`` or ``kafkaSpout``,
     ``spark.tasks`` from its parallelism), for Flux and Java sources alike."""
@@ -149,7 +149,7 @@ def spout_sections(built: _Value, where: str, tasks: Any, config: Dict[str, Any]
                             f"the Storm topology committed to, to resume from it).")
         return
     hosts = built.data["hosts"]
-    if isinstance(hosts, _Value) and hosts.kind == "hosts":
+    if isinstance(hosts, Resolved) and hosts.kind == "hosts":
         config["hosts"] = hosts.data
     else:
         unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "
@@ -204,7 +204,7 @@ def _check_is_flux(doc: Any, source: str) -> None:
                           f"defines the KafkaSpout under spouts.", key="spouts", value=source)
 
 
-def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
+def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
     if not isinstance(conf, Mapping):
         unmapped.append(f"config: {conf!r} is not a mapping; not mapped.")
         return
@@ -220,7 +220,7 @@ def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str])
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
-def _flux_bolts(doc: Mapping[str, Any], spout_id: str,
+def flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str], used: Optional[set] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
     from storm_kafka_compat.flux.kafka_bolt import kafka_bolt_entry
