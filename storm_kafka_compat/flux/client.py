@@ -60,6 +60,7 @@ class ClientComponents:
     which supplies ``unmapped``, ``Resolved`` and ``python_placeholder``)."""
 
     unmapped: List[str]
+    ported_schemes: List[str]
 
     # JDK values ---------------------------------------------------------------------
     def _build_java_Properties(self, args: List[Any], props: Dict[str, Any],
@@ -200,6 +201,7 @@ class ClientComponents:
                 state["scheme"] = translator.data
             else:
                 cls = getattr(translator, "class_name", "") or repr(translator)
+                self.ported_schemes.append(cls)
                 placeholder = self._placeholder(cls)
                 self.unmapped.append(f"{where}: record translator {cls} not mapped: port it as "
                                      f"a scheme and set spout.scheme (placeholder "

@@ -54,6 +54,7 @@ class ComponentResolver(ClientComponents):
         self.cache: Dict[str, Resolved] = {}
         self.unmapped = unmapped
         self.used: set = set()
+        self.ported_schemes: List[str] = []
         self._stack: List[str] = []
 
     # values -----------------------------------------------------------------
@@ -247,6 +248,7 @@ class ComponentResolver(ClientComponents):
 
     def _user_scheme(self, inner: Resolved, where: str) -> Resolved:
         cls = inner.class_name or "?"
+        self.ported_schemes.append(cls)
         placeholder = python_placeholder(cls)
         self.unmapped.append(f"{where}: scheme {cls} not mapped: port the scheme to Python "
                              f"and set spout.scheme (placeholder {placeholder!r}).")

@@ -84,7 +84,7 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
             unmapped.append(f"components[{cid}] ({components[cid].get('className')}) not "
                             f"mapped: not used by the KafkaSpout.")
     unmapped.extend(placeholders_left(config))
-    return Conversion(config, unmapped)
+    return Conversion(config, unmapped, ported_schemes=resolver.ported_schemes)
 
 
 def _top_level_unmapped(doc: Mapping[str, Any]) -> List[str]:

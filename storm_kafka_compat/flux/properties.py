@@ -88,7 +88,7 @@ def _to_type(value: str, java_type: str, key: str) -> Any:
     return value
 
 
-def _scheme_from_text(value: str, key: str, unmapped: List[str]) -> str:
+def _scheme_from_text(value: str, key: str, unmapped: List[str], ported: List[str]) -> str:
     text = value.strip()
     simple = text.rsplit(".", 1)[-1] if "." in text and ":" not in text else text
     if ":" not in text and simple in SCHEME_CLASSES and (_simple_name(text) or text == simple):
@@ -96,6 +96,7 @@ def _scheme_from_text(value: str, key: str, unmapped: List[str]) -> str:
     if is_callable_ref(text) or text in SCHEME_NAMES:
         return text
     placeholder = python_placeholder(text)
+    ported.append(text)
     unmapped.append(f"{key}: scheme {text} not mapped: port it to Python and set spout.scheme "
                     f"(placeholder {placeholder!r}).")
     return placeholder
@@ -130,7 +131,8 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
             else:
                 not_understood.append(key)
     sections.unmapped.extend(_not_understood(not_understood, len(props), source))
-    return Conversion(sections.config(), sections.unmapped)
+    return Conversion(sections.config(), sections.unmapped,
+                      ported_schemes=sections.ported_schemes)
 
 
 class _PropertiesSections:
@@ -139,6 +141,7 @@ class _PropertiesSections:
 
     def __init__(self) -> None:
         self.unmapped: List[str] = []
+        self.ported_schemes: List[str] = []
         self.spout: Dict[str, Any] = {}
         self.hosts: Dict[str, Any] = {}
         self.static: Dict[int, str] = {}
@@ -213,7 +216,8 @@ class _PropertiesSections:
                                  f"since 0.10.0 a first start honours startOffsetTime.")
             field_name = "ignoreZkOffsets"
         if field_name == "scheme":
-            self.spout["scheme"] = _scheme_from_text(value, key, self.unmapped)
+            self.spout["scheme"] = _scheme_from_text(value, key, self.unmapped,
+                                                     self.ported_schemes)
         elif spec.java_type == "String":
             self.spout[field_name] = value
         else:
