@@ -149,7 +149,7 @@ def find_traps(facts: TrapFacts) -> List[Trap]:
     if facts.documents:
         traps.extend(t for t in (_per_run_id(facts), _zk_root(facts), _ignore_zk_offsets(facts),
                                  _max_offset_behind(facts)) if t is not None)
-    traps.extend(t for t in (_topology_id(facts), _first_poll(facts), _custom_scheme(facts))
+    traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts))
                  if t is not None)
     return sorted(traps, key=lambda t: t.severity != DANGER)
 

@@ -282,7 +282,7 @@ class ComponentResolver(ClientComponents):
                     value = value.data  # a Scheme set directly: treat as its MultiScheme
                 elif isinstance(value, Resolved):
                     value = self._user_scheme(value, where).data
-            if name in storm_names and name not in ("topic", "zkRoot", "id"):
+            if name in storm_names:   # topic, zkRoot and id are public fields too
                 spout[name] = value
             else:
                 self.unmapped.append(f"{where}: property {name!r} not mapped (not a "

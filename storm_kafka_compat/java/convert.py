@@ -55,6 +55,8 @@ class JavaConversion(Conversion):
     source: str = ""
     spout_name: Optional[str] = None
     error: Optional[str] = None
+    #: ``${<CONFIG key>}`` written for a value the source does not give -> why
+    opaque: Dict[str, Unknown] = field(default_factory=dict)
 
     @property
     def file_stem(self) -> str:
@@ -103,8 +105,8 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
             f"org.apache.storm.kafka.KafkaSpout (storm.kafka.KafkaSpout) and storm-kafka-client's "
             f"org.apache.storm.kafka.spout.KafkaSpout created with new; give the directory "
             f"that holds the topology's main class and its constants.", value=", ".join(paths))
-    syntax = [f"{f.path}:{line}: syntax error; the converter read around it (check the "
-              f"values taken from near this line)." for f in tree.files for line in f.errors()]
+    syntax = [f"{f.path}:{line}: syntax error; the statement there is not read: set what it "
+              f"sets by hand." for f in tree.files for line in f.errors()]
     out: List[JavaConversion] = []
     seen: set = set()
     for spout in interp.spouts:
@@ -239,8 +241,10 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
         unmapped.append(f"{where}: no TopologyBuilder.setSpout of this spout was found; the "
                         f"bolts are not mapped (write bolt or topology.bolts by hand).")
     found: Dict[str, List[Unknown]] = {}
-    conv.config = _name_opaque(config, interp.unknowns, found, unmapped)
+    conv.config = _name_opaque(config, interp.unknowns, found)
     conv.evidence = {key: _evidence(us) for key, us in found.items()}
+    conv.opaque = {f"${{{key}}}": us[0] for key, us in found.items()
+                   if OPAQUE_RE.fullmatch(us[0].token)}
     conv.ported_schemes = resolver.ported_schemes
     return conv
 
@@ -305,15 +309,14 @@ def _flux_doc(builder: JObject, comps: Mapping[str, Mapping[str, Any]],
 
 
 def _name_opaque(config: Any, unknowns: Mapping[str, Unknown],
-                 evidence: Dict[str, List[Unknown]], unmapped: List[str],
-                 path: str = "") -> Any:
-    """Replace every value holding an opaque ``${?N}`` by ``${<its CONFIG key>}``, and
-    list it with the file, line and expression it came from."""
+                 evidence: Dict[str, List[Unknown]], path: str = "") -> Any:
+    """Replace every value holding an opaque ``${?N}`` by ``${<its CONFIG key>}``, the
+    opaque placeholder first in ``evidence[key]``; ``evidence`` gets every key built
+    from placeholders."""
     if isinstance(config, dict):
-        return {k: _name_opaque(v, unknowns, evidence, unmapped, f"{path}.{k}" if path else
-                                str(k)) for k, v in config.items()}
+        return {k: _name_opaque(v, unknowns, evidence, f"{path}.{k}" if path else str(k)) for k, v in config.items()}
     if isinstance(config, list):
-        return [_name_opaque(v, unknowns, evidence, unmapped, f"{path}[{i}]")
+        return [_name_opaque(v, unknowns, evidence, f"{path}[{i}]")
                 for i, v in enumerate(config)]
     if not isinstance(config, str):
         return config
@@ -324,11 +327,7 @@ def _name_opaque(config: Any, unknowns: Mapping[str, Unknown],
     opaque = [u for u in found if OPAQUE_RE.fullmatch(u.token)]
     if not opaque:
         return config
-    u = opaque[0]
-    why = {RANDOM: "is random, new on every run", TIME: "depends on the time of the run"}.get(
-        u.kind, "could not be resolved")
-    unmapped.append(f"{path}: {u.origin.where} `{u.origin.text}` {why}; written as "
-                    f"${{{path}}}: give it with --filter ({path}=...) or edit the CONFIG.")
+    evidence[path] = opaque[:1] + [u for u in found if u not in opaque]
     return f"${{{path}}}"
 
 
@@ -350,6 +349,14 @@ def _substitute(conv: JavaConversion, unknowns: Mapping[str, Unknown],
         text = substitute(Conversion(conv.config).to_yaml(), fill, env)
         conv.config = parse_yaml(text, source=conv.source) or {}
     for where, token in find_placeholders(conv.config):
+        if token in conv.opaque:
+            u = conv.opaque[token]
+            why = {RANDOM: "is random, new on every run",
+                   TIME: "depends on the time of the run"}.get(u.kind, "could not be resolved")
+            conv.unmapped.append(f"{where}: {u.origin.where} `{u.origin.text}` {why}; written "
+                                 f"as {token}: give it with --filter ({token[2:-1]}=...) or "
+                                 f"edit the CONFIG.")
+            continue
         u = unknowns.get(token)
         if u is None or u.kind not in FILLABLE:
             continue

@@ -149,6 +149,9 @@ class Interpreter:
 
     def exec_stmt(self, node: Node, frame: Frame) -> None:
         kind = node.type
+        if node.has_error and kind in ("local_variable_declaration", "expression_statement",
+                                       "return_statement", "ERROR"):
+            return   # what the grammar recovered may join two statements: not guessed at
         if kind == "local_variable_declaration":
             for decl in node.children_by_field_name("declarator"):
                 name = text_of(decl.child_by_field_name("name"))
