@@ -237,3 +237,14 @@ def test_cli_stdout_and_filter(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "does not validate" not in captured.err
     assert "trap: topology.id: topology.id is unset" in captured.err
     assert "e.g. `topology: {id: click-counter-compat}`" in captured.err
+
+
+def test_kafka_bolt_is_mapped_and_a_missing_submission_is_named() -> None:
+    conv = one(DATA / "kafka_bolt")
+    assert conv.config["topology"] == {"name": "${topology.name}", "bolts": [
+        {"name": "forward", "bolt": "org.apache.storm.kafka.bolt.KafkaBolt", "parallelism": 2,
+         "properties": {"producerProperties": {"bootstrap.servers": "k:9092", "acks": "1"},
+                        "topicSelector": "DefaultTopicSelector", "topic": "out",
+                        "boltKeyField": "key", "boltMessageField": "str"}}]}
+    assert lines_about(conv, "no StormSubmitter.submitTopology of this topology was found; "
+                             "topology.name written as ${topology.name}")
