@@ -213,8 +213,8 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     decl, builder = _declaration(interp, spout)
     unmapped: List[str] = []
     config: Dict[str, Any] = {}
-    bolts = [d.bolt for d in (builder.decls if builder is not None else [])
-             if isinstance(d, BoltDecl) and isinstance(d.bolt, JObject)]
+    bolts = [d.component for d in (builder.decls if builder is not None else [])
+             if isinstance(d, BoltDecl) and isinstance(d.component, JObject)]
     comps, objects, ids = _components(spout, bolts)
     resolver = _JavaResolver(comps, unmapped, objects)
     where = spout.describe()
@@ -259,7 +259,7 @@ def _declaration(interp: Interpreter, spout: JObject
                  ) -> Tuple[Optional[SpoutDecl], Optional[JObject]]:
     for builder in interp.builders:
         for d in builder.decls:
-            if isinstance(d, SpoutDecl) and d.spout is spout:
+            if isinstance(d, SpoutDecl) and d.component is spout:
                 return d, builder
     return None, None
 
@@ -289,7 +289,7 @@ def _flux_doc(builder: JObject, comps: Mapping[str, Mapping[str, Any]],
     doc: Dict[str, Any] = {"components": list(comps.values()), "spouts": [], "bolts": [],
                            "streams": []}
     for d in builder.decls:
-        component = d.spout if isinstance(d, SpoutDecl) else d.bolt
+        component = d.component
         cls = component.class_name if isinstance(component, JObject) else str(component)
         entry: Dict[str, Any] = {"id": str(d.name), "className": cls}
         if d.parallelism is not None:

@@ -88,26 +88,26 @@ class JObject:
 
 
 @dataclass(eq=False)
-class SpoutDecl:
-    """``builder.setSpout(name, spout, parallelism)``."""
+class Declaration:
+    """A component a ``TopologyBuilder`` declared: its name, the object, its parallelism
+    and ``setNumTasks``."""
 
     name: Any
-    spout: Any
+    component: Any
     parallelism: Any
     origin: Origin
     tasks: Any = None
+
+
+class SpoutDecl(Declaration):
+    """``builder.setSpout(name, spout, parallelism)``."""
 
 
 @dataclass(eq=False)
-class BoltDecl:
+class BoltDecl(Declaration):
     """``builder.setBolt(name, bolt, parallelism)`` and the groupings chained on it."""
 
-    name: Any
-    bolt: Any
-    parallelism: Any
-    origin: Origin
     inputs: List[Dict[str, Any]] = field(default_factory=list)
-    tasks: Any = None
 
 
 @dataclass(eq=False)

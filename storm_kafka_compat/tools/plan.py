@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.offsets.paths import spout_root

@@ -4,7 +4,7 @@ styles real projects use, each converted to the CONFIG a careful human would wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List
 
 import pytest
 
