@@ -28,13 +28,13 @@ from storm_kafka_compat.tools import ToolEnv
 from storm_kafka_compat.tools.lag import LagRow, lag
 
 #: decisions of ``offsets explain`` that do not resume from the stored offset
-_NOT_RESUMING = {"ignore_zk_offsets": "ignores the stored offset (ignoreZkOffsets)",
-                 "max_offset_behind": "resets a stored offset that is too far behind "
+_NOT_RESUMING = {"ignore_zk_offsets": "would ignore the stored offset (ignoreZkOffsets)",
+                 "max_offset_behind": "would reset a stored offset that is too far behind "
                                       "(maxOffsetBehind), skipping messages",
-                 "invalid_state": "finds an unusable document",
-                 "first_poll_strategy": "overrides the Storm topology's commit "
+                 "invalid_state": "would find an unusable document",
+                 "first_poll_strategy": "would override the Storm topology's commit "
                                         "(firstPollOffsetStrategy)",
-                 "out_of_range": "finds a commit outside the log"}
+                 "out_of_range": "would find a commit outside the log"}
 SAFE = "safe to start"
 
 
