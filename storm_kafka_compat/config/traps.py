@@ -247,18 +247,22 @@ def _ignore_zk_offsets(facts: TrapFacts) -> Optional[Trap]:
 
 def _max_offset_behind(facts: TrapFacts) -> Optional[Trap]:
     behind = facts.max_offset_behind
-    if not isinstance(behind, int) or isinstance(behind, bool) or behind >= LONG_MAX:
+    if not isinstance(behind, int) or isinstance(behind, bool) or behind >= LONG_MAX or \
+            facts.start_offset_time == EARLIEST_TIME:
+        # Storm measures the distance to the startOffsetTime offset: from the log start
+        # (-2) a stored offset is never far behind unless retention deleted it anyway
         return None
     target = ("latest - maxOffsetBehind (the last window is kept)" if facts.reset_to_window
               else f"the startOffsetTime offset ({_start_time(facts).split(':')[0]})")
     return Trap(
         "max_offset_behind", "spout.maxOffsetBehind",
-        f"maxOffsetBehind is {behind}: after a pause (the cut-over itself, a long stop) in which "
-        f"more than {behind} messages arrive on a partition, the stored offset is reset to "
-        f"{target} and the messages in between are skipped (STORM-399).",
+        f"maxOffsetBehind is {behind} with {_start_time(facts).split(':')[0]}: after a pause "
+        f"(the cut-over itself, a long stop) in which more than {behind} messages arrive on a "
+        f"partition, the stored offset is reset to {target} and the messages in between are "
+        f"skipped (STORM-399).",
         "leave maxOffsetBehind unset (Long.MAX_VALUE) for the cut-over, or make it larger than "
-        "the most a partition receives during the longest stop you plan; `migrate plan` "
-        "compares it with the lag now.",
+        "the most a partition receives during the longest stop you plan; `migrate plan` and "
+        "`offsets explain` say `max_offset_behind` for a partition where it applies now.",
         CAUTION, _where(facts, "spout.maxOffsetBehind"))
 
 

@@ -45,9 +45,10 @@ def kinds(cfg: Dict[str, Any], **facts: Any) -> List[str]:
     ({"id": "3f1c2d9e-8a47-4b2e-9c1d-2e5f7a9b0c11"}, {}, ["per_run_id"]),
     ({"id": "clicks-1514764800123"}, {}, ["per_run_id"]),
     ({"zkRoot": "/storm/clicks"}, {}, ["zk_root_topic"]),
-    ({"maxOffsetBehind": 100000}, {}, ["max_offset_behind"]),
-    ({"maxOffsetBehind": 100000, "maxOffsetBehindResetToWindow": True}, {},
-     ["max_offset_behind"]),
+    ({"maxOffsetBehind": 100000, "startOffsetTime": -1}, {}, ["max_offset_behind"]),
+    ({"maxOffsetBehind": 100000, "startOffsetTime": 1700000000000,
+      "maxOffsetBehindResetToWindow": True}, {}, ["max_offset_behind"]),
+    ({"maxOffsetBehind": 100000}, {}, []),      # measured from the log start: no skip
 ])
 def test_storm_kafka_traps(spout: Dict[str, Any], topology: Dict[str, Any],
                            expected: List[str]) -> None:
@@ -68,7 +69,8 @@ def test_each_trap_says_consequence_and_fix() -> None:
     assert ignore.fix.startswith("set spout.ignoreZkOffsets: false for the cut-over")
     assert "<name>-<driver pid>-<epoch seconds>" in topo.consequence
     assert "`topology: {id: clicks-compat}`" in topo.fix
-    behind = find_traps(TrapFacts.from_mapping(config({"maxOffsetBehind": 500})))[0]
+    behind = find_traps(TrapFacts.from_mapping(config({"maxOffsetBehind": 500,
+                                                       "startOffsetTime": -1})))[0]
     assert behind.severity == CAUTION and "more than 500 messages" in behind.consequence
     assert "STORM-399" in behind.consequence
 
