@@ -1,10 +1,12 @@
-"""``storm-kafka-compat config``: validate CONFIG, convert Flux/.properties into CONFIG.
+"""``storm-kafka-compat config``: validate CONFIG, convert Flux/.properties/Java into CONFIG.
 
 ``config check CONFIG [--json]`` prints the effective configuration (every
 default filled in, secrets masked) on stdout and advice on stderr.
-``config convert FILE`` prints the CONFIG converted from a Storm Flux topology or
-a Java ``.properties`` file on stdout and names on stderr everything it could
-not carry over. Configuration errors raise :class:`ConfigError`, which the entry
+``config convert FILE...`` prints the CONFIG converted from a Storm Flux topology, a
+``.properties`` file or Java topology sources (one CONFIG per KafkaSpout) on stdout
+and names on stderr everything it could not carry over, and the migration traps
+(:mod:`storm_kafka_compat.config.traps`) of the result; ``config check`` names the
+traps too. Configuration errors raise :class:`ConfigError`, which the entry
 point prints as ``Error: ...`` with exit code 2.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 import yaml
@@ -20,7 +22,7 @@ import yaml
 from storm_kafka_compat.config import (config_warnings, effective_config, job_config_from_dict,
                                        load_job_config)
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux import Conversion, convert_file
+from storm_kafka_compat.flux import Conversion, convert_file, load_properties
 
 
 @click.group("config")
@@ -61,6 +63,9 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):
         click.echo(f"Note: {note}", err=True)
+    from storm_kafka_compat.config.traps import TrapFacts, find_traps
+    for trap in find_traps(TrapFacts.from_job(job)):
+        click.echo(f"trap: {trap.message()}", err=True)
     if checked:
         click.echo(f"imported: {', '.join(ref for _, ref in checked)}", err=True)
     click.echo(f"{config_path}: valid", err=True)
@@ -68,42 +73,96 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
 
 
 @config.command("convert")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("paths", metavar="FILE...", nargs=-1, required=True, type=click.Path())
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
               help="Write the CONFIG to this file instead of stdout.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Java sources: write one CONFIG per KafkaSpout into this directory "
+                   "(<topology>-<spout>.yaml).")
 @click.option("--filter", "filter_path", type=click.Path(dir_okay=False),
-              help="A .properties file whose keys replace ${key} in a Flux file "
-                   "(Flux --filter).")
+              help="A .properties file whose keys replace ${key} (Flux --filter); for Java, "
+                   "the values the code reads at run time (kafka.topic=..., args.0=...).")
 @click.option("--env-filter", is_flag=True,
-              help="Replace ${ENV-NAME} in a Flux file from the environment (Flux --env-filter).")
-@click.option("--format", "fmt", type=click.Choice(["auto", "flux", "properties"]),
-              default="auto", show_default=True, help="Input format (auto: by extension).")
-def convert(file: str, output: Optional[str], filter_path: Optional[str], env_filter: bool,
-            fmt: str) -> int:
-    """Convert a Storm Flux topology or a .properties file into CONFIG.
+              help="Replace ${ENV-NAME} from the environment (Flux --env-filter; Java's "
+                   "System.getenv).")
+@click.option("--format", "fmt", type=click.Choice(["auto", "flux", "properties", "java"]),
+              default="auto", show_default=True,
+              help="Input format (auto: .java files and directories are Java, else by "
+                   "extension).")
+def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[str],
+            filter_path: Optional[str], env_filter: bool, fmt: str) -> int:
+    """Convert a Storm topology into CONFIG: a Flux file, a .properties file, or Java
+    sources (files or directories: one CONFIG per KafkaSpout found).
 
-    The CONFIG goes to stdout (or --output); what could not be mapped, such as
-    Java bolts, which must be ported to Python, is listed on stderr.
+    The CONFIG goes to stdout (or --output/--output-dir); what could not be mapped,
+    such as Java bolts, which must be ported to Python, is listed on stderr, and so
+    are the traps of the result (settings that would lose the topology's place).
     """
-    result: Conversion = convert_file(
-        file, filter_path=filter_path, env=dict(os.environ) if env_filter else None,
-        fmt=None if fmt == "auto" else fmt)
-    text = f"# converted from {os.path.basename(file)} by storm-kafka-compat config convert\n" \
-        + result.to_yaml()
-    if output is not None:
+    env = dict(os.environ) if env_filter else None
+    java = fmt == "java" or (fmt == "auto" and any(
+        os.path.isdir(p) or p.endswith(".java") for p in paths))
+    if java:
+        from storm_kafka_compat.java import convert_java
+        properties = load_properties(_read_text(filter_path), source=filter_path) \
+            if filter_path is not None else None
+        results: List[Conversion] = list(convert_java(paths, properties=properties, env=env))
+    else:
+        if len(paths) != 1:
+            raise click.UsageError("give one Flux or .properties file (several paths are for "
+                                   "Java sources)")
+        results = [convert_file(paths[0], filter_path=filter_path, env=env,
+                                fmt=None if fmt == "auto" else fmt)]
+    if output is not None and len(results) > 1:
+        raise click.UsageError(f"{len(results)} KafkaSpouts were found: use --output-dir DIR "
+                               f"for one CONFIG each")
+    failed = 0
+    for i, result in enumerate(results):
+        failed += _emit(result, paths, output, output_dir, first=i == 0,
+                        several=len(results) > 1)
+    return 2 if failed else 0
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read filter file {path}: "
+                          f"{getattr(exc, 'strerror', None) or exc}; check the path.",
+                          value=path) from None
+
+
+def _emit(result: Conversion, paths: Tuple[str, ...], output: Optional[str],
+          output_dir: Optional[str], *, first: bool, several: bool) -> int:
+    """Write one converted CONFIG and report it on stderr; 1 if it could not be converted."""
+    source = getattr(result, "source", "") or os.path.basename(paths[0])
+    label = f"{source}: " if several else ""
+    error = getattr(result, "error", None)
+    if error is not None:
+        click.echo(f"Error: {source}: {error}", err=True)
+        return 1
+    text = f"# converted from {source} by storm-kafka-compat config convert\n" + \
+        result.to_yaml()
+    target = output
+    if output_dir is not None:
+        os.makedirs(output_dir, exist_ok=True)
+        target = os.path.join(output_dir, f"{getattr(result, 'file_stem', 'topology')}.yaml")
+    if target is not None:
         try:
-            with open(output, "w", encoding="utf-8") as fh:
+            with open(target, "w", encoding="utf-8") as fh:
                 fh.write(text)
         except OSError as exc:
-            raise click.FileError(output, hint=exc.strerror or str(exc)) from None
-        click.echo(f"wrote {output}", err=True)
+            raise click.FileError(target, hint=exc.strerror or str(exc)) from None
+        click.echo(f"wrote {target}", err=True)
     else:
-        click.echo(text, nl=False)
+        click.echo(("" if first else "---\n") + text, nl=False)
     for item in result.unmapped:
-        click.echo(f"convert: {item}", err=True)
+        click.echo(f"convert: {label}{item}", err=True)
+    for trap in result.traps():
+        click.echo(f"trap: {label}{trap.message()}", err=True)
     try:
         job_config_from_dict(result.config)
     except ConfigError as exc:
-        click.echo(f"Warning: the converted CONFIG does not validate yet ({exc}); edit it, "
-                   f"then run 'storm-kafka-compat config check'.", err=True)
+        click.echo(f"Warning: {label}the converted CONFIG does not validate yet ({exc}); edit "
+                   f"it, then run 'storm-kafka-compat config check'.", err=True)
     return 0

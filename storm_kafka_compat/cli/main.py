@@ -20,6 +20,7 @@ from storm_kafka_compat.errors import StormKafkaCompatError
 _COMMANDS = (
     ("storm_kafka_compat.cli.config_cmd", "config"),
     ("storm_kafka_compat.cli.offsets_cmd", "offsets"),
+    ("storm_kafka_compat.cli.migrate_cmd", "migrate"),
     ("storm_kafka_compat.cli.run_cmd", "run"),
     ("storm_kafka_compat.cli.run_cmd", "demo"),
     ("storm_kafka_compat.cli.bench_cmd", "bench"),

@@ -86,7 +86,9 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
     """Lag per partition and in total: committed offset (ZooKeeper document, or the
     Kafka consumer group of a kafkaSpout offsetStore: kafka CONFIG), log start and
     end. Without CONFIG the flags name the spout, as storm-kafka-monitor's and
-    kafka-consumer-groups' do.
+    kafka-consumer-groups' do; --zk and --zk-root alone list every spout id under
+    the root with its documents' offsets and when one was last written, the newest
+    first (the id a Storm topology with a random id used last).
 
     --json prints storm-kafka-monitor's document: {topic: {partition:
     {consumerCommittedOffset, logHeadOffset, lag}}}, with -1 as the committed
@@ -100,6 +102,8 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
     given = [f for f, v in flags.items() if v is not None]
     if config_path is not None and given:
         raise click.UsageError(f"give CONFIG or the flags, not both ({', '.join(given)})")
+    if config_path is None and zk and zk_root is not None and not spout_id and not topic:
+        return _show_ids(zk, zk_root, as_json_flag)
     job = load_job_config(config_path) if config_path is not None else job_from_flags(
         zk=zk, zk_root=zk_root, spout_id=spout_id, topic=topic, bootstrap=bootstrap,
         broker_zk=broker_zk, group=group)
@@ -119,6 +123,22 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
                     f"({r.problem}); see `offsets explain`")
             elif r.outside is not None:
                 err(f"note: {r.topic}/{r.partition}: {r.outside.note}")
+    return 0
+
+
+def _show_ids(zk: str, zk_root: str, as_json_flag: bool) -> int:
+    """``offsets show --zk Z --zk-root R``: the spout ids under a root."""
+    from storm_kafka_compat.cli.migrate_cmd import ID_COLUMNS, id_rows
+    from storm_kafka_compat.offsets.zkstore import ZkStateStore
+    from storm_kafka_compat.tools.plan import ids_under_root
+    with ZkStateStore(zk) as store:
+        found = ids_under_root(store, zk_root)
+    if as_json_flag:
+        as_json([d.as_dict() for d in found])
+        return 0
+    table(id_rows(found), ID_COLUMNS)
+    if not found:
+        err(f"no spout documents under {zk_root} on {zk}")
     return 0
 
 

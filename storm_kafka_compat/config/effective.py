@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
 
-from storm_kafka_compat.config.model import (BrokerHosts, JobConfig, LONG_MAX, SpoutConfig,
+from storm_kafka_compat.config.model import (BrokerHosts, JobConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig, ZkHosts)
 from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS, _SECRET_WORDS
 
@@ -115,7 +115,8 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
 
 
 def config_warnings(job: JobConfig) -> List[str]:
-    """Advice about legal but surprising settings, one sentence each."""
+    """Advice about legal but surprising settings, one sentence each (the settings that
+    lose a topology's place are traps: :mod:`storm_kafka_compat.config.traps`)."""
     out: List[str] = []
     if job.uses_kafka_offsets and job.spout.scheme == "raw":
         out.append("kafkaSpout with spout.scheme raw: bolts get one field, the value bytes; "
@@ -129,8 +130,4 @@ def config_warnings(job: JobConfig) -> List[str]:
     if job.spout.fetch_max_wait == 0 and job.spout.min_fetch_byte == 0:
         out.append("fetchMaxWait and minFetchByte are both 0: an idle partition is polled "
                    "without pause (Storm 1.0.1+ defaults).")
-    if job.spout.max_offset_behind != LONG_MAX and not job.spout.max_offset_behind_reset_to_window:
-        out.append(f"maxOffsetBehind is {job.spout.max_offset_behind}: a stored offset further "
-                   "behind than that is reset to the startOffsetTime offset, skipping data "
-                   "(STORM-399); maxOffsetBehindResetToWindow keeps the last window instead.")
     return out

@@ -47,9 +47,9 @@ def placeholder_fix(placeholder: str) -> str:
     key = name.group(1) if name else placeholder
     if key.startswith("ENV-"):
         return (f"environment variable {key[4:]}: set it and run 'config convert "
-                f"--env-filter' on the Flux file")
+                f"--env-filter' on the topology (Flux file or Java sources)")
     return (f"key {key!r} of a properties file: run 'config convert --filter FILE' on the "
-            f"Flux file")
+            f"topology (Flux file or Java sources)")
 
 
 def _reject_placeholders(d: Mapping[str, Any]) -> None:

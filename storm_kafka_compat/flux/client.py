@@ -5,7 +5,7 @@ A Flux topology builds storm-kafka-client's spout as
 through the factory ``KafkaSpoutConfig.builder``), tuned by the builder's setters
 as ``configMethods`` or ``properties``. :class:`ClientComponents` turns those
 components into the CONFIG's ``kafkaSpout`` section (docs/configuration.md) and
-reports what has no equivalent. It is a mixin of :class:`storm_kafka_compat.flux.convert._FluxResolver`
+reports what has no equivalent. It is a mixin of :class:`storm_kafka_compat.flux.components.ComponentResolver`
 and, like it, pure.
 """
 
@@ -57,9 +57,10 @@ def _enum(value: Any) -> Any:
 
 class ClientComponents:
     """``_build_*`` methods for storm-kafka-client components (mixed into the resolver,
-    which supplies ``unmapped``, ``_Value`` and ``python_placeholder``)."""
+    which supplies ``unmapped``, ``Resolved`` and ``python_placeholder``)."""
 
     unmapped: List[str]
+    ported_schemes: List[str]
 
     # JDK values ---------------------------------------------------------------------
     def _build_java_Properties(self, args: List[Any], props: Dict[str, Any],
@@ -200,6 +201,7 @@ class ClientComponents:
                 state["scheme"] = translator.data
             else:
                 cls = getattr(translator, "class_name", "") or repr(translator)
+                self.ported_schemes.append(cls)
                 placeholder = self._placeholder(cls)
                 self.unmapped.append(f"{where}: record translator {cls} not mapped: port it as "
                                      f"a scheme and set spout.scheme (placeholder "

@@ -12,6 +12,7 @@ import javaproperties
 import yaml
 
 from storm_kafka_compat.config import PLACEHOLDER_RE
+from storm_kafka_compat.config.traps import Evidence, Trap, TrapFacts, find_traps
 from storm_kafka_compat.errors import ConfigError
 
 
@@ -43,10 +44,24 @@ class Conversion:
         ``topology``, ``spark``, ``bolt``, ``kafka`` as found).
     unmapped : list of str
         One sentence per item that could not be carried over, for stderr.
+    ported_schemes : list of str
+        Scheme or record-translator classes of the topology that must be ported.
+    evidence : dict
+        CONFIG key -> :class:`~storm_kafka_compat.config.traps.Evidence` (Java sources:
+        a value built from a random or time-based expression).
     """
 
     config: Dict[str, Any]
     unmapped: List[str] = field(default_factory=list)
+    #: Java Scheme/translator classes written as Python placeholders
+    ported_schemes: List[str] = field(default_factory=list)
+    #: CONFIG key -> what the source code said about its value (Java sources)
+    evidence: Dict[str, Evidence] = field(default_factory=dict)
+
+    def traps(self) -> List[Trap]:
+        """The migration traps of the converted CONFIG (:mod:`storm_kafka_compat.config.traps`)."""
+        return find_traps(TrapFacts.from_mapping(self.config, self.evidence,
+                                                 self.ported_schemes))
 
     def to_yaml(self) -> str:
         """The CONFIG as YAML text, sections in CONFIG order."""

@@ -21,7 +21,7 @@ from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placehol
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SPOUT_NAME, load_properties,
                                             substitute)
-from storm_kafka_compat.flux.components import _FluxResolver, _Value, python_placeholder
+from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
 from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
                                                 PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
                                                 PROPERTIES_STATIC_PREFIX,
@@ -64,25 +64,49 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
     """
     doc = parse_yaml(substitute(text, properties, env), source=source)
     _check_is_flux(doc, source)
-    unmapped: List[str] = []
-    for key in doc:
-        if key not in ("name", "config", "components", "spouts", "bolts", "streams"):
-            what = "includes are not followed; convert the included file too" \
-                if key == "includes" else "not mapped (no equivalent)"
-            unmapped.append(f"{key}: {what}.")
+    unmapped: List[str] = _top_level_unmapped(doc)
     components: Dict[str, Mapping[str, Any]] = {}
     for comp in doc.get("components") or []:
         if isinstance(comp, Mapping) and "id" in comp:
             components[str(comp["id"])] = comp
-    resolver = _FluxResolver(components, unmapped)
+    resolver = ComponentResolver(components, unmapped)
 
     config: Dict[str, Any] = {}
     topology: Dict[str, Any] = {}
     if doc.get("name") is not None:
         topology["name"] = doc["name"]
-    _flux_storm_config(doc.get("config") or {}, topology, unmapped)
+    storm_config_into(doc.get("config") or {}, topology, unmapped)
+    spout_id = _flux_spout(doc, resolver, config, unmapped, source)
+    config["topology"] = topology
+    place_bolts(config, flux_bolts(doc, spout_id, unmapped, resolver.used))
+    for cid in components:
+        if cid not in resolver.used:
+            unmapped.append(f"components[{cid}] ({components[cid].get('className')}) not "
+                            f"mapped: not used by the KafkaSpout.")
+    unmapped.extend(placeholders_left(config))
+    return Conversion(config, unmapped, ported_schemes=resolver.ported_schemes)
 
-    # spouts
+
+def _top_level_unmapped(doc: Mapping[str, Any]) -> List[str]:
+    """One line per top-level Flux key that has no place in CONFIG."""
+    out = []
+    for key in doc:
+        if key not in ("name", "config", "components", "spouts", "bolts", "streams"):
+            what = "includes are not followed; convert the included file too" \
+                if key == "includes" else "not mapped (no equivalent)"
+            out.append(f"{key}: {what}.")
+    return out
+
+
+def _flux_spout(doc: Mapping[str, Any], resolver: ComponentResolver, config: Dict[str, Any],
+                unmapped: List[str], source: str) -> str:
+    """Build the one KafkaSpout of ``spouts`` into ``config``; its Flux id.
+
+    Raises
+    ------
+    ConfigError
+        No KafkaSpout among the spouts.
+    """
     spout_id: Optional[str] = None
     for sp in doc.get("spouts") or []:
         sid = str(sp.get("id"))
@@ -97,24 +121,8 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
                             f"spout; convert it into its own CONFIG.")
             continue
         spout_id = sid
-        config["spout"] = built.data["spout"]
-        tasks = sp.get("numTasks", sp.get("parallelism"))
-        if tasks is not None:
-            config["spark"] = {"tasks": tasks}
-        if built.kind == "client_spout":
-            config["kafkaSpout"] = built.data["kafkaSpout"]
-            if not config["kafkaSpout"].get("groupId"):
-                unmapped.append(f"{where}: no group id (setGroupId or setProp group.id): Storm "
-                                f"builds the spout without one, but no commit can succeed "
-                                f"without a consumer group; set kafkaSpout.groupId (the group "
-                                f"the Storm topology committed to, to resume from it).")
-            continue
-        hosts = built.data["hosts"]
-        if isinstance(hosts, _Value) and hosts.kind == "hosts":
-            config["hosts"] = hosts.data
-        else:
-            unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "
-                            f"not mapped: write hosts (zk, static or bootstrap) by hand.")
+        spout_sections(built, where, sp.get("numTasks", sp.get("parallelism")), config,
+                       unmapped)
     if spout_id is None:
         listed = ", ".join(str(sp.get("className")) for sp in doc.get("spouts") or []) or "none"
         raise ConfigError(f"{source} has no KafkaSpout under spouts (found: {listed}); the "
@@ -122,23 +130,44 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
                           f"(storm.kafka.KafkaSpout) and storm-kafka-client's "
                           f"org.apache.storm.kafka.spout.KafkaSpout.", key="spouts",
                           value=source)
-    config["topology"] = topology
+    return spout_id
 
-    # bolts and streams
-    bolts = _flux_bolts(doc, spout_id, unmapped, resolver.used)
+
+def spout_sections(built: Resolved, where: str, tasks: Any, config: Dict[str, Any],
+                   unmapped: List[str]) -> None:
+    """The CONFIG sections of a built KafkaSpout (``spout``, ``hosts`` or ``kafkaSpout``,
+    ``spark.tasks`` from its parallelism), for Flux and Java sources alike."""
+    config["spout"] = built.data["spout"]
+    if tasks is not None:
+        config["spark"] = {"tasks": tasks}
+    if built.kind == "client_spout":
+        config["kafkaSpout"] = built.data["kafkaSpout"]
+        if not config["kafkaSpout"].get("groupId"):
+            unmapped.append(f"{where}: no group id (setGroupId or setProp group.id): Storm "
+                            f"builds the spout without one, but no commit can succeed "
+                            f"without a consumer group; set kafkaSpout.groupId (the group "
+                            f"the Storm topology committed to, to resume from it).")
+        return
+    hosts = built.data["hosts"]
+    if isinstance(hosts, Resolved) and hosts.kind == "hosts":
+        config["hosts"] = hosts.data
+    else:
+        unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "
+                        f"not mapped: write hosts (zk, static or bootstrap) by hand.")
+
+
+def place_bolts(config: Dict[str, Any], bolts: List[Dict[str, Any]]) -> None:
+    """One bolt reading the spout becomes ``bolt``; several, ``topology.bolts``."""
     if len(bolts) == 1 and set(bolts[0]) <= {"name", "bolt", "parallelism"}:
         config["bolt"] = bolts[0]["bolt"]  # one bolt reading the spout: the simple form
     elif bolts:
-        topology["bolts"] = bolts
+        config.setdefault("topology", {})["bolts"] = bolts
 
-    for cid in components:
-        if cid not in resolver.used:
-            unmapped.append(f"components[{cid}] ({components[cid].get('className')}) not "
-                            f"mapped: not used by the KafkaSpout.")
-    for where, placeholder in find_placeholders(config):
-        unmapped.append(f"{where}: placeholder {placeholder} was not substituted; "
-                        f"{placeholder_fix(placeholder)}.")
-    return Conversion(config, unmapped)
+
+def placeholders_left(config: Mapping[str, Any]) -> List[str]:
+    """One line per ``${...}`` left in the CONFIG, with the flag that fills it."""
+    return [f"{where}: placeholder {placeholder} was not substituted; "
+            f"{placeholder_fix(placeholder)}." for where, placeholder in find_placeholders(config)]
 
 
 #: top-level keys of a Flux topology file
@@ -175,7 +204,7 @@ def _check_is_flux(doc: Any, source: str) -> None:
                           f"defines the KafkaSpout under spouts.", key="spouts", value=source)
 
 
-def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
+def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
     if not isinstance(conf, Mapping):
         unmapped.append(f"config: {conf!r} is not a mapping; not mapped.")
         return
@@ -191,7 +220,7 @@ def _flux_storm_config(conf: Any, topology: Dict[str, Any], unmapped: List[str])
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
-def _flux_bolts(doc: Mapping[str, Any], spout_id: str,
+def flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str], used: Optional[set] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
     from storm_kafka_compat.flux.kafka_bolt import kafka_bolt_entry

@@ -5,7 +5,7 @@ and Spark keys by prefix, with every key not understood reported.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import (AUTH_KEYS, SCHEME_NAMES, STORM_SCHEME_CLASSES, SPOUT_FIELDS,
                                        TOPOLOGY_FIELDS, is_callable_ref)
@@ -88,7 +88,7 @@ def _to_type(value: str, java_type: str, key: str) -> Any:
     return value
 
 
-def _scheme_from_text(value: str, key: str, unmapped: List[str]) -> str:
+def _scheme_from_text(value: str, key: str, unmapped: List[str], ported: List[str]) -> str:
     text = value.strip()
     simple = text.rsplit(".", 1)[-1] if "." in text and ":" not in text else text
     if ":" not in text and simple in SCHEME_CLASSES and (_simple_name(text) or text == simple):
@@ -96,6 +96,7 @@ def _scheme_from_text(value: str, key: str, unmapped: List[str]) -> str:
     if is_callable_ref(text) or text in SCHEME_NAMES:
         return text
     placeholder = python_placeholder(text)
+    ported.append(text)
     unmapped.append(f"{key}: scheme {text} not mapped: port it to Python and set spout.scheme "
                     f"(placeholder {placeholder!r}).")
     return placeholder
@@ -118,101 +119,126 @@ def convert_properties(text: str, *, source: str = "<properties>") -> Conversion
         A value that cannot be converted to its field's type.
     """
     props = load_properties(text, source=source)
-    unmapped: List[str] = []
-    spout: Dict[str, Any] = {}
-    hosts: Dict[str, Any] = {}
-    static: Dict[int, str] = {}
-    topology: Dict[str, Any] = {}
-    spark: Dict[str, Any] = {}
-    spark_conf: Dict[str, str] = {}
-    kafka: Dict[str, Any] = {}
-    config: Dict[str, Any] = {}
-    spout_specs = {s.storm_name: s for s in SPOUT_FIELDS}
-    spout_specs["forceFromStart"] = spout_specs["ignoreZkOffsets"]
-    topo_specs = {s.storm_name: s for s in TOPOLOGY_FIELDS}
+    sections = _PropertiesSections()
     not_understood: List[str] = []
-
     for key, value in props.items():
-        if key in topo_specs or key in AUTH_KEYS:
-            spec = topo_specs.get(key)
-            if key == "acl":
-                topology[key] = _to_type(value, "boolean", key)
-            elif spec is None:
-                topology[key] = value
+        if not any(put(key, value) for put in (sections.topology_key, sections.hosts_key,
+                                               sections.kafka_key, sections.spark_key,
+                                               sections.spout_key)):
+            if key.startswith(STORM_CONFIG_PREFIXES):
+                sections.unmapped.append(f"{key} not mapped (a Storm setting with no "
+                                         f"equivalent here).")
             else:
-                name = "name" if key == "topology.name" else "id" if key == "topology.id" \
-                    else key
-                jt = spec.java_type if spec.java_type != "String" else "String"
-                topology[name] = _to_type(value, jt, key)
-            continue
-        if key in PROPERTIES_HOSTS:
-            target = PROPERTIES_HOSTS[key]
-            if target in ("refreshFreqSecs",):
-                hosts[target] = _to_type(value, "int", key)
-            elif target == "useTopicNameForPartitionPathId":
-                hosts[target] = _to_type(value, "boolean", key)
-            elif target == "bootstrap":
-                hosts[target] = _to_type(value, "List<String>", key)
-            else:
-                hosts[target] = value.strip()
-            continue
+                not_understood.append(key)
+    sections.unmapped.extend(_not_understood(not_understood, len(props), source))
+    return Conversion(sections.config(), sections.unmapped,
+                      ported_schemes=sections.ported_schemes)
+
+
+class _PropertiesSections:
+    """The CONFIG sections a ``.properties`` file fills, one kind of key per method; each
+    method takes a key and its text and returns whether the key was its kind."""
+
+    def __init__(self) -> None:
+        self.unmapped: List[str] = []
+        self.ported_schemes: List[str] = []
+        self.spout: Dict[str, Any] = {}
+        self.hosts: Dict[str, Any] = {}
+        self.static: Dict[int, str] = {}
+        self.topology: Dict[str, Any] = {}
+        self.spark: Dict[str, Any] = {}
+        self.spark_conf: Dict[str, str] = {}
+        self.kafka: Dict[str, Any] = {}
+        self.bolt: Optional[str] = None
+        self.spout_specs = {s.storm_name: s for s in SPOUT_FIELDS}
+        self.spout_specs["forceFromStart"] = self.spout_specs["ignoreZkOffsets"]
+        self.topo_specs = {s.storm_name: s for s in TOPOLOGY_FIELDS}
+
+    def topology_key(self, key: str, value: str) -> bool:
+        if key not in self.topo_specs and key not in AUTH_KEYS:
+            return False
+        spec = self.topo_specs.get(key)
+        if key == "acl":
+            self.topology[key] = _to_type(value, "boolean", key)
+        elif spec is None:
+            self.topology[key] = value
+        else:
+            name = {"topology.name": "name", "topology.id": "id"}.get(key, key)
+            self.topology[name] = _to_type(value, spec.java_type, key)
+        return True
+
+    def hosts_key(self, key: str, value: str) -> bool:
         if key.startswith(PROPERTIES_STATIC_PREFIX):
             num = key[len(PROPERTIES_STATIC_PREFIX):]
             if not num.isdigit():
                 raise ConfigError(f"{key}: the part after {PROPERTIES_STATIC_PREFIX} must be a "
                                   f"partition number.", key=key, value=value)
-            static[int(num)] = value.strip()
-            continue
+            self.static[int(num)] = value.strip()
+            return True
+        if key not in PROPERTIES_HOSTS:
+            return False
+        target = PROPERTIES_HOSTS[key]
+        java_type = {"refreshFreqSecs": "int", "useTopicNameForPartitionPathId": "boolean",
+                     "bootstrap": "List<String>"}.get(target)
+        self.hosts[target] = _to_type(value, java_type, key) if java_type else value.strip()
+        return True
+
+    def kafka_key(self, key: str, value: str) -> bool:
         if key.startswith(PROPERTIES_KAFKA_PREFIX):
-            add_java_client_setting(kafka, key[len(PROPERTIES_KAFKA_PREFIX):], value)
-            continue
+            add_java_client_setting(self.kafka, key[len(PROPERTIES_KAFKA_PREFIX):], value)
+            return True
         if key == PROPERTIES_KAFKA_BARE[0] or key.startswith(PROPERTIES_KAFKA_BARE[1:]):
-            add_java_client_setting(kafka, key, value)
-            continue
+            add_java_client_setting(self.kafka, key, value)
+            return True
+        return False
+
+    def spark_key(self, key: str, value: str) -> bool:
         if key in PROPERTIES_SPARK:
             target = PROPERTIES_SPARK[key]
-            spark[target] = _to_type(value, "int", key) if target == "tasks" else value
-            continue
-        if key.startswith("spark."):
-            spark_conf[key] = value
-            continue
-        if key == "bolt":
-            config["bolt"] = value.strip()
-            continue
-        field_name = None
-        for prefix in PROPERTIES_SPOUT_PREFIXES:
-            if key.startswith(prefix) and key[len(prefix):] in spout_specs:
-                field_name = key[len(prefix):]
-                break
-        if field_name is not None:
-            spec = spout_specs[field_name]
-            if field_name == "forceFromStart":
-                unmapped.append(f"{key}: forceFromStart (0.9.x) written as ignoreZkOffsets; "
-                                f"since 0.10.0 a first start honours startOffsetTime.")
-                field_name = "ignoreZkOffsets"
-            if field_name == "scheme":
-                spout["scheme"] = _scheme_from_text(value, key, unmapped)
-            elif spec.java_type == "MultiScheme":  # pragma: no cover - scheme handled above
-                spout[field_name] = value
-            else:
-                jt = spec.java_type
-                spout[field_name] = _to_type(value, jt, key) if jt != "String" else value
-            continue
-        if key.startswith(STORM_CONFIG_PREFIXES):
-            unmapped.append(f"{key} not mapped (a Storm setting with no equivalent here).")
+            self.spark[target] = _to_type(value, "int", key) if target == "tasks" else value
+        elif key.startswith("spark."):
+            self.spark_conf[key] = value
+        elif key == "bolt":
+            self.bolt = value.strip()
         else:
-            not_understood.append(key)
+            return False
+        return True
 
-    unmapped.extend(_not_understood(not_understood, len(props), source))
-    if static:
-        hosts["static"] = dict(sorted(static.items()))
-    if spark_conf:
-        spark["conf"] = spark_conf
-    for name, section in (("spout", spout), ("hosts", hosts), ("topology", topology),
-                          ("spark", spark), ("kafka", kafka)):
-        if section:
-            config[name] = section
-    return Conversion(config, unmapped)
+    def spout_key(self, key: str, value: str) -> bool:
+        field_name = next((key[len(prefix):] for prefix in PROPERTIES_SPOUT_PREFIXES
+                           if key.startswith(prefix) and key[len(prefix):] in self.spout_specs),
+                          None)
+        if field_name is None:
+            return False
+        spec = self.spout_specs[field_name]
+        if field_name == "forceFromStart":
+            self.unmapped.append(f"{key}: forceFromStart (0.9.x) written as ignoreZkOffsets; "
+                                 f"since 0.10.0 a first start honours startOffsetTime.")
+            field_name = "ignoreZkOffsets"
+        if field_name == "scheme":
+            self.spout["scheme"] = _scheme_from_text(value, key, self.unmapped,
+                                                     self.ported_schemes)
+        elif spec.java_type == "String":
+            self.spout[field_name] = value
+        else:
+            self.spout[field_name] = _to_type(value, spec.java_type, key)
+        return True
+
+    def config(self) -> Dict[str, Any]:
+        """The sections that were given, in CONFIG order."""
+        if self.static:
+            self.hosts["static"] = dict(sorted(self.static.items()))
+        if self.spark_conf:
+            self.spark["conf"] = self.spark_conf
+        config: Dict[str, Any] = {}
+        if self.bolt is not None:
+            config["bolt"] = self.bolt
+        for name, section in (("spout", self.spout), ("hosts", self.hosts),
+                              ("topology", self.topology), ("spark", self.spark),
+                              ("kafka", self.kafka)):
+            if section:
+                config[name] = section
+        return config
 
 
 def _properties_keys() -> List[str]:

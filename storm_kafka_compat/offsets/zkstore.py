@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from kazoo.exceptions import (NoAuthError, NodeExistsError, NoNodeError, RolledBackError,
@@ -46,6 +47,15 @@ _ACL_OVERHEAD_BYTES = 16
 def _parent(path: str) -> str:
     parent = path.rsplit("/", 1)[0]
     return parent or "/"
+
+
+@dataclass(frozen=True)
+class NodeStat:
+    """When a document was last written (epoch ms, ZooKeeper's clock) and how often
+    (``version`` grows by one per write)."""
+
+    mtime_ms: int
+    version: int
 
 
 class ZkStateStore(ZkSession):
@@ -160,10 +170,17 @@ class ZkStateStore(ZkSession):
 
     def read_many(self, paths: Iterable[str]) -> Dict[str, Optional[StoredDocument]]:
         """Read several documents with pipelined requests (same rules as :meth:`read`)."""
+        return {p: (found[0] if found is not None else None)
+                for p, found in self.read_many_stat(paths).items()}
+
+    def read_many_stat(self, paths: Iterable[str]
+                       ) -> Dict[str, Optional[Tuple[StoredDocument, NodeStat]]]:
+        """:meth:`read_many`, with each node's last-modified time and version (for the
+        operator tools: which id Storm wrote last, whether a writer is still at work)."""
         paths = list(paths)
         for path in paths:
             validate_zk_path(path)
-        results: Dict[str, Optional[StoredDocument]] = {}
+        results: Dict[str, Optional[Tuple[StoredDocument, NodeStat]]] = {}
         remaining = [p for p in paths]
 
         def attempt() -> None:
@@ -171,12 +188,13 @@ class ZkStateStore(ZkSession):
             self.round_trips += len(pending)
             for path, result in pending:
                 try:
-                    data, _stat = result.get(timeout=self.call_timeout_s)
+                    data, stat = result.get(timeout=self.call_timeout_s)
                 except NoNodeError:
                     results[path] = None
                     self._known.discard(path)
                 else:
-                    results[path] = parse_document(data)
+                    results[path] = (parse_document(data),
+                                     NodeStat(int(stat.mtime), int(stat.version)))
                     self._known.add(path)
                 remaining.remove(path)
 
@@ -201,6 +219,11 @@ class ZkStateStore(ZkSession):
             Path to document, ordered by topic then partition number. Children
             that are not ``partition_<N>`` nodes of the chosen layout are skipped.
         """
+        docs = self.read_many(self.spout_document_paths(zk_root, spout_id, wildcard))
+        return {path: doc for path, doc in docs.items() if doc is not None}
+
+    def spout_document_paths(self, zk_root: str, spout_id: str, wildcard: bool) -> List[str]:
+        """The paths of one spout's offset documents (as :meth:`list_spout_documents`)."""
         root = spout_root(zk_root, spout_id)
         validate_zk_path(root)
         found: List[Tuple[str, int, str]] = []
@@ -219,8 +242,7 @@ class ZkStateStore(ZkSession):
                 if number is not None:
                     found.append(("", number, f"{root}/{name}"))
         found.sort()
-        docs = self.read_many(path for _t, _n, path in found)
-        return {path: doc for path, doc in docs.items() if doc is not None}
+        return [path for _t, _n, path in found]
 
     # --- writes -----------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ list of the same discovery and Kafka offsets through the same
 
 The topology id compared with the stored one (``ignoreZkOffsets``) is the one
 a run would use: ``topology.id`` when configured, else a new
-``<name>-1-<epoch seconds>`` (a run is a new submission), unless the caller
+``<name>-<driver pid>-<epoch seconds>`` (a run is a new submission), unless the caller
 passes one.
 
 For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the decision is

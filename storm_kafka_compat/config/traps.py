@@ -1,0 +1,324 @@
+"""The traps of a migration, said before anything runs (pure).
+
+A CONFIG can be valid and still lose a Storm topology's place at the first start, or at
+some later restart. Each :class:`Trap` names the setting, what happens and the fix. The
+same function serves ``config check`` (a loaded :class:`JobConfig`), ``config convert``
+(a converted CONFIG that may still hold placeholders, plus what the source code said
+about a value: a random or time-based expression) and ``migrate plan``.
+
+The topology id a run writes without ``topology.id`` is ``<name>-<driver pid>-<epoch
+seconds>`` (:func:`storm_kafka_compat.runtime.topology_instance_id`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
+from storm_kafka_compat.config.model import (EARLIEST_TIME, LATEST_TIME, LONG_MAX, JobConfig,
+                                             SCHEME_NAMES)
+
+#: a trap that replays or skips data at the cut-over itself
+DANGER = "danger"
+#: a trap that bites later (a restart, a pause) or needs a port
+CAUTION = "caution"
+
+#: a UUID, or an epoch in seconds or milliseconds, inside an id
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                      r"[0-9a-fA-F]{12}")
+_EPOCH_RE = re.compile(r"(?<!\d)1[3-9]\d{8}(\d{3})?(?!\d)")
+#: a scheme class's name and the built-in scheme that does the same
+_SCHEME_HINTS: Tuple[Tuple[str, str], ...] = (
+    ("keyvalue", "string_key_value (KeyValueSchemeAsMultiScheme(StringKeyValueScheme))"),
+    ("metadata", "message_metadata (string, partition, offset)"),
+    ("string", "string (one str field)"), ("text", "string (one str field)"),
+    ("json", "string, with json.loads in the first bolt"),
+    ("raw", "raw (one bytes field)"), ("byte", "raw (one bytes field)"),
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the source code said about a CONFIG value (``config convert`` of Java):
+    ``kind`` is ``random``, ``time``, ``unresolved`` or a run-time lookup."""
+
+    kind: str
+    where: str          # File.java:42
+    expression: str
+
+
+@dataclass(frozen=True)
+class Trap:
+    """One trap: the setting, what happens, and the fix."""
+
+    kind: str
+    key: str
+    consequence: str
+    fix: str
+    severity: str = CAUTION
+    where: Optional[str] = None
+
+    def message(self) -> str:
+        at = f" ({self.where})" if self.where else ""
+        return f"{self.key}{at}: {self.consequence} Fix: {self.fix}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "severity": self.severity,
+                "where": self.where, "consequence": self.consequence, "fix": self.fix}
+
+
+@dataclass
+class TrapFacts:
+    """The settings the traps read, from a JobConfig or a raw CONFIG mapping."""
+
+    topic: Any = None
+    zk_root: Any = None
+    spout_id: Any = None
+    ignore_zk_offsets: bool = False
+    start_offset_time: Any = EARLIEST_TIME
+    max_offset_behind: Any = LONG_MAX
+    reset_to_window: bool = False
+    scheme: Any = None
+    topology_name: Any = None
+    topology_id: Any = None
+    zk_servers: Sequence[str] = ()
+    client: bool = False
+    first_poll: Any = None
+    documents: bool = True            # the offsets are ZooKeeper documents
+    evidence: Dict[str, Evidence] = field(default_factory=dict)
+    ported_schemes: Sequence[str] = ()  # Java scheme classes written as placeholders
+
+    @classmethod
+    def from_job(cls, job: JobConfig) -> "TrapFacts":
+        from storm_kafka_compat.config.effective import offset_store_servers
+        s = job.spout
+        client = job.kafka_spout
+        return cls(topic=s.topic, zk_root=s.zk_root, spout_id=s.id,
+                   ignore_zk_offsets=s.ignore_zk_offsets, start_offset_time=s.start_offset_time,
+                   max_offset_behind=s.max_offset_behind,
+                   reset_to_window=s.max_offset_behind_reset_to_window, scheme=s.scheme,
+                   topology_name=job.topology.name, topology_id=job.topology.id,
+                   zk_servers=offset_store_servers(s, job.topology),
+                   client=client is not None,
+                   first_poll=client.first_poll_offset_strategy if client else None,
+                   documents=not job.uses_kafka_offsets)
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any],
+                     evidence: Optional[Mapping[str, Evidence]] = None,
+                     ported_schemes: Sequence[str] = ()) -> "TrapFacts":
+        """From a CONFIG mapping as written (Storm names, or their aliases)."""
+        spout = config.get("spout") or {}
+        topology = config.get("topology") or {}
+        client = config.get("kafkaSpout")
+        client = client if isinstance(client, Mapping) else None
+
+        def field_value(name: str, default: Any) -> Any:
+            spec = next(s for s in SPOUT_FIELDS if s.storm_name == name)
+            for key in (spec.storm_name, spec.attr) + tuple(spec.aliases):
+                if key in spout:
+                    return spout[key]
+            return default
+
+        servers = field_value("zkServers", None) or topology.get("storm.zookeeper.servers") or ()
+        port = field_value("zkPort", None) or topology.get("storm.zookeeper.port") or 2181
+        kafka_store = client is not None and str(client.get("offsetStore", "kafka")) == "kafka"
+        return cls(topic=field_value("topic", None), zk_root=field_value("zkRoot", None),
+                   spout_id=field_value("id", None),
+                   ignore_zk_offsets=field_value("ignoreZkOffsets", False) is True or
+                   spout.get("forceFromStart") is True,
+                   start_offset_time=field_value("startOffsetTime", EARLIEST_TIME),
+                   max_offset_behind=field_value("maxOffsetBehind", LONG_MAX),
+                   reset_to_window=field_value("maxOffsetBehindResetToWindow", False) is True,
+                   scheme=field_value("scheme", None),
+                   topology_name=topology.get("name", topology.get("topology.name")),
+                   topology_id=topology.get("id", topology.get("topology.id")),
+                   zk_servers=[f"{h}:{port}" for h in servers] if isinstance(servers, list)
+                   else (), client=client is not None,
+                   first_poll=(client or {}).get("firstPollOffsetStrategy",
+                                                 "UNCOMMITTED_EARLIEST" if client else None),
+                   documents=not kafka_store, evidence=dict(evidence or {}),
+                   ported_schemes=tuple(ported_schemes))
+
+
+def find_traps(facts: TrapFacts) -> List[Trap]:
+    """Every trap of these settings, the dangerous ones first."""
+    traps: List[Trap] = []
+    if facts.documents:
+        traps.extend(t for t in (_per_run_id(facts), _zk_root(facts), _ignore_zk_offsets(facts),
+                                 _max_offset_behind(facts)) if t is not None)
+    traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts))
+                 if t is not None)
+    return sorted(traps, key=lambda t: t.severity != DANGER)
+
+
+def suggested_topology_id(name: Any) -> str:
+    """The fixed ``topology.id`` the migration guide recommends for a topology name."""
+    base = str(name) if name and "${" not in str(name) else "my-topology"
+    return f"{base}-compat"
+
+
+# --- one trap each ----------------------------------------------------------------------------
+
+
+def _where(facts: TrapFacts, key: str) -> Optional[str]:
+    ev = facts.evidence.get(key)
+    return f"{ev.where} `{ev.expression}`" if ev is not None else None
+
+
+def _list_command(facts: TrapFacts, root: Any) -> str:
+    zk = ",".join(facts.zk_servers) or "ZK_HOST:2181"
+    return f"storm-kafka-compat offsets show --zk {zk} --zk-root {root or 'ZK_ROOT'}"
+
+
+def _start_time(facts: TrapFacts) -> str:
+    t = facts.start_offset_time
+    if t == EARLIEST_TIME:
+        return "startOffsetTime -2: the whole retained log is processed again"
+    if t == LATEST_TIME:
+        return "startOffsetTime -1: everything produced since Storm stopped is skipped"
+    return f"startOffsetTime {t}: the messages from that time on are read, whatever was processed"
+
+
+def _per_run_id(facts: TrapFacts) -> Optional[Trap]:
+    ev = facts.evidence.get("spout.id")
+    text = str(facts.spout_id or "")
+    if ev is not None and ev.kind in ("random", "time"):
+        what = "random" if ev.kind == "random" else "built from the time of the run"
+    elif _UUID_RE.search(text):
+        what = "a UUID (a random id, new on every submission in the Java code?)"
+    elif _EPOCH_RE.search(text):
+        what = "built around an epoch time (new on every submission in the Java code?)"
+    else:
+        return None
+    return Trap(
+        "per_run_id", "spout.id",
+        f"the spout id is {what}. Storm kept its offsets under zkRoot/<the id of its last "
+        f"submission> (and lost its place on every redeploy); any other id finds no document "
+        f"and starts at the {_start_time(facts)}.",
+        f"find the id Storm last wrote: `{_list_command(facts, facts.zk_root)}` lists every id "
+        f"under the root with its offsets and last-modified time; set spout.id to the newest "
+        f"one and keep it fixed from now on.",
+        DANGER, _where(facts, "spout.id"))
+
+
+def _zk_root(facts: TrapFacts) -> Optional[Trap]:
+    ev = facts.evidence.get("spout.zkRoot")
+    root = str(facts.zk_root or "")
+    if ev is not None and ev.kind in ("random", "time"):
+        return Trap(
+            "zk_root_per_run", "spout.zkRoot",
+            "zkRoot is built from the time of the run (or a random value): every Storm "
+            "submission kept its offsets under a new root, so no root written here holds "
+            f"them; the job starts at the {_start_time(facts)}.",
+            "list the roots Storm created (ZooKeeper's `zkCli.sh ls /`, then "
+            f"`{_list_command(facts, '<root>')}`) and set zkRoot to the newest, fixed.",
+            DANGER, _where(facts, "spout.zkRoot"))
+    topic = str(facts.topic or "")
+    if topic and root and topic in root.split("/"):
+        return Trap(
+            "zk_root_topic", "spout.zkRoot",
+            f"zkRoot {root!r} is built from the topic {topic!r}: the documents move when the "
+            f"topic does; a CONFIG whose topic differs from the one the Storm topology read "
+            f"(a placeholder filled differently, a renamed topic) reads another path and starts "
+            f"at the {_start_time(facts)}.",
+            f"write zkRoot as the literal path Storm used (`{_list_command(facts, root)}` shows "
+            f"its documents) and keep it when the topic changes.",
+            CAUTION, _where(facts, "spout.zkRoot"))
+    return None
+
+
+def _ignore_zk_offsets(facts: TrapFacts) -> Optional[Trap]:
+    if not facts.ignore_zk_offsets:
+        return None
+    return Trap(
+        "ignore_zk_offsets", "spout.ignoreZkOffsets",
+        "ignoreZkOffsets (forceFromStart) is true: a document written by another topology id "
+        "is ignored, and Storm's documents always name Storm's id, so the first start ignores "
+        f"the stored offsets and starts at the {_start_time(facts)}"
+        + ("; without a fixed topology.id every restart does the same." if not facts.topology_id
+           else "."),
+        "set spout.ignoreZkOffsets: false for the cut-over (`offsets explain` then says "
+        "`resume`); keep true only if a fresh start is really wanted.",
+        DANGER, _where(facts, "spout.ignoreZkOffsets"))
+
+
+def _max_offset_behind(facts: TrapFacts) -> Optional[Trap]:
+    behind = facts.max_offset_behind
+    if not isinstance(behind, int) or isinstance(behind, bool) or behind >= LONG_MAX or \
+            facts.start_offset_time == EARLIEST_TIME:
+        # Storm measures the distance to the startOffsetTime offset: from the log start
+        # (-2) a stored offset is never far behind unless retention deleted it anyway
+        return None
+    target = ("latest - maxOffsetBehind (the last window is kept)" if facts.reset_to_window
+              else f"the startOffsetTime offset ({_start_time(facts).split(':')[0]})")
+    return Trap(
+        "max_offset_behind", "spout.maxOffsetBehind",
+        f"maxOffsetBehind is {behind} with {_start_time(facts).split(':')[0]}: after a pause "
+        f"(the cut-over itself, a long stop) in which more than {behind} messages arrive on a "
+        f"partition, the stored offset is reset to {target} and the messages in between are "
+        f"skipped (STORM-399).",
+        "leave maxOffsetBehind unset (Long.MAX_VALUE) for the cut-over, or make it larger than "
+        "the most a partition receives during the longest stop you plan; `migrate plan` and "
+        "`offsets explain` say `max_offset_behind` for a partition where it applies now.",
+        CAUTION, _where(facts, "spout.maxOffsetBehind"))
+
+
+def _topology_id(facts: TrapFacts) -> Optional[Trap]:
+    ev = facts.evidence.get("topology.id")
+    text = str(facts.topology_id or "")
+    suggestion = suggested_topology_id(facts.topology_name)
+    if facts.topology_id and not (ev is not None and ev.kind in ("random", "time")) and not \
+            _UUID_RE.search(text) and not _EPOCH_RE.search(text):
+        return None
+    what = ("is unset: each run writes a new id, <name>-<driver pid>-<epoch seconds>"
+            if not facts.topology_id else f"{text!r} changes on every run")
+    if facts.client and facts.first_poll in ("EARLIEST", "LATEST"):
+        effect = (f"with firstPollOffsetStrategy {facts.first_poll} each restart treats the "
+                  f"group's commits as another topology's and starts over")
+        severity = DANGER
+    elif facts.ignore_zk_offsets and facts.documents:
+        effect = "with ignoreZkOffsets true each restart ignores the documents and starts over"
+        severity = DANGER
+    else:
+        effect = ("it does not change where a start resumes, but a second job on the same "
+                  "documents cannot be told from a restart of this one")
+        severity = CAUTION
+    return Trap("topology_id", "topology.id", f"topology.id {what}; {effect}.",
+                f"set a fixed id, e.g. `topology: {{id: {suggestion}}}`.", severity,
+                _where(facts, "topology.id"))
+
+
+def _first_poll(facts: TrapFacts) -> Optional[Trap]:
+    if not facts.client or facts.first_poll not in ("EARLIEST", "LATEST"):
+        return None
+    other = f"UNCOMMITTED_{facts.first_poll}"
+    what = ("replays the whole retained log" if facts.first_poll == "EARLIEST"
+            else "skips everything produced since Storm stopped")
+    return Trap(
+        "first_poll", "kafkaSpout.firstPollOffsetStrategy",
+        f"firstPollOffsetStrategy {facts.first_poll} overrides a commit made by another "
+        f"topology id, and the Storm topology's commits name its own id: the first start "
+        f"{what}. {other} resumes from any commit.",
+        f"set firstPollOffsetStrategy: {other} for the cut-over.", DANGER,
+        _where(facts, "kafkaSpout.firstPollOffsetStrategy"))
+
+
+def _custom_scheme(facts: TrapFacts) -> Optional[Trap]:
+    scheme = facts.scheme
+    if not facts.ported_schemes or not is_callable_ref(scheme) or scheme in SCHEME_NAMES:
+        return None
+    cls = facts.ported_schemes[0]
+    low = cls.rsplit(".", 1)[-1].lower()
+    hint = next((h for word, h in _SCHEME_HINTS if word in low), None)
+    fix = (f"if {cls} decodes as {hint.split(' (')[0]} does, set spout.scheme: {hint}; "
+           f"otherwise " if hint else "")
+    return Trap(
+        "custom_scheme", "spout.scheme",
+        f"the topology decodes messages with its own Scheme class {cls}, which cannot run "
+        f"here; the CONFIG names a Python placeholder {scheme!r}.",
+        f"{fix}port deserialize() as a Python callable bytes -> list of values "
+        f"(None for no tuple) and name it in spout.scheme (docs/configuration.md, scheme).",
+        CAUTION)

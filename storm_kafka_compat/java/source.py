@@ -1,0 +1,266 @@
+"""Java sources parsed with tree-sitter's Java grammar, and what the converter asks of them:
+the classes of a source tree, their constant fields and methods, and class names as the
+imports of a file resolve them.
+
+The grammar (``tree-sitter-java``) covers Java 1.0 to 21 (records, text blocks, ``var``,
+switch expressions) and recovers from syntax errors: a file that does not compile still
+gives a tree, with ``ERROR`` nodes where the grammar gave up; the converter reads around
+them and says where they are.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import tree_sitter_java
+from tree_sitter import Language, Node, Parser
+
+from storm_kafka_compat.errors import ConfigError
+
+_LANGUAGE = Language(tree_sitter_java.language())
+
+#: type declarations whose bodies hold fields and methods
+TYPE_DECLARATIONS = ("class_declaration", "interface_declaration", "enum_declaration",
+                     "record_declaration")
+#: the classes of ``java.lang`` a topology names without importing them
+JAVA_LANG = ("String", "Integer", "Long", "Boolean", "Double", "Math", "System", "Object",
+             "Short", "Byte", "Float", "Character")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an expression is: ``file:line`` and its source text."""
+
+    path: str
+    line: int
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{os.path.basename(self.path)}:{self.line}"
+
+    def __str__(self) -> str:
+        return f"{self.where} `{self.text}`"
+
+
+def text_of(node: Node) -> str:
+    """A node's source text, on one line (for messages)."""
+    raw = (node.text or b"").decode("utf-8", "replace")
+    return " ".join(raw.split())
+
+
+@dataclass
+class Method:
+    """A method or constructor: its parameters' names and its body."""
+
+    name: str
+    params: List[str]
+    body: Optional[Node]
+    node: Node
+    cls: "JavaClass"
+    static: bool
+
+
+@dataclass
+class JavaClass:
+    """A type declaration (nested ones are classes of their own, named ``Outer.Inner``)."""
+
+    name: str                   # simple name
+    qualified: str              # package + nesting, dots
+    file: "SourceFile"
+    node: Node
+    fields: Dict[str, Tuple[Node, bool]] = field(default_factory=dict)  # name -> (init, final)
+    methods: Dict[str, List[Method]] = field(default_factory=dict)
+    outer: Optional["JavaClass"] = None
+
+
+@dataclass
+class SourceFile:
+    """One parsed ``.java`` file and its imports."""
+
+    path: str
+    tree_root: Node
+    package: str = ""
+    imports: Dict[str, str] = field(default_factory=dict)      # simple name -> qualified
+    wildcards: List[str] = field(default_factory=list)         # packages, with a trailing dot
+    static_imports: Dict[str, str] = field(default_factory=dict)  # member -> class qualified
+    static_wildcards: List[str] = field(default_factory=list)  # class qualified names
+    classes: List[JavaClass] = field(default_factory=list)
+
+    def errors(self) -> List[int]:
+        """Lines where the grammar recovered from a syntax error."""
+        lines: List[int] = []
+        stack = [self.tree_root]
+        while stack:
+            node = stack.pop()
+            if node.type == "ERROR" or node.is_missing:
+                lines.append(node.start_point[0] + 1)
+            elif node.has_error:
+                stack.extend(node.children)
+        return sorted(set(lines))
+
+
+def parse_java(text: bytes, path: str) -> SourceFile:
+    """Parse one Java file (never raises on bad syntax: see :meth:`SourceFile.errors`)."""
+    tree = Parser(_LANGUAGE).parse(text)
+    src = SourceFile(path, tree.root_node)
+    for node in tree.root_node.named_children:
+        if node.type == "package_declaration":
+            name = next((c for c in node.named_children
+                         if c.type in ("scoped_identifier", "identifier")), None)
+            src.package = text_of(name) if name is not None else ""
+        elif node.type == "import_declaration":
+            _read_import(src, node)
+        elif node.type in TYPE_DECLARATIONS:
+            _read_type(src, node, None)
+    return src
+
+
+def _read_import(src: SourceFile, node: Node) -> None:
+    static = any(c.type == "static" for c in node.children)
+    wildcard = any(c.type == "asterisk" for c in node.children)
+    name_node = next((c for c in node.named_children
+                      if c.type in ("scoped_identifier", "identifier")), None)
+    if name_node is None:
+        return
+    name = text_of(name_node)
+    if static and wildcard:
+        src.static_wildcards.append(name)
+    elif static:
+        cls, _, member = name.rpartition(".")
+        src.static_imports[member] = cls
+    elif wildcard:
+        src.wildcards.append(name + ".")
+    else:
+        src.imports[name.rpartition(".")[2]] = name
+
+
+def _modifiers(node: Node) -> str:
+    mods = next((c for c in node.children if c.type == "modifiers"), None)
+    return text_of(mods) if mods is not None else ""
+
+
+def _read_type(src: SourceFile, node: Node, outer: Optional[JavaClass]) -> None:
+    name_node = node.child_by_field_name("name")
+    if name_node is None:
+        return
+    name = text_of(name_node)
+    prefix = outer.qualified if outer is not None else src.package
+    cls = JavaClass(name, f"{prefix}.{name}" if prefix else name, src, node, outer=outer)
+    src.classes.append(cls)
+    interface = node.type == "interface_declaration"
+    body = node.child_by_field_name("body")
+    for member in body.named_children if body is not None else []:
+        if member.type in ("field_declaration", "constant_declaration"):
+            final = interface or "final" in _modifiers(member).split()
+            for decl in member.children_by_field_name("declarator"):
+                value = decl.child_by_field_name("value")
+                if value is not None:
+                    cls.fields[text_of(decl.child_by_field_name("name"))] = (value, final)
+        elif member.type in ("method_declaration", "constructor_declaration"):
+            params = member.child_by_field_name("parameters")
+            names = [text_of(p.child_by_field_name("name")) for p in
+                     (params.named_children if params is not None else [])
+                     if p.child_by_field_name("name") is not None]
+            mname = "<init>" if member.type == "constructor_declaration" \
+                else text_of(member.child_by_field_name("name"))
+            method = Method(mname, names, member.child_by_field_name("body"), member, cls,
+                            "static" in _modifiers(member).split())
+            cls.methods.setdefault(mname, []).append(method)
+        elif member.type in TYPE_DECLARATIONS:
+            _read_type(src, member, cls)
+        elif member.type == "enum_body_declarations":
+            pass
+
+
+@dataclass
+class SourceTree:
+    """Every Java file of a conversion, with the classes they declare."""
+
+    files: List[SourceFile]
+
+    def __post_init__(self) -> None:
+        self.by_qualified: Dict[str, JavaClass] = {}
+        self.by_simple: Dict[str, List[JavaClass]] = {}
+        for f in self.files:
+            for cls in f.classes:
+                self.by_qualified[cls.qualified] = cls
+                self.by_simple.setdefault(cls.name, []).append(cls)
+
+    def classes(self) -> Iterator[JavaClass]:
+        for f in self.files:
+            yield from f.classes
+
+    def find_class(self, name: str, src: SourceFile,
+                   context: Optional[JavaClass] = None) -> Optional[JavaClass]:
+        """The tree's class a name means in ``src`` (simple, dotted or qualified)."""
+        if name in self.by_qualified:
+            return self.by_qualified[name]
+        head, _, rest = name.partition(".")
+        # nested classes of the class in context, then of the file, then imports
+        scope = context
+        while scope is not None:
+            if scope.name == head:
+                return self.by_qualified.get(scope.qualified + ("." + rest if rest else ""))
+            nested = self.by_qualified.get(f"{scope.qualified}.{name}")
+            if nested is not None:
+                return nested
+            scope = scope.outer
+        qualified = self.qualify(head, src)
+        if qualified is not None:
+            return self.by_qualified.get(qualified + ("." + rest if rest else ""))
+        return None
+
+    def qualify(self, simple: str, src: SourceFile) -> Optional[str]:
+        """The qualified name of a simple class name in ``src``, when known: imported,
+        declared in the file's package, or in a wildcard-imported package of the tree."""
+        if simple in src.imports:
+            return src.imports[simple]
+        same = f"{src.package}.{simple}" if src.package else simple
+        if same in self.by_qualified:
+            return same
+        for pkg in src.wildcards:
+            if pkg + simple in self.by_qualified:
+                return pkg + simple
+        return None
+
+
+def java_files(paths: Sequence[str]) -> List[str]:
+    """The ``.java`` files of ``paths`` (files, or directories walked in name order).
+
+    Raises
+    ------
+    ConfigError
+        A path that does not exist, or no ``.java`` file at all.
+    """
+    out: List[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                out.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".java"))
+        elif os.path.isfile(path):
+            out.append(path)
+        else:
+            raise ConfigError(f"{path} does not exist; give a .java file or a directory of "
+                              f"Java sources.", value=path)
+    if not out:
+        raise ConfigError(f"no .java file under {', '.join(paths)}; give the topology's "
+                          f"source directory (src/main/java).", value=", ".join(paths))
+    return out
+
+
+def load_tree(paths: Sequence[str]) -> SourceTree:
+    """Parse every ``.java`` file of ``paths`` into one :class:`SourceTree`."""
+    files = []
+    for path in java_files(paths):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}; check the path.",
+                              value=path) from None
+        files.append(parse_java(data, path))
+    return SourceTree(files)

@@ -1,0 +1,250 @@
+"""Java topology sources into CONFIG (storm_kafka_compat.java): topologies written in the
+styles real projects use, each converted to the CONFIG a careful human would write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+from storm_kafka_compat.cli.main import main
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.java import JavaConversion, convert_java
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "java"
+
+
+def one(path: Path, **kw: Any) -> JavaConversion:
+    found = convert_java([str(path)], **kw)
+    assert len(found) == 1, [c.source for c in found]
+    assert found[0].error is None, found[0].error
+    return found[0]
+
+
+def lines_about(conv: JavaConversion, text: str) -> List[str]:
+    return [u for u in conv.unmapped if text in u]
+
+
+# --- four topologies, four styles -------------------------------------------------------------
+
+def test_constants_class_properties_lookup_and_args() -> None:
+    """org.apache.storm.kafka, a constants class in another file, a Properties file read
+    at run time, args[0] as the topology name, SpoutConfig set field by field."""
+    conv = one(DATA / "legacy_constants", properties={"kafka.topic": "clicks",
+                                                      "args.0": "click-counter"})
+    assert conv.config == {
+        "spout": {"topic": "clicks", "zkRoot": "/storm-offsets", "id": "clicks-spout",
+                  "scheme": "string", "startOffsetTime": -2, "fetchSizeBytes": 2097152,
+                  "zkServers": ["zk1.acme.net", "zk2.acme.net"], "zkPort": 2181,
+                  "stateUpdateIntervalMs": 5000},
+        "hosts": {"zk": "zk1.acme.net:2181,zk2.acme.net:2181", "brokerZkPath": "/kafka/brokers"},
+        "topology": {
+            "name": "click-counter",
+            "topology.max.spout.pending": 1000,        # getProperty's default, typed
+            "topology.message.timeout.secs": 60,
+            "bolts": [
+                {"name": "parse", "bolt": "com.acme.clicks.bolts:ParseBolt", "parallelism": 4},
+                {"name": "count", "bolt": "com.acme.clicks.bolts:CountBolt", "parallelism": 2,
+                 "inputs": [{"from": "parse", "grouping": "fields", "fields": ["page"]}]}]},
+        "spark": {"tasks": 4},
+    }
+    assert conv.source == "ClickTopology.java:38" and conv.spout_name == "clicks"
+    assert lines_about(conv, "port the bolt to Python (placeholder 'com.acme.clicks.bolts:Parse")
+    assert lines_about(conv, "config.topology.workers not mapped")
+    job_config_from_dict(conv.config)          # valid once the two values are given
+
+
+def test_without_filter_the_run_time_values_are_named_with_file_and_line() -> None:
+    conv = one(DATA / "legacy_constants")
+    assert conv.config["spout"]["topic"] == "${kafka.topic}"
+    assert conv.config["topology"]["name"] == "${args.0}"
+    assert conv.config["topology"]["topology.max.spout.pending"] == "${max.pending}"
+    assert lines_about(conv, 'spout.topic: ${kafka.topic} is read at run time by '
+                             'ClickTopology.java:26 `props.getProperty("kafka.topic")`; give it '
+                             'with --filter FILE (kafka.topic=...)')
+    assert lines_about(conv, "topology.name: ${args.0} is read at run time by "
+                             "ClickTopology.java:47 `args[0]`")
+    assert lines_about(conv, "(the code's default: '1000')")
+
+
+def test_storm_09_random_id_helper_method_and_forcefromstart() -> None:
+    """storm.kafka/backtype.storm, a helper building the SpoutConfig, UUID.randomUUID()
+    as the id, zkRoot from the topic, args with defaults in ternaries."""
+    conv = one(DATA / "storm09_uuid" / "WordCountKafka.java", properties={"args.0": "wc"})
+    assert conv.config["spout"] == {
+        "topic": "sentences", "zkRoot": "/kafkastorm/sentences", "id": "${spout.id}",
+        "scheme": "string", "ignoreZkOffsets": True, "startOffsetTime": -2,
+        "maxOffsetBehind": 10000}
+    assert conv.config["hosts"] == {"zk": "localhost:2181"}   # args[1]'s default
+    assert conv.config["topology"]["name"] == "wc"    # StormSubmitter's, not LocalCluster's
+    assert [b["bolt"] for b in conv.config["topology"]["bolts"]] == \
+        ["storm.starter:SplitSentence", "storm.starter:WordCount"]
+    assert "inputs" not in conv.config["topology"]["bolts"][0]   # localOrShuffle on the spout
+    assert lines_about(conv, "spout.id: WordCountKafka.java:18 `UUID.randomUUID()` is random, "
+                             "new on every run; written as ${spout.id}")
+    assert conv.evidence["spout.id"].kind == "random"
+    kinds = {t.kind: t for t in conv.traps()}
+    # maxOffsetBehind counts from the startOffsetTime offset, here the log start: no trap
+    assert set(kinds) == {"per_run_id", "ignore_zk_offsets", "topology_id", "zk_root_topic"}
+    assert "WordCountKafka.java:18" in (kinds["per_run_id"].where or "")
+    assert "--zk-root /kafkastorm/sentences" in kinds["per_run_id"].fix
+
+
+def test_storm_kafka_client_builder_chain_in_helpers() -> None:
+    """storm-kafka-client: a builder chain with varargs topics, Kafka constants, a static
+    import of the strategy, TimeUnit, a retry, built in a helper called by another."""
+    conv = one(DATA / "client_builder", env={"KAFKA_BOOTSTRAP": "k1:9092,k2:9092"})
+    assert conv.config == {
+        "kafkaSpout": {
+            "bootstrapServers": "k1:9092,k2:9092", "topics": ["orders", "refunds"],
+            "groupId": "orders-storm", "firstPollOffsetStrategy": "UNCOMMITTED_EARLIEST",
+            "processingGuarantee": "AT_LEAST_ONCE", "offsetCommitPeriodMs": 10000,
+            "maxUncommittedOffsets": 250000,
+            "retry": {"initialDelay": {"length": 1, "timeUnit": "SECONDS"},
+                      "delayPeriod": {"length": 500, "timeUnit": "MILLISECONDS"},
+                      "maxRetries": 10, "maxDelay": {"length": 60, "timeUnit": "SECONDS"}},
+            "consumer": {"max.poll.records": 500, "session.timeout.ms": 30000}},
+        "spout": {"scheme": "record_translator"},
+        "topology": {"name": "orders", "topology.message.timeout.secs": 120},
+        "spark": {"tasks": 3},
+        "bolt": "com.example.orders:EnrichBolt",
+    }
+    job_config_from_dict(conv.config)
+    assert [t.kind for t in conv.traps()] == ["topology_id"]
+
+
+def test_static_hosts_custom_scheme_and_two_spouts_give_two_configs() -> None:
+    """StaticHosts over GlobalPartitionInformation, typesafe Config lookups, a time-based
+    id, a custom Scheme class, and two KafkaSpouts in one topology."""
+    events, keys = convert_java([str(DATA / "static_two_spouts")])
+    assert events.spout_name == "events" and keys.spout_name == "keys"
+    static = {0: "kafka1.audit.io:9092", 1: "kafka2.audit.io:9093"}
+    assert events.config["spout"] == {"topic": "${audit.topic}", "zkRoot": "/audit",
+                                      "id": "${spout.id}", "scheme": "io.audit:AvroAuditScheme",
+                                      "ignoreZkOffsets": True}
+    assert events.config["hosts"] == {"static": static} == keys.config["hosts"]
+    assert keys.config["spout"] == {"topic": "audit-keys", "zkRoot": "/audit",
+                                    "id": "audit-keys", "scheme": "string_key_value",
+                                    "maxOffsetBehind": 5000}
+    assert events.config["spark"] == {"tasks": 2} and "spark" not in keys.config
+    assert events.evidence["spout.id"].kind == "time"
+    assert events.evidence["spout.id"].expression == \
+        '"audit-events-" + System.currentTimeMillis()'
+    scheme_trap = next(t for t in events.traps() if t.kind == "custom_scheme")
+    assert "io.audit.AvroAuditScheme" in scheme_trap.consequence
+    # each CONFIG keeps the bolts fed by its own spout and names the other's stream
+    join = events.config["topology"]["bolts"][0]
+    assert join["inputs"] == [{"from": "spout", "grouping": "fields", "fields": ["key"]}]
+    assert lines_about(keys, "streams[events --> join]: source 'events' (another spout)")
+    assert [b["name"] for b in keys.config["topology"]["bolts"]] == ["join", "store"]
+
+
+# --- expressions --------------------------------------------------------------------------
+
+TEMPLATE = """
+package t;
+import org.apache.storm.kafka.*;
+import org.apache.storm.topology.TopologyBuilder;
+import static t.Names.*;
+interface Names {{ String BASE = "/" + "offsets"; int KB = 1 << 10; }}
+public class T {{
+    static final String APP = "app";
+    private static String root(String name) {{ return BASE + "/" + name; }}
+    public static void main(String[] args) throws Exception {{
+        {body}
+        SpoutConfig c = new SpoutConfig(new ZkHosts("zk:2181"), "t", "/r", "i");
+        c.{field} = {expr};
+        new TopologyBuilder().setSpout("s", new KafkaSpout(c));
+    }}
+}}
+"""
+
+
+@pytest.mark.parametrize("body, field, expr, expected", [
+    ("", "zkRoot", 'root(APP + "-" + 2)', "/offsets/app-2"),
+    ("", "fetchSizeBytes", "64 * KB + 0x10", 65552),
+    ("", "fetchSizeBytes", "1_048_576", 1048576),
+    ("", "id", '"a" + true + 1.5', "atrue1.5"),
+    ("String x = APP; x += \"-z\";", "id", "x", "app-z"),
+    ("", "stateUpdateIntervalMs", "TimeUnit.SECONDS.toMillis(3)", 3000),
+    ("", "startOffsetTime", "kafka.api.OffsetRequest.LatestTime()", -1),
+    ("", "maxOffsetBehind", "Long.MAX_VALUE", 2**63 - 1),
+    ("", "id", 'String.format("%s-%d", APP, 7)', "app-7"),
+    ("", "id", '"""\n            text\n            """.trim()', "text"),
+    ("", "id", 'APP.toUpperCase().concat("\\u0021")', "APP!"),
+    ("", "zkServers", 'Arrays.asList("a", "b")', ["a", "b"]),
+    ("", "ignoreZkOffsets", "Boolean.parseBoolean(\"true\")", True),
+    ("", "id", 'System.getProperty("spout.id", "dflt")', "${spout.id}"),
+    ("", "id", 'System.getenv("SPOUT_ID")', "${ENV-SPOUT_ID}"),
+    ("", "id", "someService().lookup()", "${spout.id}"),
+    ("", "id", '"x-" + new java.util.Date().getTime()', "${spout.id}"),
+])
+def test_expressions(tmp_path: Path, body: str, field: str, expr: str, expected: Any) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(body=body, field=field, expr=expr))
+    conv = one(tmp_path)
+    assert conv.config["spout"][field] == expected
+
+
+def test_a_value_given_by_the_filter_wins_over_the_code_default(tmp_path: Path) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(
+        body="", field="id", expr='System.getProperty("spout.id", "dflt")'))
+    assert one(tmp_path, properties={}).config["spout"]["id"] == "dflt"
+    assert one(tmp_path, properties={"spout.id": "given"}).config["spout"]["id"] == "given"
+
+
+def test_a_syntax_error_is_read_around_and_named(tmp_path: Path) -> None:
+    conv = one(DATA / "broken")
+    # the grammar joins lines 10 and 11 into one statement: neither value is guessed
+    assert conv.config["spout"] == {"topic": "logs", "zkRoot": "/logs", "id": "logs-reader"}
+    assert any(u.endswith("Broken.java:10: syntax error; the statement there is not read: set "
+                          "what it sets by hand.") for u in conv.unmapped)
+    assert lines_about(conv, "no TopologyBuilder.setSpout of this spout was found")
+
+
+def test_no_kafka_spout_is_an_error_naming_the_classes_looked_for(tmp_path: Path) -> None:
+    (tmp_path / "A.java").write_text("class A { void m() { int x = 1; } }")
+    with pytest.raises(ConfigError, match="no KafkaSpout is built in 1 Java file"):
+        convert_java([str(tmp_path)])
+    with pytest.raises(ConfigError, match="does not exist"):
+        convert_java([str(tmp_path / "missing")])
+
+
+# --- the command ----------------------------------------------------------------------------
+
+def test_cli_converts_a_directory_into_one_config_per_spout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["config", "convert", str(DATA / "static_two_spouts"), "--output-dir",
+                 str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["audit-events.yaml", "audit-keys.yaml"]
+    err = capsys.readouterr().err
+    assert "trap: AuditTopology.java:36: spout.id (AuditTopology.java:26" in err
+    assert main(["config", "convert", str(DATA / "static_two_spouts"), "-o",
+                 str(tmp_path / "x.yaml")]) == 2
+    assert "2 KafkaSpouts were found: use --output-dir DIR" in capsys.readouterr().err
+
+
+def test_cli_stdout_and_filter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flt = tmp_path / "prod.properties"
+    flt.write_text("kafka.topic=clicks\nargs.0=click-counter\n")
+    assert main(["config", "convert", str(DATA / "legacy_constants"), "--filter",
+                 str(flt)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("# converted from ClickTopology.java:38 by ")
+    assert "  topic: clicks\n" in captured.out and "  name: click-counter\n" in captured.out
+    assert "does not validate" not in captured.err
+    assert "trap: topology.id: topology.id is unset" in captured.err
+    assert "e.g. `topology: {id: click-counter-compat}`" in captured.err
+
+
+def test_kafka_bolt_is_mapped_and_a_missing_submission_is_named() -> None:
+    conv = one(DATA / "kafka_bolt")
+    assert conv.config["topology"] == {"name": "${topology.name}", "bolts": [
+        {"name": "forward", "bolt": "org.apache.storm.kafka.bolt.KafkaBolt", "parallelism": 2,
+         "properties": {"producerProperties": {"bootstrap.servers": "k:9092", "acks": "1"},
+                        "topicSelector": "DefaultTopicSelector", "topic": "out",
+                        "boltKeyField": "key", "boltMessageField": "str"}}]}
+    assert lines_about(conv, "no StormSubmitter.submitTopology of this topology was found; "
+                             "topology.name written as ${topology.name}")

@@ -1,0 +1,140 @@
+"""The migration traps (config/traps.py): each setting, its consequence and its fix."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pytest
+
+from storm_kafka_compat.cli.main import main
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.config.traps import (CAUTION, DANGER, Evidence, TrapFacts, find_traps,
+                                             suggested_topology_id)
+from storm_kafka_compat.flux import convert_flux, convert_properties
+
+BASE: Dict[str, Any] = {"spout": {"topic": "clicks", "zkRoot": "/offsets", "id": "clicks-spout",
+                                  "zkServers": ["zk1"], "zkPort": 2181},
+                        "hosts": {"zk": "zk1:2181"},
+                        "topology": {"name": "clicks", "id": "clicks-compat"}}
+
+
+def config(spout: Dict[str, Any] = {}, topology: Dict[str, Any] = {},
+           **sections: Any) -> Dict[str, Any]:
+    out = {k: dict(v) for k, v in BASE.items()}
+    out["spout"].update(spout)
+    out["topology"].update(topology)
+    out.update(sections)
+    return out
+
+
+def kinds(cfg: Dict[str, Any], **facts: Any) -> List[str]:
+    """Trap kinds of a CONFIG, found both ways (loaded job and raw mapping) alike."""
+    from_mapping = [t.kind for t in find_traps(TrapFacts.from_mapping(cfg, **facts))]
+    if not facts:
+        assert [t.kind for t in find_traps(TrapFacts.from_job(job_config_from_dict(cfg)))] \
+            == from_mapping
+    return from_mapping
+
+
+@pytest.mark.parametrize("spout, topology, expected", [
+    ({}, {}, []),
+    ({"ignoreZkOffsets": True}, {}, ["ignore_zk_offsets"]),
+    ({"forceFromStart": True}, {}, ["ignore_zk_offsets"]),
+    ({"ignoreZkOffsets": True}, {"id": None}, ["ignore_zk_offsets", "topology_id"]),
+    ({}, {"id": None}, ["topology_id"]),
+    ({"id": "3f1c2d9e-8a47-4b2e-9c1d-2e5f7a9b0c11"}, {}, ["per_run_id"]),
+    ({"id": "clicks-1514764800123"}, {}, ["per_run_id"]),
+    ({"zkRoot": "/storm/clicks"}, {}, ["zk_root_topic"]),
+    ({"maxOffsetBehind": 100000, "startOffsetTime": -1}, {}, ["max_offset_behind"]),
+    ({"maxOffsetBehind": 100000, "startOffsetTime": 1700000000000,
+      "maxOffsetBehindResetToWindow": True}, {}, ["max_offset_behind"]),
+    ({"maxOffsetBehind": 100000}, {}, []),      # measured from the log start: no skip
+])
+def test_storm_kafka_traps(spout: Dict[str, Any], topology: Dict[str, Any],
+                           expected: List[str]) -> None:
+    cfg = config(spout, topology)
+    if topology.get("id", "") is None:
+        del cfg["topology"]["id"]
+    assert kinds(cfg) == expected
+
+
+def test_each_trap_says_consequence_and_fix() -> None:
+    cfg = config({"ignoreZkOffsets": True, "startOffsetTime": -1})
+    del cfg["topology"]["id"]
+    ignore, topo = find_traps(TrapFacts.from_mapping(cfg))
+    assert ignore.severity == DANGER and topo.severity == DANGER
+    assert "first start ignores the stored offsets and starts at the startOffsetTime -1: " \
+           "everything produced since Storm stopped is skipped; without a fixed topology.id " \
+           "every restart does the same." in ignore.consequence
+    assert ignore.fix.startswith("set spout.ignoreZkOffsets: false for the cut-over")
+    assert "<name>-<driver pid>-<epoch seconds>" in topo.consequence
+    assert "`topology: {id: clicks-compat}`" in topo.fix
+    behind = find_traps(TrapFacts.from_mapping(config({"maxOffsetBehind": 500,
+                                                       "startOffsetTime": -1})))[0]
+    assert behind.severity == CAUTION and "more than 500 messages" in behind.consequence
+    assert "STORM-399" in behind.consequence
+
+
+def test_per_run_id_from_the_source_names_the_expression_and_how_to_find_the_id() -> None:
+    ev = {"spout.id": Evidence("random", "Topo.java:18", "UUID.randomUUID().toString()")}
+    trap = find_traps(TrapFacts.from_mapping(config({"id": "${spout.id}"}), ev))[0]
+    assert trap.kind == "per_run_id" and trap.where == "Topo.java:18 `UUID.randomUUID().toString()`"
+    assert "`storm-kafka-compat offsets show --zk zk1:2181 --zk-root /offsets` lists every id" \
+        in trap.fix
+    time_root = {"spout.zkRoot": Evidence("time", "T.java:3", '"/k-" + System.nanoTime()')}
+    assert [t.kind for t in find_traps(TrapFacts.from_mapping(config(), time_root))] == \
+        ["zk_root_per_run"]
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("EARLIEST", ["first_poll", "topology_id"]), ("LATEST", ["first_poll", "topology_id"]),
+    ("UNCOMMITTED_EARLIEST", ["topology_id"]), (None, ["topology_id"]),
+])
+def test_client_first_poll_strategies(strategy: Any, expected: List[str]) -> None:
+    section: Dict[str, Any] = {"groupId": "g", "bootstrapServers": "k:9092", "topics": ["t"]}
+    if strategy:
+        section["firstPollOffsetStrategy"] = strategy
+    cfg = {"kafkaSpout": section, "topology": {"name": "x"}}
+    assert kinds(cfg) == expected
+    traps = find_traps(TrapFacts.from_job(job_config_from_dict(cfg)))
+    if strategy in ("EARLIEST", "LATEST"):
+        assert f"set firstPollOffsetStrategy: UNCOMMITTED_{strategy}" in traps[0].fix
+        assert traps[1].severity == DANGER   # a per-run id restarts the strategy each run
+
+
+def test_custom_scheme_of_a_converted_topology_suggests_the_built_in() -> None:
+    flux = """
+name: t
+components:
+  - {id: hosts, className: org.apache.storm.kafka.ZkHosts, constructorArgs: ["zk:2181"]}
+  - {id: inner, className: com.acme.JsonEventScheme}
+  - {id: scheme, className: org.apache.storm.spout.SchemeAsMultiScheme,
+     constructorArgs: [{ref: inner}]}
+  - id: cfg
+    className: org.apache.storm.kafka.SpoutConfig
+    constructorArgs: [{ref: hosts}, "t", "/r", "i"]
+    properties: [{name: scheme, ref: scheme}]
+spouts:
+  - {id: s, className: org.apache.storm.kafka.KafkaSpout, constructorArgs: [{ref: cfg}]}
+"""
+    traps = convert_flux(flux).traps()
+    scheme = next(t for t in traps if t.kind == "custom_scheme")
+    assert "own Scheme class com.acme.JsonEventScheme" in scheme.consequence
+    assert scheme.fix.startswith("if com.acme.JsonEventScheme decodes as string, with "
+                                 "json.loads in the first bolt does")
+    # a .properties file and Flux alike suggest the fixed topology id
+    props = convert_properties("kafka.topic=t\nkafka.zkRoot=/r\nkafka.id=i\n"
+                               "kafka.zkHosts=zk:2181\ntopology.name=orders\n")
+    assert [t.kind for t in props.traps()] == ["topology_id"]
+    assert "orders-compat" in props.traps()[0].fix
+    assert suggested_topology_id("${args.0}") == "my-topology-compat"
+
+
+def test_config_check_prints_the_traps(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+    path = tmp_path / "job.yaml"
+    cfg = config({"ignoreZkOffsets": True})
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["config", "check", str(path), "--no-imports"]) == 0
+    err = capsys.readouterr().err
+    assert "trap: spout.ignoreZkOffsets: ignoreZkOffsets (forceFromStart) is true" in err
