@@ -7,7 +7,8 @@ from typing import Callable, Iterator, List
 
 import pytest
 
-from tests.peers.storm import STORM1, FluxTopology, StormLocal, peer_classes, why_not
+from tests.peers.storm import (STORM1, STORM2, ClientTopology, FluxTopology, StormLocal,
+                               peer_classes, why_not)
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +31,33 @@ def storm1(storm1_ready: None, tmp_path_factory: pytest.TempPathFactory
 
     def start(topology: FluxTopology) -> StormLocal:
         storm = StormLocal(topology, tmp_path_factory.mktemp(f"storm-{topology.name}"))
+        started.append(storm)
+        return storm.start()
+
+    yield start
+    for storm in started:
+        storm.kill()
+
+
+@pytest.fixture(scope="session")
+def storm2_ready() -> None:
+    """Storm 2.8.3's jars resolved and the peer classes compiled, or the test skipped
+    with the reason (Maven or Java missing)."""
+    reason = why_not(STORM2)
+    if reason:
+        pytest.skip(f"Apache Storm 2.8.3 cannot run here: {reason}")
+    peer_classes(STORM2)
+
+
+@pytest.fixture
+def storm2(storm2_ready: None, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Callable[[ClientTopology], StormLocal]]:
+    """Return ``start(topology) -> StormLocal``: a Storm 2.8.3 LocalCluster running a
+    storm-kafka-client topology, killed by its PID at teardown."""
+    started: List[StormLocal] = []
+
+    def start(topology: ClientTopology) -> StormLocal:
+        storm = StormLocal(topology, tmp_path_factory.mktemp(f"storm2-{topology.name}"))
         started.append(storm)
         return storm.start()
 

@@ -53,6 +53,24 @@ STORM1 = MavenBundle("storm-1.2.4", (
 ))
 
 
+#: Apache Storm 2.8.3, the newest 2.x whose parent poms Maven Central serves (2.8.4 to
+#: 2.8.8 list artifacts whose ``org.apache.storm:storm`` parent pom is missing), with
+#: storm-kafka-client and the kafka-clients it was built with (4.1.0). No Flux: flux-core
+#: 2.6+ names a parent pom (``org.apache.storm:flux``) that was never published, and
+#: 2.4.0, the newest that resolves, is an uber jar with SnakeYAML 1.26, which Storm 2.8.3
+#: cannot run with; ``skc.peer.ClientTopologies`` builds the topology instead.
+STORM2 = MavenBundle("storm-2.8.3", (
+    Artifact("org.apache.storm:storm-server:2.8.3"),
+    Artifact("org.apache.storm:storm-client:2.8.3"),
+    Artifact("org.apache.storm:storm-kafka-client:2.8.3"),
+    Artifact("org.apache.kafka:kafka-clients:4.1.0"),
+))
+
+#: the bytecode level each Storm line's peer classes are compiled for (Storm 2.x
+#: itself is Java 11 bytecode)
+RELEASE = {"storm-1": 8, "storm-2": 11}
+
+
 def storm1_java() -> str:
     """The Java 11 runtime Storm 1.2.4 runs on (module docstring: why not 17)."""
     try:
@@ -84,13 +102,14 @@ def why_not(bundle: MavenBundle) -> Optional[str]:
 
 #: the peer sources each Storm line compiles: ``common`` (Storm 1.x and 2.x share its
 #: API) and the line's own folder (storm-kafka's Trident spout exists in 1.x only)
-SOURCE_DIRS = {"storm-1": ("common", "storm1"), "storm-2": ("common",)}
+SOURCE_DIRS = {"storm-1": ("common", "storm1"), "storm-2": ("common", "storm2")}
 
 
-def peer_classes(bundle: MavenBundle, *, release: int = 8) -> Path:
+def peer_classes(bundle: MavenBundle) -> Path:
     """The peer sources of ``bundle``'s Storm line (:data:`SOURCE_DIRS`) compiled
     against it (once per source digest) with the JDK's ``javac --release``."""
     line = bundle.name.split(".")[0]
+    release = RELEASE[line]
     sources = sorted(p for d in SOURCE_DIRS[line] for p in (JAVA_SOURCES / d).rglob("*.java"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
     target = cache_dir() / "storm-peer" / f"{bundle.name}-{digest}"
@@ -105,6 +124,11 @@ def peer_classes(bundle: MavenBundle, *, release: int = 8) -> Path:
         raise RuntimeError(f"javac failed for the Storm peer classes:\n{done.stderr}")
     (target / ".done").write_text(digest)
     return target
+
+
+def storm_classpath(bundle: MavenBundle) -> str:
+    """The peer classes compiled for ``bundle``, then its jars."""
+    return classpath(bundle, [peer_classes(bundle)])
 
 
 # --- a topology -----------------------------------------------------------------------
@@ -144,6 +168,13 @@ class FluxTopology:
         self.bolts.append({"id": id, "className": "skc.peer.RecordingBolt",
                            "constructorArgs": [str(path), delay_ms], "parallelism": 1})
         self.streams.append({"from": source, "to": id, "grouping": {"type": "SHUFFLE"}})
+
+    #: the launcher's factory class and the spec file's suffix
+    factory = "skc.peer.FluxTopologies"
+    suffix = ".yaml"
+
+    def spec(self) -> str:
+        return self.yaml()
 
     def yaml(self) -> str:
         body: Dict[str, Any] = {"name": self.name, "config": self.config}
@@ -192,39 +223,71 @@ def storm_kafka_spout(topology: FluxTopology, id: str, *, topic: str, zk_root: s
                             "constructorArgs": [config], "parallelism": 1})
 
 
+@dataclass
+class ClientTopology:
+    """storm-kafka-client 2.x's KafkaSpout, built by ``skc.peer.ClientTopologies`` with
+    ``KafkaSpoutConfig.builder(bootstrap, topics)`` as its users write it: ``group.id``,
+    the first-poll strategy, the processing guarantee and the commit period, further
+    consumer properties; a RecordingBolt writes each tuple of the default record
+    translator (topic, partition, offset, key, value) to ``record``."""
+
+    name: str
+    bootstrap: str
+    topics: Sequence[str]
+    group: str
+    record: Path
+    first_poll: str = "UNCOMMITTED_EARLIEST"
+    guarantee: str = "AT_LEAST_ONCE"
+    commit_period_ms: int = 1000
+    delay_ms: int = 0
+    consumer: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, int] = field(default_factory=dict)
+
+    factory = "skc.peer.ClientTopologies"
+    suffix = ".properties"
+
+    def spec(self) -> str:
+        rows = {"name": self.name, "bootstrap": self.bootstrap, "topics": ",".join(self.topics),
+                "group": self.group, "firstPoll": self.first_poll, "guarantee": self.guarantee,
+                "commitPeriodMs": self.commit_period_ms, "record": self.record,
+                "delayMs": self.delay_ms}
+        rows.update({f"consumer.{k}": v for k, v in self.consumer.items()})
+        rows.update({f"config.{k}": v for k, v in self.config.items()})
+        return "".join(f"{k}={v}\n" for k, v in rows.items())
+
+
 # --- a running topology ---------------------------------------------------------------
 
 
 class StormLocal(ServerProcess):
-    """One Flux topology in a Storm LocalCluster, in its own JVM.
+    """One topology in a Storm LocalCluster, in its own JVM: a Flux topology on Storm
+    1.2.4, a storm-kafka-client one on Storm 2.8.3.
 
     Parameters
     ----------
-    topology : FluxTopology
+    topology : FluxTopology or ClientTopology
     base_dir : Path
-        Holds the YAML and ``storm.log``.
-    bundle : MavenBundle
-        The Storm version (its jars and the peer classes compiled against them).
+        Holds the spec file and ``storm.log``.
     java : str
-        The JVM to run it on.
+        The JVM to run it on (Java 11 for Storm 1.2.4, the default JDK for 2.8.3).
     """
 
-    def __init__(self, topology: FluxTopology, base_dir: Path, *, bundle: MavenBundle = STORM1,
+    def __init__(self, topology: "FluxTopology | ClientTopology", base_dir: Path, *,
                  java: Optional[str] = None, heap_mb: int = 384) -> None:
         super().__init__(Path(base_dir), Path(base_dir) / "storm.log")
         self.topology = topology
-        self.bundle = bundle
-        self.java = java or (storm1_java() if bundle is STORM1 else _java())
+        self.bundle = STORM2 if isinstance(topology, ClientTopology) else STORM1
+        self.java = java or (storm1_java() if self.bundle is STORM1 else _java())
         self.heap_mb = heap_mb
-        self.name = f"Storm {bundle.name} LocalCluster ({topology.name})"
-        self.yaml_path = self.base_dir / f"{topology.name}.yaml"
+        self.name = f"Storm {self.bundle.name} LocalCluster ({topology.name})"
+        self.spec_path = self.base_dir / f"{topology.name}{topology.suffix}"
 
     def command(self) -> List[str]:
         # runs until told to stop (control file) or killed by its PID
         return [self.java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-                "-cp", classpath(self.bundle, [peer_classes(self.bundle)]),
-                "skc.peer.LocalStorm", str(self.yaml_path), str(self.control_path)]
+                "-cp", storm_classpath(self.bundle), "skc.peer.LocalStorm",
+                self.topology.factory, str(self.spec_path), str(self.control_path)]
 
     @property
     def control_path(self) -> Path:
@@ -233,7 +296,7 @@ class StormLocal(ServerProcess):
     def start(self) -> "StormLocal":
         with self._lock:
             self.base_dir.mkdir(parents=True, exist_ok=True)
-            self.yaml_path.write_text(self.topology.yaml())
+            self.spec_path.write_text(self.topology.spec())
             self.control_path.write_text("")
             self._launch(f"starting {self.name}")
         return self

@@ -8,33 +8,35 @@ import java.nio.file.Paths;
 import java.util.Collections;
 import java.util.List;
 
-import org.apache.storm.Config;
+import java.util.Map;
+
 import org.apache.storm.LocalCluster;
-import org.apache.storm.flux.FluxBuilder;
-import org.apache.storm.flux.model.ExecutionContext;
-import org.apache.storm.flux.model.TopologyDef;
-import org.apache.storm.flux.parser.FluxParser;
 import org.apache.storm.generated.KillOptions;
 import org.apache.storm.generated.StormTopology;
 import org.apache.storm.generated.TopologySummary;
 
 /**
- * A Flux topology in a LocalCluster, driven as an operator drives a cluster with the
+ * A topology in a LocalCluster, driven as an operator drives a cluster with the
  * {@code storm} command: each line appended to the control file is one command,
  * {@code deactivate}, {@code activate}, {@code kill <wait secs>} (returns once the
  * topology is gone) or {@code shutdown}; "SKC-PEER done <command>" on stdout says it
- * finished. Usage: {@code LocalStorm <topology.yaml> <control file>}.
+ * finished. Usage: {@code LocalStorm <factory class> <spec file> <control file>}, where
+ * the factory's {@code public static Object[] build(String specFile)} returns the
+ * topology's name, config and StormTopology (FluxTopologies for a Flux YAML,
+ * ClientTopologies for a storm-kafka-client spec).
  */
 public final class LocalStorm {
     private LocalStorm() {
     }
 
     public static void main(String[] args) throws Exception {
-        TopologyDef def = FluxParser.parseFile(args[0], false, true, null, false);
-        Path control = Paths.get(args[1]);
-        Config conf = FluxBuilder.buildConfig(def);
-        StormTopology topology = FluxBuilder.buildTopology(new ExecutionContext(def, conf));
-        String name = def.getName();
+        Object[] built = (Object[]) Class.forName(args[0]).getMethod("build", String.class)
+                .invoke(null, args[1]);
+        String name = (String) built[0];
+        @SuppressWarnings("unchecked")
+        Map<String, Object> conf = (Map<String, Object>) built[1];
+        StormTopology topology = (StormTopology) built[2];
+        Path control = Paths.get(args[2]);
         LocalCluster cluster = new LocalCluster();
         cluster.submitTopology(name, conf, topology);
         say("submitted " + name);
