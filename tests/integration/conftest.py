@@ -1,10 +1,19 @@
-"""Broker fixtures for integration tests: real Apache Kafka 0.9.0.1, and tansu.
+"""Broker fixtures for integration tests: real Apache Kafka 0.9.0.1, 3.9 (ZooKeeper
+mode) and 4.x (KRaft), and tansu.
 
 * ``kafka09``: one Apache Kafka 0.9.0.1 broker for the session (unique topics; never
   stop it); ``kafka09_factory``: clusters of a test's own (several brokers, kills,
   retention settings); ``kafka09_topic``: a new topic there, written by a batching
   producer. Use these wherever broker behaviour matters (high watermark,
   out-of-range, retention, leader change, group metadata);
+
+* ``kafka39`` and ``kafka4``: one Apache Kafka 3.9 (ZooKeeper mode) and one 4.x
+  (KRaft) broker for the session, jars from Maven Central; ``modern_kafka``: a
+  test parametrized over both (ids ``3.9`` and ``4``); ``modern_topic``: a new
+  topic on it; ``modern_factory``: clusters of a test's own
+  (``make(distribution, brokers=3, **kwargs)``). Use them for what only 0.11+
+  brokers have (record batches v2, compression, headers, transactions,
+  compaction, DeleteRecords, timestamps, TLS/SASL, the new registry versions);
 
 * ``tansu``: one tansu broker for the session (never pause or stop it);
 * ``tansu_factory``: brokers of a test's own, which it may pause, kill or restart;
@@ -108,16 +117,22 @@ def _kafka_or_skip() -> None:
         pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
 
 
+#: session fixture name -> the attribute of the session holding its cluster
+_SESSION_CLUSTERS = {"kafka09": "_skc_kafka", "kafka39": "_skc_kafka39", "kafka4": "_skc_kafka4"}
+
+
 def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
     """Append each Kafka broker's log tail to the report of a failed test."""
     clusters = list(item.stash.get(_KAFKA_KEY, []))
-    session_cluster = getattr(item.session, "_skc_kafka", None)
-    if session_cluster is not None and "kafka09" in getattr(item, "fixturenames", ()):
-        clusters.insert(0, session_cluster)
+    used = set(getattr(item, "fixturenames", ()))
+    for fixture, attribute in _SESSION_CLUSTERS.items():
+        session_cluster = getattr(item.session, attribute, None)
+        if session_cluster is not None and fixture in used:
+            clusters.insert(0, session_cluster)
     for cluster in dict.fromkeys(clusters):
         for broker in cluster.brokers:
-            report.sections.append((f"Kafka broker {broker.broker_id} {broker.bootstrap} log "
-                                    f"tail ({broker.log_path})", broker.log_tail(40)))
+            report.sections.append((f"{broker.name} log tail ({broker.log_path})",
+                                    broker.log_tail(40)))
 
 
 @pytest.fixture(scope="session")
@@ -171,3 +186,88 @@ def kafka09_topic(kafka09, unique: Callable[..., str]):
         return topic
 
     return make
+
+
+# --- Apache Kafka 3.9 (ZooKeeper mode) and 4.x (KRaft), jars from Maven Central ----------
+
+def _distribution_or_skip(distribution: object) -> None:
+    reason = distribution.missing_prerequisite()  # type: ignore[attr-defined]
+    if reason:
+        pytest.skip(f"{distribution.name} cannot run here: {reason}")  # type: ignore[attr-defined]
+
+
+def _session_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                     distribution: object, attribute: str):
+    _distribution_or_skip(distribution)
+    from storm_kafka_compat.servers.kafka import KafkaCluster
+
+    cluster = KafkaCluster(1, tmp_path_factory.mktemp(attribute.strip("_")),
+                           distribution=distribution,  # type: ignore[arg-type]
+                           settings={"log.retention.check.interval.ms": 1000})
+    cluster.start()
+    setattr(request.session, attribute, cluster)
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 3.9 broker in ZooKeeper mode (and its ZooKeeper) for the
+    session; unique topics, never stop it."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "_skc_kafka39")
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka4(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 4.x KRaft node (broker and controller, no ZooKeeper) for the
+    session; unique topics, never stop it."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_4
+    cluster = _session_cluster(request, tmp_path_factory, KAFKA_4, "_skc_kafka4")
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(params=["kafka39", "kafka4"], ids=["3.9", "4"])
+def modern_kafka(request: pytest.FixtureRequest):
+    """The session's Kafka 3.9 broker, then its Kafka 4.x broker (a parametrized test)."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def modern_topic(modern_kafka, unique: Callable[..., str]):
+    """Return ``make(partitions=1, messages=(), config={}) -> topic`` on ``modern_kafka``;
+    messages go through a batching producer."""
+
+    def make(partitions: int = 1, messages: Iterable[Message] = (), *,
+             config: Optional[dict] = None) -> str:
+        topic = unique("topic")
+        modern_kafka.create_topic(topic, partitions, 1, config=config or {})
+        items = list(messages)
+        if items:
+            modern_kafka.produce(topic, items)
+        return topic
+
+    return make
+
+
+@pytest.fixture
+def modern_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(distribution, brokers=3, **kwargs) -> KafkaCluster`` (started) for
+    3.9/4.x clusters a test may kill, restart or reconfigure; closed at teardown."""
+    from storm_kafka_compat.servers.kafka import KafkaCluster
+
+    clusters: List[KafkaCluster] = []
+
+    def make(distribution: object, brokers: int = 3, **kwargs: object) -> KafkaCluster:
+        _distribution_or_skip(distribution)
+        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka-own"),
+                               distribution=distribution, **kwargs)  # type: ignore[arg-type]
+        clusters.append(cluster)
+        request.node.stash.setdefault(_KAFKA_KEY, []).append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in clusters:
+        cluster.close()
