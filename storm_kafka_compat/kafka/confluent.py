@@ -137,6 +137,10 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         "allow.auto.create.topics": False,
         "max.partition.fetch.bytes": spout.fetch_size_bytes,
         "fetch.max.bytes": spout.fetch_size_bytes,
+        # librdkafka refuses a fetch.max.bytes below message.max.bytes (a produce
+        # setting, 1000000 by default) even in a consumer: a fetchSizeBytes of 64 KiB
+        # failed every consumer ("`fetch.max.bytes` must be >= `message.max.bytes`")
+        "message.max.bytes": max(1000, min(1_000_000, spout.fetch_size_bytes)),
         "receive.message.max.bytes": max(100_000_000, spout.fetch_size_bytes + 1_000_000),
         "fetch.wait.max.ms": wait_ms,
         "fetch.min.bytes": max(1, spout.min_fetch_byte),

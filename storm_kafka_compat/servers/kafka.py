@@ -360,13 +360,13 @@ class KafkaCluster:
         """Stop the brokers, then ZooKeeper (in that order), and remove the owned
         directory. KRaft brokers stopping together lose their quorum and wait for
         it in their controlled shutdown: they get 5 s before SIGKILL."""
+        self._close_admin()
         timeout_s = 20.0 if self.distribution.zookeeper_mode else 5.0
         threads = [threading.Thread(target=b.stop, args=(timeout_s,)) for b in self.brokers]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        self._close_admin()
         if self._zk is not None:
             try:
                 self._zk.stop()
@@ -589,9 +589,8 @@ class KafkaCluster:
         if not self.distribution.admin_api:
             raise ValueError(f"{self.distribution.name} has no DeleteRecords")
         from kafka import TopicPartition
-        from kafka.admin import RecordsToDelete
         answer = self._ask(lambda a: a.delete_records(
-            {TopicPartition(topic, p): RecordsToDelete(o) for p, o in before.items()}))
+            {TopicPartition(topic, p): o for p, o in before.items()}))
         return {tp.partition: int(v["low_watermark"]) for tp, v in answer.items()}
 
     def wait_for_leaders(self, topic: str, partitions: int, *, timeout_s: float = 60.0,

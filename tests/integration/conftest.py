@@ -197,13 +197,14 @@ def _distribution_or_skip(distribution: object) -> None:
 
 
 def _session_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                     distribution: object, attribute: str):
+                     distribution: object, attribute: str, **kwargs: object):
     _distribution_or_skip(distribution)
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
+    settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
     cluster = KafkaCluster(1, tmp_path_factory.mktemp(attribute.strip("_")),
                            distribution=distribution,  # type: ignore[arg-type]
-                           settings={"log.retention.check.interval.ms": 1000})
+                           settings=settings, **kwargs)  # type: ignore[arg-type]
     cluster.start()
     setattr(request.session, attribute, cluster)
     return cluster
@@ -212,9 +213,12 @@ def _session_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
 @pytest.fixture(scope="session")
 def kafka39(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 3.9 broker in ZooKeeper mode (and its ZooKeeper) for the
-    session; unique topics, never stop it."""
+    session; unique topics, never stop it. It registers a second listener
+    (``INTERNAL``) and a rack (``rack-a``), as production brokers do."""
     from storm_kafka_compat.servers.kafka_versions import KAFKA_39
-    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "_skc_kafka39")
+    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "_skc_kafka39",
+                               listeners={"INTERNAL": "PLAINTEXT"},
+                               settings={"broker.rack": "rack-a"})
     yield cluster
     cluster.close()
 

@@ -152,3 +152,15 @@ def test_an_oversized_record_is_reported_once_per_partition_with_the_setting(cap
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2 and "offset 7" in lines[0] and "t/1" in lines[1]
     assert "raise spout.fetchSizeBytes" in lines[0] and "300000 bytes" in lines[0]
+
+
+@pytest.mark.parametrize("fetch_size_bytes", [1000, 65_536, 1024 * 1024, 50 * 1024 * 1024])
+def test_librdkafka_accepts_every_fetch_size(fetch_size_bytes):
+    """librdkafka refuses fetch.max.bytes below message.max.bytes, even in a consumer."""
+    confluent_kafka = pytest.importorskip("confluent_kafka",
+                                          reason="confluent-kafka (the confluent extra) is absent")
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.kafka.confluent import consumer_config
+    spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                        fetch_size_bytes=fetch_size_bytes)
+    confluent_kafka.Consumer(consumer_config("127.0.0.1:9", spout)).close()
