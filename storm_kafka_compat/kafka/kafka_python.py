@@ -442,6 +442,15 @@ class _ErrorMap:
             hint = ""
             if "bootstrap" in str(exc).lower():
                 from storm_kafka_compat.kafka.probe import version_hint
+                refused = _refused_credentials(self.owner.config)
+                if refused is not None:
+                    raise KafkaAccessError(
+                        f"{self.what} for {where} failed: SASL authentication failed, the "
+                        f"broker refused the credentials of user "
+                        f"{self.owner.config.get('sasl_plain_username')!r} "
+                        f"({self.owner.config.get('sasl_mechanism', 'PLAIN')}: {refused}); "
+                        "check kafka.sasl_plain_username and kafka.sasl_plain_password (and "
+                        "kafka.sasl_mechanism) in the CONFIG", **kw) from exc
                 hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
             raise FailedFetchError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
@@ -452,6 +461,15 @@ class _ErrorMap:
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "
                 "topic, the ACLs and the kafka client settings", **kw) from exc
         return False
+
+
+def _refused_credentials(config: Mapping[str, Any]) -> Optional[str]:
+    """The broker's reason for refusing the configured SASL credentials (asked of
+    the first bootstrap server), or None."""
+    from storm_kafka_compat.kafka.probe import sasl_refusal
+    servers = config.get("bootstrap_servers") or ()
+    first = (servers.split(",") if isinstance(servers, str) else list(servers))[:1]
+    return sasl_refusal(first[0], config) if first else None
 
 
 def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> FailedFetchError:

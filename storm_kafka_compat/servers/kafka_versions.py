@@ -252,8 +252,8 @@ class KafkaKRaft(KafkaDistribution):
     def prepare(self, broker: "EmbeddedKafka") -> None:
         if (broker.log_dir / "meta.properties").exists():
             return
-        args = ["format", "-t", broker.cluster_id or new_cluster_id(),
-                "-c", str(broker.config_path)]
+        args = ["format", f"--cluster-id={broker.cluster_id or new_cluster_id()}",
+                f"--config={broker.config_path}"]
         for user, password in broker.scram_users.items():
             args += ["--add-scram",
                      f"{SCRAM_MECHANISM}=[name={user},iterations=4096,password={password}]"]
@@ -268,8 +268,12 @@ class KafkaKRaft(KafkaDistribution):
 
 def new_cluster_id() -> str:
     """A KRaft cluster id (what ``kafka-storage random-uuid`` prints: 16 random
-    bytes, URL-safe base64 without padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    bytes, URL-safe base64 without padding, never starting with ``-``, which a
+    command line would read as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _listener_properties(broker: "EmbeddedKafka",

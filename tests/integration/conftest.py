@@ -117,19 +117,12 @@ def _kafka_or_skip() -> None:
         pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
 
 
-#: session fixture name -> the attribute of the session holding its cluster
-_SESSION_CLUSTERS = {"kafka09": "_skc_kafka", "kafka39": "_skc_kafka39", "kafka4": "_skc_kafka4"}
-
-
 def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Append each Kafka broker's log tail to the report of a failed test."""
-    clusters = list(item.stash.get(_KAFKA_KEY, []))
-    used = set(getattr(item, "fixturenames", ()))
-    for fixture, attribute in _SESSION_CLUSTERS.items():
-        session_cluster = getattr(item.session, attribute, None)
-        if session_cluster is not None and fixture in used:
-            clusters.insert(0, session_cluster)
-    for cluster in dict.fromkeys(clusters):
+    """Append the log tail of each Kafka broker a failed test used (the clusters among
+    its fixture values, and those its factories made) to its report."""
+    from storm_kafka_compat.servers.kafka import KafkaCluster
+    used = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, KafkaCluster)]
+    for cluster in dict.fromkeys(used + list(item.stash.get(_KAFKA_KEY, []))):
         for broker in cluster.brokers:
             report.sections.append((f"{broker.name} log tail ({broker.log_path})",
                                     broker.log_tail(40)))
@@ -145,7 +138,6 @@ def kafka09(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     cluster = KafkaCluster(1, tmp_path_factory.mktemp("kafka09"),
                            settings={"log.retention.check.interval.ms": 1000})
     cluster.start()
-    request.session._skc_kafka = cluster
     yield cluster
     cluster.close()
 
@@ -197,17 +189,15 @@ def _distribution_or_skip(distribution: object) -> None:
 
 
 def _session_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                     distribution: object, attribute: str, **kwargs: object):
+                     distribution: object, name: str, **kwargs: object):
     _distribution_or_skip(distribution)
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
     settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
-    cluster = KafkaCluster(1, tmp_path_factory.mktemp(attribute.strip("_")),
+    cluster = KafkaCluster(1, tmp_path_factory.mktemp(name),
                            distribution=distribution,  # type: ignore[arg-type]
                            settings=settings, **kwargs)  # type: ignore[arg-type]
-    cluster.start()
-    setattr(request.session, attribute, cluster)
-    return cluster
+    return cluster.start()
 
 
 @pytest.fixture(scope="session")
@@ -216,7 +206,7 @@ def kafka39(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     session; unique topics, never stop it. It registers a second listener
     (``INTERNAL``) and a rack (``rack-a``), as production brokers do."""
     from storm_kafka_compat.servers.kafka_versions import KAFKA_39
-    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "_skc_kafka39",
+    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "kafka39",
                                listeners={"INTERNAL": "PLAINTEXT"},
                                settings={"broker.rack": "rack-a"})
     yield cluster
@@ -228,7 +218,7 @@ def kafka4(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     """One Apache Kafka 4.x KRaft node (broker and controller, no ZooKeeper) for the
     session; unique topics, never stop it."""
     from storm_kafka_compat.servers.kafka_versions import KAFKA_4
-    cluster = _session_cluster(request, tmp_path_factory, KAFKA_4, "_skc_kafka4")
+    cluster = _session_cluster(request, tmp_path_factory, KAFKA_4, "kafka4")
     yield cluster
     cluster.close()
 

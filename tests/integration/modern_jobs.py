@@ -102,10 +102,11 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[Dict[str, Any]
     return n
 
 
-def zk_offset(zk: Any, zk_root: str, partition: int) -> Optional[int]:
+def zk_offset(zk: Any, zk_root: str, partition: int, *, spout_id: str = SPOUT_ID
+              ) -> Optional[int]:
     """The offset of Storm's document for ``partition`` (None: no document)."""
     from storm_kafka_compat.offsets.document import parse_document
-    path = f"{zk_root}/{SPOUT_ID}/partition_{partition}"
+    path = f"{zk_root}/{spout_id}/partition_{partition}"
     if not zk.exists(path):
         return None
     return parse_document(zk.get(path)[0]).offset
