@@ -17,7 +17,6 @@ files and of a ``SASL`` listener (SASL_PLAINTEXT) taking SCRAM-SHA-256::
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Dict
 
 from storm_kafka_compat.errors import EmbeddedServerError
 from storm_kafka_compat.servers.kafka_versions import SCRAM_MECHANISM
+from storm_kafka_compat.servers.zookeeper import jdk_tool
 
 
 @dataclass(frozen=True)
@@ -36,17 +36,6 @@ class TlsFiles:
     ca_pem: Path
 
 
-def _keytool() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.access(os.path.join(java_home, "bin", "keytool"), os.X_OK):
-        return os.path.join(java_home, "bin", "keytool")
-    found = shutil.which("keytool")
-    if not found:
-        raise EmbeddedServerError("no 'keytool' on PATH and JAVA_HOME is unset; install a JDK "
-                                  "(17 or later) to make the brokers' TLS keys")
-    return found
-
-
 def make_tls_files(directory: os.PathLike, *, password: str = "broker-keystore") -> TlsFiles:
     """A self-signed key pair for ``127.0.0.1`` (CN and subject alternative name), in
     ``directory``; made once, reused when present."""
@@ -54,7 +43,7 @@ def make_tls_files(directory: os.PathLike, *, password: str = "broker-keystore")
     directory.mkdir(parents=True, exist_ok=True)
     keystore, ca_pem = directory / "broker.p12", directory / "ca.pem"
     if not (keystore.exists() and ca_pem.exists()):
-        tool = _keytool()
+        tool = jdk_tool("keytool", "to make the brokers' TLS keys")
         for command in (
                 [tool, "-genkeypair", "-keystore", str(keystore), "-storetype", "PKCS12",
                  "-storepass", password, "-keypass", password, "-alias", "broker",

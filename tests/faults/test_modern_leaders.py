@@ -22,8 +22,8 @@ import pytest
 
 from storm_kafka_compat.offsets.document import encode_document
 from tests.faults.harness import (JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets,
-                                  missing_offsets, read_deliveries, read_documents, wait_until,
-                                  write_config, job_config)
+                                  job_config, missing_offsets, produce_chunk, read_deliveries,
+                                  read_documents, wait_full_isr, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
@@ -32,18 +32,6 @@ BROKERS = 3
 INITIAL = 300
 CHUNK = 100
 FOLLOW_TIMEOUT_S = 180.0
-
-
-def _produce(cluster, topic: str, start: Dict[int, int], n: int) -> Dict[int, int]:
-    cluster.produce(topic, [(p, None, f"m-{p}-{start[p] + i}".encode())
-                            for i in range(n) for p in range(PARTITIONS)])
-    return {p: start[p] + n for p in range(PARTITIONS)}
-
-
-def _full_isr(cluster, topic: str) -> None:
-    wait_until(lambda: all(len((cluster.partition_state(topic, p) or {}).get("isr", []))
-                           == BROKERS for p in range(PARTITIONS)),
-               timeout_s=120, what="every replica in sync")
 
 
 def _delivers_past(job, counts_before: Dict[int, int], what: str) -> None:
@@ -70,7 +58,7 @@ def test_leader_kill_and_rolling_restart_of_kafka39_lose_nothing(backend, modern
     cluster = modern_factory(KAFKA_39, BROKERS)
     topic, root = unique("rolling"), "/skc-faults/rolling"
     cluster.create_topic(topic, PARTITIONS, BROKERS, config={"min.insync.replicas": 2})
-    log_end = _produce(cluster, topic, {p: 0 for p in range(PARTITIONS)}, INITIAL)
+    log_end = produce_chunk(cluster, topic, {p: 0 for p in range(PARTITIONS)}, INITIAL)
     config = job_config(topic=topic, zk_root=root, spout_id="spout",
                         zk_port=cluster.zookeeper.port, bootstrap=cluster.bootstrap,
                         spout={"stateUpdateIntervalMs": 1000},
@@ -87,7 +75,7 @@ def test_leader_kill_and_rolling_restart_of_kafka39_lose_nothing(backend, modern
     controller = cluster.controller()
     leaders = cluster.leaders(topic)
     victim = next(b for b in sorted(set(leaders.values())) if b != controller)
-    log_end = _produce(cluster, topic, log_end, CHUNK)
+    log_end = produce_chunk(cluster, topic, log_end, CHUNK)
     before, started = _tops(job), time.monotonic()
     cluster.broker(victim).kill()
     cluster.wait_for_leaders(topic, PARTITIONS, exclude=[victim], timeout_s=60)
@@ -97,22 +85,22 @@ def test_leader_kill_and_rolling_restart_of_kafka39_lose_nothing(backend, modern
                    "all_partitions_moved_on_s": round(time.monotonic() - started, 1)})
     cluster.broker(victim).start()
     cluster.wait_for_brokers(BROKERS)
-    _full_isr(cluster, topic)
+    wait_full_isr(cluster, topic, PARTITIONS, BROKERS)
 
     # 2. a rolling restart: each broker stopped (controlled shutdown) and started again
     for broker in list(cluster.brokers):
-        log_end = _produce(cluster, topic, log_end, CHUNK)
+        log_end = produce_chunk(cluster, topic, log_end, CHUNK)
         before, started = _tops(job), time.monotonic()
         broker.stop()
         cluster.wait_for_leaders(topic, PARTITIONS, exclude=[broker.broker_id], timeout_s=60)
         broker.start()
         cluster.wait_for_brokers(BROKERS)
-        _full_isr(cluster, topic)
+        wait_full_isr(cluster, topic, PARTITIONS, BROKERS)
         _delivers_past(job, before, f"restart of broker {broker.broker_id}")
         events.append({"event": "rolling restart", "broker": broker.broker_id,
                        "all_partitions_moved_on_s": round(time.monotonic() - started, 1)})
 
-    log_end = _produce(cluster, topic, log_end, 50)
+    log_end = produce_chunk(cluster, topic, log_end, 50)
     assert {p: cluster.log_range(topic, p)[1] for p in range(PARTITIONS)} == log_end
     wait_until(lambda: committed_offsets(cluster.zookeeper.connect_string, root, "spout",
                                          range(PARTITIONS)) == log_end,

@@ -25,7 +25,7 @@ The log tail of every broker a failing test used is appended to its report.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -105,16 +105,15 @@ def kafka_topic(tansu, unique: Callable[..., str]):
     return make
 
 
-# --- Apache Kafka 0.9.0.1 (real brokers) ------------------------------------------------
+# --- real Apache Kafka: 0.9.0.1 (npm), 3.9 (ZooKeeper mode) and 4.x (KRaft) (Maven) ------
 
 _KAFKA_KEY = pytest.StashKey[list]()
 
 
-def _kafka_or_skip() -> None:
-    from storm_kafka_compat.servers.kafka_package import missing_prerequisite
-    reason = missing_prerequisite()
+def _distribution_or_skip(distribution: Any) -> None:
+    reason = distribution.missing_prerequisite()
     if reason:
-        pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
+        pytest.skip(f"{distribution.name} cannot run here: {reason}")
 
 
 def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
@@ -128,31 +127,30 @@ def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
                                     broker.log_tail(40)))
 
 
-@pytest.fixture(scope="session")
-def kafka09(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
-    unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
-    _kafka_or_skip()
+def _session_cluster(tmp_path_factory: pytest.TempPathFactory, distribution: Any, name: str,
+                     **kwargs: Any) -> Any:
+    """One started broker of ``distribution`` for the session (retention checked every
+    second)."""
+    _distribution_or_skip(distribution)
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
-    cluster = KafkaCluster(1, tmp_path_factory.mktemp("kafka09"),
-                           settings={"log.retention.check.interval.ms": 1000})
-    cluster.start()
-    yield cluster
-    cluster.close()
+    settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
+    return KafkaCluster(1, tmp_path_factory.mktemp(name), distribution=distribution,
+                        settings=settings, **kwargs).start()
 
 
-@pytest.fixture
-def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
-    may kill, restart or reconfigure; all are closed at teardown."""
-    _kafka_or_skip()
+def _cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                     default_distribution: Any = None) -> Iterator[Callable[..., Any]]:
+    """Yield ``make(distribution, brokers, **kwargs) -> KafkaCluster`` (started) and
+    close every cluster it made at teardown."""
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
     clusters: List[KafkaCluster] = []
 
-    def make(brokers: int = 1, **kwargs: object) -> KafkaCluster:
-        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka09-own"), **kwargs)
+    def make(distribution: Any, brokers: int, **kwargs: Any) -> KafkaCluster:
+        _distribution_or_skip(distribution)
+        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka-own"),
+                               distribution=distribution, **kwargs)
         clusters.append(cluster)
         request.node.stash.setdefault(_KAFKA_KEY, []).append(cluster)
         return cluster.start()
@@ -162,51 +160,56 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
         cluster.close()
 
 
-@pytest.fixture
-def kafka09_topic(kafka09, unique: Callable[..., str]):
-    """Return ``make(partitions=1, messages=(), replication=1, config={}) -> topic`` on
-    the session's Kafka 0.9 broker; messages go through a batching producer."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+def _topic_maker(cluster: Any, unique: Callable[..., str]) -> Callable[..., str]:
+    """``make(partitions=1, messages=(), config={}) -> topic``: a new topic on
+    ``cluster``, messages through a batching producer."""
 
     def make(partitions: int = 1, messages: Iterable[Message] = (), *,
              config: Optional[dict] = None) -> str:
         topic = unique("topic")
-        kafka09.create_topic(topic, partitions, 1, config=config or {})
+        cluster.create_topic(topic, partitions, 1, config=config or {})
         items = list(messages)
         if items:
-            produce(kafka09.bootstrap, topic, items)
+            cluster.produce(topic, items)
         return topic
 
     return make
 
 
-# --- Apache Kafka 3.9 (ZooKeeper mode) and 4.x (KRaft), jars from Maven Central ----------
+@pytest.fixture(scope="session")
+def kafka09(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
+    unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    cluster = _session_cluster(tmp_path_factory, KAFKA_09, "kafka09")
+    yield cluster
+    cluster.close()
 
-def _distribution_or_skip(distribution: object) -> None:
-    reason = distribution.missing_prerequisite()  # type: ignore[attr-defined]
-    if reason:
-        pytest.skip(f"{distribution.name} cannot run here: {reason}")  # type: ignore[attr-defined]
+
+@pytest.fixture
+def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
+    may kill, restart or reconfigure; all are closed at teardown."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    _distribution_or_skip(KAFKA_09)
+    for make in _cluster_factory(request, tmp_path_factory):
+        yield lambda brokers=1, **kwargs: make(KAFKA_09, brokers, **kwargs)
 
 
-def _session_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                     distribution: object, name: str, **kwargs: object):
-    _distribution_or_skip(distribution)
-    from storm_kafka_compat.servers.kafka import KafkaCluster
-
-    settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
-    cluster = KafkaCluster(1, tmp_path_factory.mktemp(name),
-                           distribution=distribution,  # type: ignore[arg-type]
-                           settings=settings, **kwargs)  # type: ignore[arg-type]
-    return cluster.start()
+@pytest.fixture
+def kafka09_topic(kafka09, unique: Callable[..., str]):
+    """Return ``make(partitions=1, messages=(), config={}) -> topic`` on the session's
+    Kafka 0.9 broker; messages go through a batching producer."""
+    return _topic_maker(kafka09, unique)
 
 
 @pytest.fixture(scope="session")
-def kafka39(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def kafka39(tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 3.9 broker in ZooKeeper mode (and its ZooKeeper) for the
     session; unique topics, never stop it. It registers a second listener
     (``INTERNAL``) and a rack (``rack-a``), as production brokers do."""
     from storm_kafka_compat.servers.kafka_versions import KAFKA_39
-    cluster = _session_cluster(request, tmp_path_factory, KAFKA_39, "kafka39",
+    cluster = _session_cluster(tmp_path_factory, KAFKA_39, "kafka39",
                                listeners={"INTERNAL": "PLAINTEXT"},
                                settings={"broker.rack": "rack-a"})
     yield cluster
@@ -214,11 +217,11 @@ def kafka39(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture(scope="session")
-def kafka4(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def kafka4(tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 4.x KRaft node (broker and controller, no ZooKeeper) for the
     session; unique topics, never stop it."""
     from storm_kafka_compat.servers.kafka_versions import KAFKA_4
-    cluster = _session_cluster(request, tmp_path_factory, KAFKA_4, "kafka4")
+    cluster = _session_cluster(tmp_path_factory, KAFKA_4, "kafka4")
     yield cluster
     cluster.close()
 
@@ -233,35 +236,25 @@ def modern_kafka(request: pytest.FixtureRequest):
 def modern_topic(modern_kafka, unique: Callable[..., str]):
     """Return ``make(partitions=1, messages=(), config={}) -> topic`` on ``modern_kafka``;
     messages go through a batching producer."""
-
-    def make(partitions: int = 1, messages: Iterable[Message] = (), *,
-             config: Optional[dict] = None) -> str:
-        topic = unique("topic")
-        modern_kafka.create_topic(topic, partitions, 1, config=config or {})
-        items = list(messages)
-        if items:
-            modern_kafka.produce(topic, items)
-        return topic
-
-    return make
+    return _topic_maker(modern_kafka, unique)
 
 
 @pytest.fixture
 def modern_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Return ``make(distribution, brokers=3, **kwargs) -> KafkaCluster`` (started) for
     3.9/4.x clusters a test may kill, restart or reconfigure; closed at teardown."""
-    from storm_kafka_compat.servers.kafka import KafkaCluster
+    for make in _cluster_factory(request, tmp_path_factory):
+        yield lambda distribution, brokers=3, **kwargs: make(distribution, brokers, **kwargs)
 
-    clusters: List[KafkaCluster] = []
 
-    def make(distribution: object, brokers: int = 3, **kwargs: object) -> KafkaCluster:
-        _distribution_or_skip(distribution)
-        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka-own"),
-                               distribution=distribution, **kwargs)  # type: ignore[arg-type]
-        clusters.append(cluster)
-        request.node.stash.setdefault(_KAFKA_KEY, []).append(cluster)
-        return cluster.start()
+@pytest.fixture(params=["kafka-python", "confluent"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each fetch backend in turn (``kafka.backend``)."""
+    return request.param
 
-    yield make
-    for cluster in clusters:
-        cluster.close()
+
+@pytest.fixture
+def clear_seen() -> None:
+    """Forget what earlier in-process runs recorded (``tests.integration.modern_jobs``)."""
+    from tests.integration.modern_jobs import SEEN
+    SEEN.clear()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.engine.executor import run_task
 from storm_kafka_compat.engine.report import RunSummary
 from storm_kafka_compat.engine.stages import InProcess
 
-BACKENDS = ("kafka-python", "confluent")
 SPOUT_ID = "modern"
 SEEN: List[Tuple[str, int, int, Tuple[Any, ...]]] = []
 

@@ -9,7 +9,7 @@ group, it commits as a simple consumer, as storm-kafka-client's ``assign`` mode 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict
 
 import pytest
 import yaml
@@ -17,20 +17,10 @@ import yaml
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.spout.client.first_poll import CommitMetadata
 from tests.integration.kafka09_jobs import cli, get, group_commits, put, storm_document
-from tests.integration.modern_jobs import BACKENDS, SEEN, by_partition, client_job, run, seen
+from tests.integration.modern_jobs import SEEN, by_partition, client_job, run, seen
 from tests.integration.test_kafka09_groups import EXPECTED, OTHER, OURS
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _clear() -> None:
-    SEEN.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("clear_seen")]
 
 
 def _commits(cluster: Any, group: str, topic: str, n: int) -> Dict[int, Any]:

@@ -20,21 +20,10 @@ import pytest
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.discovery.zk import ZkDiscovery
-from storm_kafka_compat.errors import BrokerRegistryError
-from tests.integration.modern_jobs import (BACKENDS, SEEN, by_partition, legacy_job,
-                                           produce_records, producer, run, seen, zk_offset)
+from tests.integration.modern_jobs import (SEEN, by_partition, legacy_job, produce_records,
+                                           producer, run, seen, zk_offset)
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _clear() -> None:
-    SEEN.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("clear_seen")]
 
 
 # --- the registry: 3.9 writes version 5, 4.x (KRaft) writes none -------------------------------
