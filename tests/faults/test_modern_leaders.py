@@ -100,6 +100,13 @@ def test_leader_kill_and_rolling_restart_of_kafka39_lose_nothing(backend, modern
         events.append({"event": "rolling restart", "broker": broker.broker_id,
                        "all_partitions_moved_on_s": round(time.monotonic() - started, 1)})
 
+    # the controller moves leadership back to the preferred replicas every 5 s
+    # (leader.imbalance.check.interval.seconds): let that settle, and the job see it
+    # (refreshFreqSecs 5), before the last messages, whose commit names the leaders
+    wait_until(lambda: all(st["leader"] == st["replicas"][0] for st in (
+        cluster.partition_state(topic, p) or {"leader": -1, "replicas": [0]}
+        for p in range(PARTITIONS))), timeout_s=60, what="the preferred leaders back")
+    time.sleep(6)
     log_end = produce_chunk(cluster, topic, log_end, 50)
     assert {p: cluster.log_range(topic, p)[1] for p in range(PARTITIONS)} == log_end
     wait_until(lambda: committed_offsets(cluster.zookeeper.connect_string, root, "spout",
