@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 import yaml
 
-from storm_kafka_compat.config import (config_warnings, effective_config, job_config_from_dict,
-                                       load_job_config)
+from storm_kafka_compat.cli.console import load_config
+from storm_kafka_compat.config import config_warnings, effective_config, job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux import Conversion, convert_file, load_properties
 
@@ -55,7 +55,7 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
     import os
 
     from storm_kafka_compat.config.objects import check_references
-    job = load_job_config(config_path)
+    job = load_config(config_path)
     from storm_kafka_compat.kafka.settings import check_client_settings
     check_client_settings(job.kafka_settings)       # each key known to its client
     checked = [] if no_imports else check_references(

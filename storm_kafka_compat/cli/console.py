@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING, Iterable, Set
+
+if TYPE_CHECKING:                                      # pragma: no cover
+    from storm_kafka_compat.config import JobConfig
 
 #: libraries whose logs go through our handler from -v on
 THIRD_PARTY = ("kazoo", "kafka", "py4j", "confluent_kafka")
@@ -19,6 +23,50 @@ THIRD_PARTY = ("kazoo", "kafka", "py4j", "confluent_kafka")
 DECISIONS = "storm_kafka_compat.decisions"
 
 _MARK = "_skc_cli"
+
+
+#: secret values of the loaded CONFIG (passwords, JAAS configs...) that no line may show
+_SECRETS: Set[str] = set()
+
+
+def redact(values: Iterable[str]) -> None:
+    """Never print these values: every line of the CLI's handler shows ``***``
+    instead (the clients' own -vv logs included: kafka-python logs the raw bytes
+    of its requests at DEBUG, a SASL/PLAIN password among them)."""
+    _SECRETS.update(v for v in values if v)
+
+
+def redacted(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***``."""
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
+
+
+def load_config(path: str) -> "JobConfig":
+    """:func:`~storm_kafka_compat.config.load_job_config`, its secrets redacted from
+    the console from then on."""
+    from storm_kafka_compat.config import load_job_config
+    from storm_kafka_compat.config.effective import secret_values
+    job = load_job_config(path)
+    redact(secret_values(job.kafka) + secret_values(dict(job.spark.conf)))
+    auth = job.topology.zookeeper_auth
+    if auth is not None and auth.credential:
+        redact([auth.credential])
+    return job
+
+
+class _Redacting(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _SECRETS:
+            text = record.getMessage()
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            exc_text = record.exc_text or ""
+            if any(s in text or s in exc_text for s in _SECRETS):
+                record.msg, record.args = redacted(text), ()
+                record.exc_text = redacted(exc_text) or None
+        return True
 
 
 class _ShortFormatter(logging.Formatter):
@@ -47,6 +95,7 @@ def configure(verbose: int) -> None:
     # a filter may lower a record's level after the logger let it through (librdkafka's
     # expected warnings on old brokers become DEBUG): the handler checks again
     handler.addFilter(lambda r: r.levelno >= level or r.name == DECISIONS)
+    handler.addFilter(_Redacting())
     ours = logging.getLogger("storm_kafka_compat")
     for logger in [ours] + [logging.getLogger(name) for name in THIRD_PARTY]:
         for old in [h for h in logger.handlers if getattr(h, _MARK, False)]:

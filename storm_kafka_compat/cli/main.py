@@ -71,7 +71,8 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         exc.show()
         return 2 if isinstance(exc, click.UsageError) else exc.exit_code
     except StormKafkaCompatError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        from storm_kafka_compat.cli.console import redacted
+        click.echo(redacted(f"Error: {exc}"), err=True)
         return exc.exit_code
     except SystemExit as exc:  # commands may sys.exit(code)
         return int(exc.code or 0)

@@ -48,10 +48,10 @@ def plan(config_path: str, watch_s: float, topology_id: Optional[str],
     stored offset, what a start would do and the lag; the other ids under the zkRoot
     when this id has no document; whether the offsets still move (a short watch); the
     traps; and one verdict line. Nothing is written."""
-    from storm_kafka_compat.config import load_job_config
+    from storm_kafka_compat.cli.console import load_config
     from storm_kafka_compat.tools import ToolEnv
     from storm_kafka_compat.tools.plan import plan_migration
-    with ToolEnv(load_job_config(config_path)) as env:
+    with ToolEnv(load_config(config_path)) as env:
         result = plan_migration(env, watch_s=watch_s, topology_id=topology_id)
     if as_json_flag:
         as_json(result.as_dict())

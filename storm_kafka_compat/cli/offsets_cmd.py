@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional
 
 import click
 
-from storm_kafka_compat.config import JobConfig, load_job_config
+from storm_kafka_compat.cli.console import load_config
+from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.cli.render import as_json, err, table
 
@@ -30,7 +31,7 @@ _json_opt = click.option("--json", "as_json_flag", is_flag=True,
 
 def _env(config_path: str) -> Any:
     from storm_kafka_compat.tools import ToolEnv
-    return ToolEnv(load_job_config(config_path))
+    return ToolEnv(load_config(config_path))
 
 
 @click.group()
@@ -104,7 +105,7 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
         raise click.UsageError(f"give CONFIG or the flags, not both ({', '.join(given)})")
     if config_path is None and zk and zk_root is not None and not spout_id and not topic:
         return _show_ids(zk, zk_root, as_json_flag)
-    job = load_job_config(config_path) if config_path is not None else job_from_flags(
+    job = load_config(config_path) if config_path is not None else job_from_flags(
         zk=zk, zk_root=zk_root, spout_id=spout_id, topic=topic, bootstrap=bootstrap,
         broker_zk=broker_zk, group=group)
     with ToolEnv(job) as env:
@@ -229,7 +230,7 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
     name, raw = chosen[0]
     value = parse_datetime(raw) if name == "datetime" else raw
     spec = ResetSpec(name, value)
-    job = load_job_config(config_path)
+    job = load_config(config_path)
     if job.uses_kafka_offsets:
         raise ConfigError(
             f"offsets reset writes the spout's ZooKeeper documents, but {config_path} keeps its "

@@ -9,9 +9,8 @@ from typing import Any, Dict, Optional, TextIO
 
 import click
 
-from storm_kafka_compat.config import load_job_config
 from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
-from storm_kafka_compat.cli.console import ProgressPrinter
+from storm_kafka_compat.cli.console import ProgressPrinter, load_config
 from storm_kafka_compat.cli.render import as_json, err, table
 
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
@@ -90,7 +89,7 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
     from storm_kafka_compat.engine.shipping import resolve
     from storm_kafka_compat.engine.spark import is_local, prepare_environment
 
-    job = load_job_config(config_path)
+    job = load_config(config_path)
     base_dir = os.path.dirname(os.path.abspath(config_path))
     prepare_environment((base_dir,), local=is_local(job.spark))
     if job.spark.py_files:       # relative to the CONFIG file

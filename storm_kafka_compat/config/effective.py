@@ -20,6 +20,18 @@ def is_secret_key(key: str) -> bool:
     return any(word in low for word in _SECRET_WORDS)
 
 
+def secret_values(settings: Mapping[str, Any]) -> List[str]:
+    """The values of the secret keys of ``settings`` (recursively), as text: what a
+    log must never print (:func:`storm_kafka_compat.cli.console.redact`)."""
+    out: List[str] = []
+    for k, v in settings.items():
+        if is_secret_key(str(k)) and v not in (None, ""):
+            out.append(str(v))
+        elif isinstance(v, Mapping):
+            out += secret_values(v)
+    return out
+
+
 def mask_secrets(settings: Mapping[str, Any]) -> Dict[str, Any]:
     """Copy of ``settings`` with secret values replaced by ``"***"`` (recursively)."""
     out: Dict[str, Any] = {}

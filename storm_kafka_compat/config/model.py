@@ -230,6 +230,7 @@ SCHEME_NAMES: Tuple[str, ...] = (
     "message_metadata",   # MessageMetadataSchemeAsMultiScheme(StringMessageAndMetadataScheme)
     "string_with_topic",  # StringMultiSchemeWithTopic
     "record_translator",  # storm-kafka-client's DefaultRecordTranslator (String key/value)
+    "record_with_headers",  # record_translator plus the record's timestamp and headers
 )
 
 #: Storm scheme class names accepted in ``spout.scheme`` and the name they stand

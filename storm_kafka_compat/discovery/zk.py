@@ -78,6 +78,7 @@ def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
         tpath = registry.topics_path(base_path)
         names = reader.children(tpath)
         if names is None:
+            _check_registry(reader, base_path)
             raise BrokerRegistryError(
                 f"{tpath} does not exist; check brokerZkPath ({base_path!r}) and the "
                 "ZooKeeper connect string's chroot", zk_path=tpath)
@@ -97,6 +98,7 @@ def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
                         "or created; skipped this refresh", t, topic, ppath)
             continue
         if children is None:
+            _check_registry(reader, base_path)
             raise BrokerRegistryError(
                 f"{ppath} does not exist: topic {t!r} is unknown to Kafka (or still being "
                 f"created); check the topic name and brokerZkPath ({base_path!r})",
@@ -120,6 +122,29 @@ def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
                 continue
             out.append(PartitionInfo(t, p, leader, t if wildcard else None))
     return out
+
+
+def _check_registry(reader: RegistryReader, base_path: str) -> None:
+    """Raise when no broker registry exists at all under ``base_path``: what a
+    ZooKeeper with no ZooKeeper-mode Kafka (a KRaft cluster's, or none) looks like.
+
+    Raises
+    ------
+    BrokerRegistryError
+        ``<base>/ids`` does not exist or has no broker.
+    """
+    ids = reader.children(registry.ids_path(base_path))
+    if ids:
+        return
+    path = registry.ids_path(base_path)
+    found = "does not exist" if ids is None else "is empty"
+    raise BrokerRegistryError(
+        f"no Kafka broker registers in this ZooKeeper ({path} {found}): Kafka in KRaft mode "
+        "(every 4.x cluster, and 3.x clusters without ZooKeeper) keeps no broker registry "
+        "in ZooKeeper. Use the bootstrap discovery instead of hosts.zk (hosts: {bootstrap: "
+        "\"broker1:9092,broker2:9092\"}); the offset documents can stay in this ZooKeeper "
+        "(storm.zookeeper.servers/port or spout.zkServers/zkPort). Otherwise check that "
+        "the brokers are up, the chroot of hosts.zk and brokerZkPath", zk_path=path)
 
 
 def _broker(reader: RegistryReader, base: str, broker_id: int,

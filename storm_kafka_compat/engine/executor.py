@@ -229,6 +229,8 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
     kafka = kafka if kafka is not None else _kafka_for(spec)
     messages = fetch_plan(spec, result, kafka=kafka, clock=clock, fill=False)
     if not messages:
+        if messages is not None:
+            _passed_invisible(kafka, plan, result)
         return result
     proc = processor if processor is not None else _processor_for(spec)
     if plan.retry:
@@ -268,7 +270,22 @@ def run_task(spec: TaskSpec, *, kafka: Any = None, processor: Any = None,
             log.info("%s/%d: fetch at %d ended the task: %s", plan.topic, plan.partition,
                      nxt, exc)
             break
+        if not messages:
+            _passed_invisible(kafka, plan, result)
     return result
+
+
+def _passed_invisible(kafka: Any, plan: FetchPlan, result: TaskResult) -> None:
+    """After a fetch of new data that returned nothing: when the client's position
+    stands past what was taken (the log ended with entries no consumer receives:
+    transaction markers, aborted records under read_committed), report it as
+    ``scanned_to`` so that the partition's position, and its commit, pass them."""
+    if plan.retry:
+        return
+    position = kafka.fetched_position(plan.topic, plan.partition)
+    reached = result.scanned_to if result.scanned_to is not None else plan.offset
+    if position is not None and position > reached:
+        result.scanned_to = position
 
 
 def _add_outcome(result: TaskResult, outcome: Any) -> None:

@@ -20,9 +20,13 @@ Error mapping (storm-kafka ``KafkaUtils.fetchMessages``):
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Protocol, Tuple, runtime_checkable
+import logging
+from typing import (Any, Dict, List, MutableSet, NamedTuple, Optional, Protocol, Tuple,
+                    runtime_checkable)
 
 from storm_kafka_compat.config import Broker
+
+log = logging.getLogger(__name__)
 
 #: ``timestamp_type`` values of Kafka record batches
 TIMESTAMP_CREATE_TIME = 0
@@ -35,6 +39,9 @@ NO_TIMESTAMP_TYPE = -1
 
 # --- tuning shared by the fetch backends (kafka_python.py, confluent.py) ----------------
 
+#: the transactions a fetch reads unless the CONFIG's ``kafka.isolation_level`` says
+#: ``read_committed``: every record, as storm-kafka and the Java consumer's default
+DEFAULT_ISOLATION_LEVEL = "read_uncommitted"
 #: client id used when SpoutConfig.clientId is empty
 DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: floor of the fetch wait (kafka-python fetch_max_wait_ms, librdkafka
@@ -144,6 +151,15 @@ class KafkaAccess(Protocol):
         less when the batches stay short)."""
         ...
 
+    def fetched_position(self, topic: str, partition: int) -> Optional[int]:
+        """The next offset the latest fetch of this partition would read, without
+        asking the broker: one past its last record, or further when the fetch
+        returned nothing because the log held only entries no consumer receives
+        (transaction markers; aborted records under ``read_committed``). None
+        before any fetch. A task reads it after an empty fetch, so that the
+        partition's position (and its commit) passes such a tail of the log."""
+        ...
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """The current leader of every partition of ``topic`` (partition -> broker).
 
@@ -180,3 +196,19 @@ def slice_messages(messages: List[Any], offset: int, *,
         if max_messages is not None and len(out) >= max_messages:
             break
     return out
+
+
+def warn_oversized(warned: MutableSet[Tuple[str, int]], topic: str, partition: int,
+                   offset: int, size: int, fetch_size_bytes: int) -> None:
+    """Log once per partition (``warned`` remembers) that a record larger than
+    ``fetchSizeBytes`` was read. Kafka 0.10.1+ returns the first record of a fetch
+    whole whatever the byte budget (KIP-74), so the partition goes on where
+    storm-kafka stalled (CONTRACT deviation 4), but one such record per fetch."""
+    if (topic, partition) in warned:
+        return
+    warned.add((topic, partition))
+    log.warning("%s/%d: the record at offset %d is %d bytes, more than fetchSizeBytes %d; it "
+                "was read (Kafka returns an oversized first record whole), but every fetch "
+                "brings one such record at most: raise spout.fetchSizeBytes above the largest "
+                "record (the topic's max.message.bytes)", topic, partition, offset, size,
+                fetch_size_bytes)

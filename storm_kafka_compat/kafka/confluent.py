@@ -32,7 +32,9 @@ joined nor committed to, since partitions are assigned, not subscribed),
 ``enable.auto.commit`` and ``enable.auto.offset.store`` (false),
 ``auto.offset.reset`` (``error``: an out-of-range fetch raises
 OffsetOutOfRangeError instead of jumping silently) and ``enable.partition.eof``
-(true: the log end is detected without waiting). Other keys of the job's
+(true: the log end is detected without waiting). ``isolation.level`` is
+``read_uncommitted`` unless the ``kafka`` mapping says otherwise (librdkafka's own
+default is ``read_committed``; see :mod:`storm_kafka_compat.kafka.settings`). Other keys of the job's
 ``kafka`` mapping are passed to librdkafka; a key written kafka-python style
 (``security_protocol``) is read as its librdkafka name (``security.protocol``).
 librdkafka's own log lines go to this module's logger.
@@ -53,18 +55,18 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
-                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
-                                             POLL_SLICE_MARGIN_MS,
+                                             DEFAULT_ISOLATION_LEVEL, NO_TIMESTAMP,
+                                             NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
                                              TIMESTAMP_CREATE_TIME,
                                              TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
-                                             slice_messages)
+                                             slice_messages, warn_oversized)
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,10 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         "allow.auto.create.topics": False,
         "max.partition.fetch.bytes": spout.fetch_size_bytes,
         "fetch.max.bytes": spout.fetch_size_bytes,
+        # librdkafka refuses a fetch.max.bytes below message.max.bytes (a produce
+        # setting, 1000000 by default) even in a consumer: a fetchSizeBytes of 64 KiB
+        # failed every consumer ("`fetch.max.bytes` must be >= `message.max.bytes`")
+        "message.max.bytes": max(1000, min(1_000_000, spout.fetch_size_bytes)),
         "receive.message.max.bytes": max(100_000_000, spout.fetch_size_bytes + 1_000_000),
         "fetch.wait.max.ms": wait_ms,
         "fetch.min.bytes": max(1, spout.min_fetch_byte),
@@ -145,6 +151,9 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         # fetching for this long (default 1000 ms): the tasks then sat blocked on the
         # first record of the next fetch (72-83 % of task time, profiled; issue 12)
         "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+        # librdkafka reads read_committed by default, kafka-python (and storm-kafka)
+        # every record: one default for both backends (kafka.settings)
+        "isolation.level": DEFAULT_ISOLATION_LEVEL,
     }
     for key, value in client_config.items():
         name = key if "." in key else key.replace("_", ".")
@@ -262,6 +271,7 @@ class ConfluentAccess:
         self._slice_s = (self.config["fetch.wait.max.ms"] + POLL_SLICE_MARGIN_MS) / 1000.0
         self._timeout_s = spout.socket_timeout_ms / 1000.0
         self.last_client_error: Optional[str] = None
+        self._oversized: Set[Tuple[str, int]] = set()   # partitions already warned about
 
     # --- KafkaAccess --------------------------------------------------------
 
@@ -317,9 +327,12 @@ class ConfluentAccess:
                     entry[1] = None
                     c.assign([TopicPartition(topic, partition, offset)])
                     entry[1] = offset
-                records = self._first(c, topic, partition, offset, deadline)
+                records, eof = self._first(c, topic, partition, offset, deadline)
                 if not records:
+                    if eof is not None and eof > offset:
+                        entry[1] = eof        # past markers or aborted records
                     return []
+                self._check_size(records[0], topic, partition)
                 while len(records) < limit:       # what is already fetched, no waiting
                     more = c.consume(limit - len(records), 0)
                     if not more:
@@ -356,6 +369,21 @@ class ConfluentAccess:
                 log.debug("no cached watermark for %s/%d", topic, partition, exc_info=True)
                 return None
             return int(high) if high is not None and high >= 0 else None
+
+    def fetched_position(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_position` (past invisible entries after an
+        empty fetch: the offset librdkafka met the end of the partition at)."""
+        with self._lock:
+            entry = self._fetchers.get((topic, partition))
+            return None if entry is None else entry[1]
+
+    def _check_size(self, record: Any, topic: str, partition: int) -> None:
+        """Say once per partition that a record exceeded ``fetchSizeBytes`` (librdkafka
+        grows its buffer for it, up to ``receive.message.max.bytes``)."""
+        size = len(record.value() or b"") + len(record.key() or b"")
+        if size > self.spout.fetch_size_bytes:
+            warn_oversized(self._oversized, topic, partition, record.offset(), size,
+                           self.spout.fetch_size_bytes)
 
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
@@ -444,20 +472,22 @@ class ConfluentAccess:
         log.debug("librdkafka: %s", self.last_client_error)
 
     def _first(self, c: Any, topic: str, partition: int, offset: int,
-               deadline: float) -> List[Any]:
-        """The first record(s) at ``offset``; ``[]`` at or beyond the log end."""
+               deadline: float) -> Tuple[List[Any], Optional[int]]:
+        """The first record(s) at ``offset``, and where the partition's end was met
+        when there are none (``[]`` at or beyond the log end)."""
         end: Optional[int] = None
         grace_until = 0.0
+        reassigned = False
         while True:
             remaining = deadline - self._clock()
             got = c.consume(1, max(0.0, min(remaining, self._slice_s)))
             if got:
                 err = got[0].error()
                 if err is None:
-                    return got
+                    return got, None
                 from confluent_kafka import KafkaError
                 if err.code() == KafkaError._PARTITION_EOF:
-                    return []
+                    return [], got[0].offset()
                 raise map_error(err, topic=topic, partition=partition, offset=offset,
                                 what="fetch")
             if end is None:
@@ -468,14 +498,22 @@ class ConfluentAccess:
                 _low, end = c.get_watermark_offsets(TopicPartition(topic, partition),
                                                     timeout=remaining, cached=False)
                 if offset == end:
-                    return []
+                    return [], None
+            if offset < end and not reassigned:
+                # below the end and nothing comes: librdkafka may have passed markers
+                # or aborted records to the end and told so (end of partition) with the
+                # previous fetch; assigned afresh it reaches the end, and says so, again
+                from confluent_kafka import TopicPartition
+                c.assign([TopicPartition(topic, partition, offset)])
+                reassigned = True
+                continue
                 grace_until = self._clock() + (self.config["fetch.wait.max.ms"]
                                                + BEYOND_END_GRACE_MS) / 1000.0
             elif offset > end and self._clock() >= grace_until:
                 log.warning("offset %d of %s/%d is beyond the log end %d and the broker "
                             "answered no OFFSET_OUT_OF_RANGE (tansu does this); returning "
                             "nothing", offset, topic, partition, end)
-                return []
+                return [], None
             if self._clock() >= deadline:
                 raise self._timeout(topic, partition, offset)
 

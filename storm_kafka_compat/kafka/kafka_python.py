@@ -23,6 +23,12 @@ socketTimeoutMs       request_timeout_ms               also the deadline of one 
 clientId              client_id                        empty -> ``storm-kafka-compat``
 ====================  ===============================  ===================================
 
+``isolation_level`` is ``read_uncommitted`` unless the ``kafka`` mapping says
+``read_committed`` (:mod:`storm_kafka_compat.kafka.settings`). Offsets no consumer
+receives (transaction markers, aborted records under ``read_committed``) leave gaps;
+a fetch that meets only such entries before the log end returns ``[]`` at once and
+its position (:meth:`KafkaPythonAccess.fetched_position`) is past them.
+
 ``auto_offset_reset`` is ``"none"``: kafka-python 3.0.x then has no reset
 policy (``OffsetResetStrategy.NONE``) and ``poll`` raises
 ``OffsetOutOfRangeError`` instead of jumping; "earliest"/"latest" would reset
@@ -46,7 +52,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -54,7 +60,9 @@ from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAcces
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
                                              NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
-                                             POLL_SLICE_MARGIN_MS, KafkaMessage, slice_messages)
+                                             DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
+                                             KafkaMessage, slice_messages,
+                                             warn_oversized)
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +109,9 @@ def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
         # socketTimeoutMs is the operator's bound for any broker answer
         "bootstrap_timeout_ms": spout.socket_timeout_ms,
         "max_poll_records": DEFAULT_MAX_POLL_RECORDS,
+        # what storm-kafka read; `kafka: {isolation_level: read_committed}` for
+        # committed transactions only (kafka.settings)
+        "isolation_level": DEFAULT_ISOLATION_LEVEL,
     }
     default_idle = KafkaConsumer.DEFAULT_CONFIG["connections_max_idle_ms"]
     if spout.socket_timeout_ms >= default_idle:
@@ -153,6 +164,7 @@ class KafkaPythonAccess:
         self._positions: Dict[Any, int] = {}   # partition -> next offset of its fetcher
         self._lock = threading.RLock()
         self._slice_ms = self.config["fetch_max_wait_ms"] + POLL_SLICE_MARGIN_MS
+        self._oversized: Set[Tuple[str, int]] = set()   # partitions already warned about
 
     # --- KafkaAccess --------------------------------------------------------
 
@@ -216,8 +228,15 @@ class KafkaPythonAccess:
                                  max_records=limit).get(tp, [])
                 if records:
                     self._positions[tp] = records[-1].offset + 1
+                    self._check_size(records[0], topic, partition)
                     return slice_messages(records if raw else _messages(records), offset,
                                           max_messages=max_messages, max_offset=max_offset)
+                # nothing returned, yet the consumer may have moved: past transaction
+                # markers, or aborted records under read_committed (entries no consumer
+                # receives); at the log end there is nothing more to wait for
+                position = int(c.position(tp))
+                if position > offset:
+                    self._positions[tp] = position
                 if end is None:
                     remaining_ms = int((deadline - self._clock()) * 1000)
                     if remaining_ms <= 0:
@@ -225,6 +244,8 @@ class KafkaPythonAccess:
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
                         return []
+                if offset < position >= end:
+                    return []
                     grace_until = self._clock() + (self.config["fetch_max_wait_ms"]
                                                    + BEYOND_END_GRACE_MS) / 1000.0
                 elif offset > end and self._clock() >= grace_until:
@@ -249,6 +270,21 @@ class KafkaPythonAccess:
                 log.debug("no high watermark for %s/%d", topic, partition, exc_info=True)
                 return None
             return None if end is None else int(end)
+
+    def fetched_position(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_position` (where this partition's consumer
+        stands, past invisible entries after an empty fetch)."""
+        from kafka import TopicPartition
+        with self._lock:
+            return self._positions.get(TopicPartition(topic, partition))
+
+    def _check_size(self, record: Any, topic: str, partition: int) -> None:
+        """Say once per partition that a record exceeded ``fetchSizeBytes``: Kafka
+        0.10.1+ returns such a first record anyway (KIP-74), one per fetch."""
+        size = max(0, record.serialized_value_size) + max(0, record.serialized_key_size)
+        if size > self.spout.fetch_size_bytes:
+            warn_oversized(self._oversized, topic, partition, record.offset, size,
+                           self.spout.fetch_size_bytes)
 
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
@@ -390,6 +426,14 @@ class _ErrorMap:
             raise OffsetOutOfRangeError(
                 f"offset {self.offset} for {where} is beyond the log after a truncation "
                 f"({exc}); restart from startOffsetTime or a valid offset", **kw) from exc
+        if type(exc).__name__ == "RecordTooLargeError":
+            # a broker before 0.10.1 cannot return a message larger than the fetch
+            # (storm-kafka stalled there silently, STORM-869)
+            raise KafkaAccessError(
+                f"a message at offset {self.offset} of {where} is larger than fetchSizeBytes "
+                f"{self.owner.spout.fetch_size_bytes} and this broker (before Kafka 0.10.1) "
+                "cannot return part of it: raise spout.fetchSizeBytes above the largest "
+                "message (the broker's message.max.bytes)", **kw) from exc
         if isinstance(exc, (OSError, TimeoutError)) or (
                 isinstance(exc, Errors.KafkaError) and exc.retriable):
             log.warning("%s for %s failed: %s: %s", self.what, where, type(exc).__name__, exc)
@@ -398,6 +442,15 @@ class _ErrorMap:
             hint = ""
             if "bootstrap" in str(exc).lower():
                 from storm_kafka_compat.kafka.probe import version_hint
+                refused = _refused_credentials(self.owner.config)
+                if refused is not None:
+                    raise KafkaAccessError(
+                        f"{self.what} for {where} failed: SASL authentication failed, the "
+                        f"broker refused the credentials of user "
+                        f"{self.owner.config.get('sasl_plain_username')!r} "
+                        f"({self.owner.config.get('sasl_mechanism', 'PLAIN')}: {refused}); "
+                        "check kafka.sasl_plain_username and kafka.sasl_plain_password (and "
+                        "kafka.sasl_mechanism) in the CONFIG", **kw) from exc
                 hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
             raise FailedFetchError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
@@ -408,6 +461,15 @@ class _ErrorMap:
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "
                 "topic, the ACLs and the kafka client settings", **kw) from exc
         return False
+
+
+def _refused_credentials(config: Mapping[str, Any]) -> Optional[str]:
+    """The broker's reason for refusing the configured SASL credentials (asked of
+    the first bootstrap server), or None."""
+    from storm_kafka_compat.kafka.probe import sasl_refusal
+    servers = config.get("bootstrap_servers") or ()
+    first = (servers.split(",") if isinstance(servers, str) else list(servers))[:1]
+    return sasl_refusal(first[0], config) if first else None
 
 
 def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> FailedFetchError:

@@ -28,8 +28,15 @@ brokers before 0.10 (``broker.version.fallback`` alone from 0.10 on). A
 ``broker.version.fallback`` given without ``api_version`` sets both too.
 
 With ``backend: confluent`` the common security settings written the
-kafka-python way are also given to librdkafka under its names
-(:data:`LIBRDKAFKA_ALIASES`); any other librdkafka setting is written dotted.
+kafka-python way, and ``isolation_level``, are also given to librdkafka under its
+names (:data:`LIBRDKAFKA_ALIASES`); any other librdkafka setting is written dotted.
+
+``isolation_level`` (``read_uncommitted``, the default of both backends here, or
+``read_committed``) is what a fetch of a topic written by transactional producers
+returns: every record, or only those of committed transactions. storm-kafka read
+every record (its fetch requests predate transactions), and so does
+storm-kafka-client's ``KafkaConsumer`` by default; librdkafka's own default
+(``read_committed``) is overridden so that both backends read the same records.
 
 This module is pure: it imports neither kazoo, kafka-python nor pyspark
 (:func:`check_client_settings` imports the client libraries to ask them which
@@ -53,6 +60,7 @@ API_VERSIONS_SINCE = (0, 10)
 #: kafka-python settings given to librdkafka too, under librdkafka's names
 LIBRDKAFKA_ALIASES = {
     "client_id": "client.id",
+    "isolation_level": "isolation.level",
     "security_protocol": "security.protocol",
     "sasl_mechanism": "sasl.mechanisms",
     "sasl_plain_username": "sasl.username",

@@ -90,13 +90,19 @@ def zookeeper_classpath() -> str:
 
 
 def _java() -> str:
+    return jdk_tool("java", "to run the embedded servers")
+
+
+def jdk_tool(name: str, why: str) -> str:
+    """The path of a JDK command (``java``, ``keytool``): ``$JAVA_HOME/bin`` first,
+    then ``PATH``; ``why`` ends the error when there is none."""
     java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
-        return os.path.join(java_home, "bin", "java")
-    found = shutil.which("java")
+    if java_home and os.access(os.path.join(java_home, "bin", name), os.X_OK):
+        return os.path.join(java_home, "bin", name)
+    found = shutil.which(name)
     if not found:
-        raise EmbeddedServerError("no 'java' on PATH and JAVA_HOME is unset; install a JDK "
-                                  "(17 or later) to run the embedded ZooKeeper")
+        raise EmbeddedServerError(f"no '{name}' on PATH and JAVA_HOME is unset; install a "
+                                  f"JDK (17 or later) {why}")
     return found
 
 

@@ -226,7 +226,9 @@ class PartitionManager:
             One past the last offset the fetch read. In retry mode a planned offset
             below it that was not seen no longer exists in the log (compaction); it
             is forgotten (counted in ``total_vanished``) instead of being retried
-            forever.
+            forever. In new mode the position moves up to it: offsets below it
+            that were not taken do not exist for a consumer (transaction markers,
+            aborted records under read_committed).
         latency_ms : int, optional
             Fetch latency for the ``fetchAPILatency*`` metrics.
         """
@@ -248,7 +250,9 @@ class PartitionManager:
                     if self.retry.should_re_emit_msg(o):
                         self.retry.retry_started(o)
         if not plan.retry:
-            self.emitted_to = top
+            # a fetch may end past its last message: offsets no consumer receives
+            # (transaction markers, aborted records) are passed, never pending
+            self.emitted_to = top if scanned_to is None else max(top, scanned_to)
         elif scanned_to is not None:
             seen = OffsetRanges(taken)
             for o in plan.reemit:

@@ -111,6 +111,7 @@ class ScriptedKafka:
         self._leaders: Dict[Tuple[str, int], Optional[Broker]] = {}
         self._errors: Dict[Tuple[str, int], Deque[Tuple[str, BaseException]]] = {}
         self._lock = threading.RLock()
+        self._fetched_to: Dict[Tuple[str, int], int] = {}
         self.closed = False
         #: every call made through the ``KafkaAccess`` interface, in order:
         #: ``("fetch", topic, partition, offset)``, ``("offset_for", topic,
@@ -292,8 +293,17 @@ class ScriptedKafka:
                     break
                 used += size
                 batch.append(m)
-            return slice_messages(batch, offset, max_messages=max_messages,
-                                  max_offset=max_offset)
+            out = slice_messages(batch, offset, max_messages=max_messages, max_offset=max_offset)
+            # nothing left to read before the log end: the position is the end
+            self._fetched_to[(topic, partition)] = (
+                out[-1].offset + 1 if out else log.end if i >= len(log.messages) else offset)
+            return out
+
+    def fetched_position(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`KafkaAccess.fetched_position`: the scripted log has no
+        invisible entries, so one past the last record fetched (None: none yet)."""
+        with self._lock:
+            return self._fetched_to.get((topic, partition))
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end`: the log end now."""

@@ -20,7 +20,20 @@ name                      fields                       Storm class
 ``string_with_topic``     ``("str", "topic")``         ``StringMultiSchemeWithTopic``
 ``record_translator``     ``("topic", "partition",``   storm-kafka-client's ``DefaultRecordTranslator``
                           ``"offset", "key", "value")`` over ``StringDeserializer`` key and value
+``record_with_headers``   ``record_translator``'s      none: what a translator of one's own
+                          and ``"timestamp",``         reads from ``ConsumerRecord`` (Kafka
+                          ``"headers"``                0.11+ headers), as Spark's
+                                                       ``includeHeaders``
 ========================  ===========================  ====================================
+
+Headers: every fetched message carries ``headers``, a sequence of ``(key str,
+value bytes)`` pairs in record order (empty before Kafka 0.11 and for records
+without any), and ``timestamp`` in epoch ms (-1 or None before Kafka 0.10), with
+either backend. ``record_with_headers`` emits them as a list of pairs and the
+timestamp as an int (-1 when the broker has none); a scheme of one's own
+(``to_tuples(message)``) reads ``message.headers`` itself. Storm's storm-kafka
+schemes only ever saw the value (its fetches predate headers); storm-kafka-client
+gave a ``RecordTranslator`` the whole ``ConsumerRecord``.
 
 ``record_translator`` is the one exception to the tombstone rule: like Storm's
 translator it emits a null value as ``None`` (the tuple still carries topic,
@@ -50,19 +63,23 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Scheme", "MessageLike", "RawScheme", "StringScheme", "KeyValueSchemeAsMultiScheme",
     "RawKeyValueScheme", "StringKeyValueScheme", "StringMessageAndMetadataScheme",
-    "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
+    "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "RecordWithHeadersScheme",
+    "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
     "load_scheme",
 ]
 
 
 class MessageLike(Protocol):
-    """What a scheme reads from a fetched Kafka message."""
+    """What a scheme reads from a fetched Kafka message (``headers``: ``(key,
+    value)`` pairs, empty before Kafka 0.11; ``timestamp``: epoch ms, -1 or None
+    before Kafka 0.10)."""
 
     key: Optional[bytes]
     value: Optional[bytes]
     topic: str
     partition: int
     offset: int
+    headers: Sequence[Tuple[str, bytes]]
 
 
 @runtime_checkable
@@ -236,6 +253,27 @@ class RecordTranslatorScheme:
                  None if value is None else _utf8(value)]]
 
 
+class RecordWithHeadersScheme:
+    """``record_translator``'s fields, then the record's ``timestamp`` (epoch ms,
+    -1 when the broker keeps none) and ``headers`` (a list of ``(key, value
+    bytes)`` pairs): ``[topic, partition, offset, key, value, timestamp, headers]``.
+
+    Like the translator, a tombstone is emitted with value None.
+    """
+
+    fields: Tuple[str, ...] = ("topic", "partition", "offset", "key", "value", "timestamp",
+                               "headers")
+
+    def to_tuples(self, message: Any) -> List[List[Any]]:
+        key, value = message.key, message.value
+        timestamp = getattr(message, "timestamp", None)
+        return [[message.topic, message.partition, message.offset,
+                 None if key is None else _utf8(key),
+                 None if value is None else _utf8(value),
+                 -1 if timestamp is None else int(timestamp),
+                 [(k, v) for k, v in (getattr(message, "headers", None) or ())]]]
+
+
 class FunctionScheme:
     """A plain function ``bytes -> list of values | None``: one tuple per message.
 
@@ -269,6 +307,7 @@ BUILTIN_SCHEMES: Dict[str, Callable[[], Any]] = {
     "message_metadata": StringMessageAndMetadataScheme,
     "string_with_topic": StringMultiSchemeWithTopic,
     "record_translator": RecordTranslatorScheme,
+    "record_with_headers": RecordWithHeadersScheme,
 }
 
 #: Storm class names accepted in place of the built-in names (the table config uses)

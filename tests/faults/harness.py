@@ -448,3 +448,20 @@ def committed_offsets(connect: str, zk_root: str, spout_id: str, partitions: Ite
     docs = read_documents(connect, paths.values(), timeout_s=timeout_s)
     return {p: (docs[paths[p]].offset if docs[paths[p]] is not None
                 and docs[paths[p]].problem is None else None) for p in parts}
+
+
+def produce_chunk(cluster: Any, topic: str, start: Dict[int, int], n: int) -> Dict[int, int]:
+    """Produce ``n`` messages ``m-<partition>-<offset>`` to every partition of ``start``
+    (partition -> its log end) on a real Kafka cluster; return the new log ends."""
+    cluster.produce(topic, [(p, None, f"m-{p}-{start[p] + i}".encode())
+                            for i in range(n) for p in start])
+    return {p: start[p] + n for p in start}
+
+
+def wait_full_isr(cluster: Any, topic: str, partitions: int, replicas: int,
+                  timeout_s: float = 120.0) -> None:
+    """Wait until every replica of every partition is in sync: a kill then loses
+    nothing Kafka acknowledged."""
+    wait_until(lambda: all(len((cluster.partition_state(topic, p) or {}).get("isr", []))
+                           == replicas for p in range(partitions)),
+               timeout_s=timeout_s, what=f"all {replicas} replicas in the ISR of every partition")

@@ -28,7 +28,7 @@ from storm_kafka_compat.offsets.document import encode_document
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
     committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
-    read_deliveries, read_documents, wait_until, write_config)
+    produce_chunk, read_deliveries, read_documents, wait_full_isr, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
@@ -42,21 +42,6 @@ STALL_S = 1.0
 #: how long following a leader may take on a loaded 2-core machine: the election
 #: (~6 s), one socketTimeoutMs (10 s) and a refresh, with slack
 FOLLOW_TIMEOUT_S = 180.0
-
-
-def _produce_chunk(cluster, topic: str, start: Dict[int, int], n: int) -> Dict[int, int]:
-    from storm_kafka_compat.servers.kafka_clients import produce
-    produce(cluster.bootstrap, topic, [(p, None, f"m-{p}-{start[p] + i}".encode())
-                                       for i in range(n) for p in range(PARTITIONS)])
-    return {p: start[p] + n for p in range(PARTITIONS)}
-
-
-def _wait_full_isr(cluster, topic: str, timeout_s: float = 120.0) -> None:
-    """Both replicas in sync for every partition: a kill then loses nothing Kafka
-    acknowledged (unclean election is on by default in 0.9)."""
-    wait_until(lambda: all(len((cluster.partition_state(topic, p) or {}).get("isr", [])) == 2
-                           for p in range(PARTITIONS)),
-               timeout_s=timeout_s, what="both replicas in the ISR of every partition")
 
 
 def _follow_time(records: List[dict], partitions: List[int], kill_time: float) -> float:
@@ -83,7 +68,7 @@ def _kill_and_follow(cluster, job, topic: str, victim: int, log_end: Dict[int, i
                      what: str) -> Tuple[Dict[int, int], dict]:
     """Produce a backlog, SIGKILL ``victim``, wait until the surviving replica leads
     and the killed leader's partitions are delivered past the backlog."""
-    log_end = _produce_chunk(cluster, topic, log_end, CHUNK)
+    log_end = produce_chunk(cluster, topic, log_end, CHUNK)
     led = sorted(p for p, leader in cluster.leaders(topic).items() if leader == victim)
     seen_before = delivered_offsets(read_deliveries(job.record_path))
     kill_time = time.time()
@@ -120,7 +105,7 @@ def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, backe
     cluster = kafka09_factory(2)
     topic, root = unique("leaders"), f"/skc-faults/leaders-{coordinator}"
     cluster.create_topic(topic, partitions=PARTITIONS, replication=2)
-    log_end = _produce_chunk(cluster, topic, {p: 0 for p in range(PARTITIONS)}, INITIAL)
+    log_end = produce_chunk(cluster, topic, {p: 0 for p in range(PARTITIONS)}, INITIAL)
     config = job_config(topic=topic, zk_root=root, spout_id="spout",
                         zk_port=cluster.zookeeper.port, bootstrap=cluster.bootstrap,
                         spout={"stateUpdateIntervalMs": 1000, "metricsTimeBucketSizeInSecs": 2},
@@ -144,7 +129,7 @@ def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, backe
     # 2. it comes back and catches up
     cluster.broker(victim).start()
     cluster.wait_for_brokers(2)
-    _wait_full_isr(cluster, topic)
+    wait_full_isr(cluster, topic, PARTITIONS, 2)   # unclean election is on in 0.9
     # 3. the controller (it leads whatever the restarted broker did not take back)
     controller = cluster.controller()
     if not any(leader == controller for leader in cluster.leaders(topic).values()):
@@ -154,7 +139,7 @@ def test_leader_kill_restart_and_controller_kill_lose_nothing(coordinator, backe
     figures.append(fig)
 
     # everything produced reaches the bolt and is committed at the log end
-    log_end = _produce_chunk(cluster, topic, log_end, 100)
+    log_end = produce_chunk(cluster, topic, log_end, 100)
     assert {p: cluster.log_range(topic, p)[1] for p in range(PARTITIONS)} == log_end
     wait_until(lambda: committed_offsets(cluster.zookeeper.connect_string, root, "spout",
                                          range(PARTITIONS)) == log_end,

@@ -1,10 +1,19 @@
-"""Broker fixtures for integration tests: real Apache Kafka 0.9.0.1, and tansu.
+"""Broker fixtures for integration tests: real Apache Kafka 0.9.0.1, 3.9 (ZooKeeper
+mode) and 4.x (KRaft), and tansu.
 
 * ``kafka09``: one Apache Kafka 0.9.0.1 broker for the session (unique topics; never
   stop it); ``kafka09_factory``: clusters of a test's own (several brokers, kills,
   retention settings); ``kafka09_topic``: a new topic there, written by a batching
   producer. Use these wherever broker behaviour matters (high watermark,
   out-of-range, retention, leader change, group metadata);
+
+* ``kafka39`` and ``kafka4``: one Apache Kafka 3.9 (ZooKeeper mode) and one 4.x
+  (KRaft) broker for the session, jars from Maven Central; ``modern_kafka``: a
+  test parametrized over both (ids ``3.9`` and ``4``); ``modern_topic``: a new
+  topic on it; ``modern_factory``: clusters of a test's own
+  (``make(distribution, brokers=3, **kwargs)``). Use them for what only 0.11+
+  brokers have (record batches v2, compression, headers, transactions,
+  compaction, DeleteRecords, timestamps, TLS/SASL, the new registry versions);
 
 * ``tansu``: one tansu broker for the session (never pause or stop it);
 * ``tansu_factory``: brokers of a test's own, which it may pause, kill or restart;
@@ -16,7 +25,7 @@ The log tail of every broker a failing test used is appended to its report.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -96,56 +105,52 @@ def kafka_topic(tansu, unique: Callable[..., str]):
     return make
 
 
-# --- Apache Kafka 0.9.0.1 (real brokers) ------------------------------------------------
+# --- real Apache Kafka: 0.9.0.1 (npm), 3.9 (ZooKeeper mode) and 4.x (KRaft) (Maven) ------
 
 _KAFKA_KEY = pytest.StashKey[list]()
 
 
-def _kafka_or_skip() -> None:
-    from storm_kafka_compat.servers.kafka_package import missing_prerequisite
-    reason = missing_prerequisite()
+def _distribution_or_skip(distribution: Any) -> None:
+    reason = distribution.missing_prerequisite()
     if reason:
-        pytest.skip(f"real Kafka 0.9 cannot run here: {reason}")
+        pytest.skip(f"{distribution.name} cannot run here: {reason}")
 
 
 def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Append each Kafka broker's log tail to the report of a failed test."""
-    clusters = list(item.stash.get(_KAFKA_KEY, []))
-    session_cluster = getattr(item.session, "_skc_kafka", None)
-    if session_cluster is not None and "kafka09" in getattr(item, "fixturenames", ()):
-        clusters.insert(0, session_cluster)
-    for cluster in dict.fromkeys(clusters):
+    """Append the log tail of each Kafka broker a failed test used (the clusters among
+    its fixture values, and those its factories made) to its report."""
+    from storm_kafka_compat.servers.kafka import KafkaCluster
+    used = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, KafkaCluster)]
+    for cluster in dict.fromkeys(used + list(item.stash.get(_KAFKA_KEY, []))):
         for broker in cluster.brokers:
-            report.sections.append((f"Kafka broker {broker.broker_id} {broker.bootstrap} log "
-                                    f"tail ({broker.log_path})", broker.log_tail(40)))
+            report.sections.append((f"{broker.name} log tail ({broker.log_path})",
+                                    broker.log_tail(40)))
 
 
-@pytest.fixture(scope="session")
-def kafka09(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
-    unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
-    _kafka_or_skip()
+def _session_cluster(tmp_path_factory: pytest.TempPathFactory, distribution: Any, name: str,
+                     **kwargs: Any) -> Any:
+    """One started broker of ``distribution`` for the session (retention checked every
+    second)."""
+    _distribution_or_skip(distribution)
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
-    cluster = KafkaCluster(1, tmp_path_factory.mktemp("kafka09"),
-                           settings={"log.retention.check.interval.ms": 1000})
-    cluster.start()
-    request.session._skc_kafka = cluster
-    yield cluster
-    cluster.close()
+    settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
+    return KafkaCluster(1, tmp_path_factory.mktemp(name), distribution=distribution,
+                        settings=settings, **kwargs).start()
 
 
-@pytest.fixture
-def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
-    may kill, restart or reconfigure; all are closed at teardown."""
-    _kafka_or_skip()
+def _cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                     default_distribution: Any = None) -> Iterator[Callable[..., Any]]:
+    """Yield ``make(distribution, brokers, **kwargs) -> KafkaCluster`` (started) and
+    close every cluster it made at teardown."""
     from storm_kafka_compat.servers.kafka import KafkaCluster
 
     clusters: List[KafkaCluster] = []
 
-    def make(brokers: int = 1, **kwargs: object) -> KafkaCluster:
-        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka09-own"), **kwargs)
+    def make(distribution: Any, brokers: int, **kwargs: Any) -> KafkaCluster:
+        _distribution_or_skip(distribution)
+        cluster = KafkaCluster(brokers, tmp_path_factory.mktemp("kafka-own"),
+                               distribution=distribution, **kwargs)
         clusters.append(cluster)
         request.node.stash.setdefault(_KAFKA_KEY, []).append(cluster)
         return cluster.start()
@@ -155,19 +160,101 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
         cluster.close()
 
 
-@pytest.fixture
-def kafka09_topic(kafka09, unique: Callable[..., str]):
-    """Return ``make(partitions=1, messages=(), replication=1, config={}) -> topic`` on
-    the session's Kafka 0.9 broker; messages go through a batching producer."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+def _topic_maker(cluster: Any, unique: Callable[..., str]) -> Callable[..., str]:
+    """``make(partitions=1, messages=(), config={}) -> topic``: a new topic on
+    ``cluster``, messages through a batching producer."""
 
     def make(partitions: int = 1, messages: Iterable[Message] = (), *,
              config: Optional[dict] = None) -> str:
         topic = unique("topic")
-        kafka09.create_topic(topic, partitions, 1, config=config or {})
+        cluster.create_topic(topic, partitions, 1, config=config or {})
         items = list(messages)
         if items:
-            produce(kafka09.bootstrap, topic, items)
+            cluster.produce(topic, items)
         return topic
 
     return make
+
+
+@pytest.fixture(scope="session")
+def kafka09(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
+    unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    cluster = _session_cluster(tmp_path_factory, KAFKA_09, "kafka09")
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
+    may kill, restart or reconfigure; all are closed at teardown."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    _distribution_or_skip(KAFKA_09)
+    for make in _cluster_factory(request, tmp_path_factory):
+        yield lambda brokers=1, **kwargs: make(KAFKA_09, brokers, **kwargs)
+
+
+@pytest.fixture
+def kafka09_topic(kafka09, unique: Callable[..., str]):
+    """Return ``make(partitions=1, messages=(), config={}) -> topic`` on the session's
+    Kafka 0.9 broker; messages go through a batching producer."""
+    return _topic_maker(kafka09, unique)
+
+
+@pytest.fixture(scope="session")
+def kafka39(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 3.9 broker in ZooKeeper mode (and its ZooKeeper) for the
+    session; unique topics, never stop it. It registers a second listener
+    (``INTERNAL``) and a rack (``rack-a``), as production brokers do."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+    cluster = _session_cluster(tmp_path_factory, KAFKA_39, "kafka39",
+                               listeners={"INTERNAL": "PLAINTEXT"},
+                               settings={"broker.rack": "rack-a"})
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka4(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka 4.x KRaft node (broker and controller, no ZooKeeper) for the
+    session; unique topics, never stop it."""
+    from storm_kafka_compat.servers.kafka_versions import KAFKA_4
+    cluster = _session_cluster(tmp_path_factory, KAFKA_4, "kafka4")
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(params=["kafka39", "kafka4"], ids=["3.9", "4"])
+def modern_kafka(request: pytest.FixtureRequest):
+    """The session's Kafka 3.9 broker, then its Kafka 4.x broker (a parametrized test)."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def modern_topic(modern_kafka, unique: Callable[..., str]):
+    """Return ``make(partitions=1, messages=(), config={}) -> topic`` on ``modern_kafka``;
+    messages go through a batching producer."""
+    return _topic_maker(modern_kafka, unique)
+
+
+@pytest.fixture
+def modern_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Return ``make(distribution, brokers=3, **kwargs) -> KafkaCluster`` (started) for
+    3.9/4.x clusters a test may kill, restart or reconfigure; closed at teardown."""
+    for make in _cluster_factory(request, tmp_path_factory):
+        yield lambda distribution, brokers=3, **kwargs: make(distribution, brokers, **kwargs)
+
+
+@pytest.fixture(params=["kafka-python", "confluent"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each fetch backend in turn (``kafka.backend``)."""
+    return request.param
+
+
+@pytest.fixture
+def clear_seen() -> None:
+    """Forget what earlier in-process runs recorded (``tests.integration.modern_jobs``)."""
+    from tests.integration.modern_jobs import SEEN
+    SEEN.clear()

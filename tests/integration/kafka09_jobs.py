@@ -103,9 +103,11 @@ def get(zk: Any, path: str) -> Optional[bytes]:
     return zk.get_async(path).get(timeout=ZK_TIMEOUT)[0]
 
 
-def group_commits(bootstrap: str, group: str, keys: Iterable[Tuple[str, int]]
+def group_commits(bootstrap: str, group: str, keys: Iterable[Tuple[str, int]],
+                  client: Dict[str, Any] = KAFKA_PYTHON_09
                   ) -> Dict[int, Optional[Tuple[int, str]]]:
-    """partition -> ``(offset, metadata)`` the group holds on the broker (None: none)."""
-    with KafkaGroupOffsets(bootstrap, group, KAFKA_PYTHON_09) as g:
+    """partition -> ``(offset, metadata)`` the group holds on the broker (None: none);
+    ``client``: kafka-python settings (``{}`` for a 0.10+ broker)."""
+    with KafkaGroupOffsets(bootstrap, group, client) as g:
         got = g.read_many(list(keys))
     return {p: v for (_, p), v in got.items()}

@@ -61,3 +61,31 @@ def test_the_default_console_is_short_and_shows_the_decisions(capsys):
     err = capsys.readouterr().err
     assert "WARNING kazoo.client: Connection dropped" in err and "INFO" in err
     configure(0)
+
+
+def test_the_configs_secrets_never_reach_the_console(tmp_path, capsys):
+    """A secret of the CONFIG's kafka mapping is redacted from every line the CLI
+    prints: its -vv log (kafka-python logs SASL/PLAIN request bytes at DEBUG) and
+    its errors."""
+    import logging
+
+    import yaml
+
+    from storm_kafka_compat.cli import console
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "s"},
+        "hosts": {"bootstrap": "127.0.0.1:9"}, "topology": {"name": "n"},
+        "bolt": "tests.bolts:record",
+        "kafka": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                  "sasl_plain_username": "u", "sasl_plain_password": "p4ss-Wd1"}}))
+    console.configure(2)
+    try:
+        console.load_config(str(config))
+        logging.getLogger("kafka.protocol.parser").debug("Send: %r", b"\x00u\x00p4ss-Wd1")
+        logging.getLogger("storm_kafka_compat.x").error("failed", exc_info=ValueError("p4ss-Wd1"))
+        assert console.redacted("Error: bad p4ss-Wd1") == "Error: bad ***"
+    finally:
+        console.configure(0)
+    err = capsys.readouterr().err
+    assert "p4ss-Wd1" not in err and err.count("***") == 2

@@ -294,3 +294,16 @@ def test_retry_out_of_range_keeps_the_position_and_acks_only_what_is_gone():
     assert list(pm.retry) == [2]
     pm.ack(0)
     assert pm.commit_offset() == 2
+
+
+def test_at_least_once_commits_past_a_log_ending_in_transaction_markers():
+    pm = alo(0)
+    take(pm, 3)
+    pm.ack_ranges([(0, 3)])
+    pm.fetched(pm.plan_fetch(10), [], scanned_to=5)   # 3 and 4: markers, never delivered
+    assert pm.emitted_to == 5 and pm.commit_offset() == 5
+    pm.mark_committed(5)
+    take(pm, 2)                                       # 5 and 6 in flight: nothing to pass
+    assert pm.commit_offset() is None
+    pm.ack_ranges([(5, 7)])
+    assert pm.commit_offset() == 7

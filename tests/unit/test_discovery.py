@@ -333,3 +333,19 @@ def test_bootstrap_coordinator_survives_a_deleted_topic_after_the_first_refresh(
     c.on_fetch_failure()
     assert c.managed() == before and c.refresh_failures == 1
     assert "'t' has no partitions with a leader" in c.last_refresh_error
+
+
+@pytest.mark.parametrize("wildcard", [False, True])
+def test_a_zookeeper_without_a_registry_names_kraft_and_the_bootstrap_discovery(wildcard):
+    empty = FakeReader()                         # no /brokers at all: a KRaft cluster's
+    with pytest.raises(BrokerRegistryError) as err:
+        read_partitions(empty, "/brokers", "t.*" if wildcard else "t", wildcard=wildcard)
+    text = str(err.value)
+    assert "/brokers/ids does not exist" in text and "KRaft" in text
+    assert "hosts: {bootstrap:" in text and err.value.zk_path == "/brokers/ids"
+
+
+def test_an_unknown_topic_in_a_live_registry_keeps_its_own_message(reader):
+    with pytest.raises(BrokerRegistryError, match="topic 'nope' is unknown to Kafka") as err:
+        read_partitions(reader, "/brokers", "nope")
+    assert "KRaft" not in str(err.value)

@@ -147,3 +147,21 @@ def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_lat
                       processor=proc, clock=clock)
     assert result.taken == [(0, 300)]
     assert kafka.fetched_log_end("t", 0) > 300
+
+
+def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands() -> None:
+    """The log ends in offsets no consumer receives (here compacted away, as
+    transaction markers are): the task's scanned_to is the log end, so the
+    partition's position and commit pass them."""
+    kafka = ScriptedKafka()
+    kafka.create_topic("t")
+    kafka.append("t", 0, *[b"m"] * 8)
+    kafka.compact("t", 0, [5, 6, 7])
+    proc = lambda messages, plan: process_batch(messages, scheme=load_scheme("raw"),  # noqa: E731
+                                                bolt=lambda t: None, plan_filter=plan)
+    first = run_task(_spec(FetchPlan("t", 0, 0)), kafka=kafka, processor=proc)
+    assert first.taken == [(0, 5)] and first.scanned_to == 8 and first.error is None
+    again = run_task(_spec(FetchPlan("t", 0, 8)), kafka=kafka, processor=proc)
+    assert again.taken == [] and again.scanned_to is None     # at the end: nothing passed
+    retry = run_task(_spec(FetchPlan("t", 0, 5, True, (5,), 1)), kafka=kafka, processor=proc)
+    assert retry.scanned_to is None                           # retries never pass anything

@@ -124,3 +124,43 @@ def test_librdkafka_warnings_about_old_broker_settings_are_demoted():
     finally:
         _LIBRDKAFKA_LOG.removeHandler(handler)
     assert [m for _, m in seen] == ["FAIL 127.0.0.1:9: Connect to ipv4#127.0.0.1:9 failed"]
+
+
+@pytest.mark.parametrize("mapping,kafka_python,librdkafka", [
+    ({}, "read_uncommitted", "read_uncommitted"),     # one default for both backends
+    ({"isolation_level": "read_committed"}, "read_committed", "read_committed"),
+    ({"backend": "confluent", "isolation.level": "read_committed"},
+     "read_uncommitted", "read_committed"),           # librdkafka's own name: it alone
+])
+def test_the_isolation_level_is_one_setting_both_backends_read(mapping, kafka_python, librdkafka):
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.kafka import confluent, kafka_python as kp
+    settings = kafka_settings_from_dict(mapping)
+    spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i")
+    assert kp.consumer_config("h:1", spout, settings.for_kafka_python())[
+        "isolation_level"] == kafka_python
+    assert confluent.consumer_config("h:1", spout, settings.for_librdkafka())[
+        "isolation.level"] == librdkafka
+
+
+def test_an_oversized_record_is_reported_once_per_partition_with_the_setting(caplog):
+    from storm_kafka_compat.kafka.client import warn_oversized
+    warned: set = set()
+    for offset in (7, 8):
+        warn_oversized(warned, "t", 0, offset, 300_000, 65_536)
+    warn_oversized(warned, "t", 1, 3, 300_000, 65_536)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and "offset 7" in lines[0] and "t/1" in lines[1]
+    assert "raise spout.fetchSizeBytes" in lines[0] and "300000 bytes" in lines[0]
+
+
+@pytest.mark.parametrize("fetch_size_bytes", [1000, 65_536, 1024 * 1024, 50 * 1024 * 1024])
+def test_librdkafka_accepts_every_fetch_size(fetch_size_bytes):
+    """librdkafka refuses fetch.max.bytes below message.max.bytes, even in a consumer."""
+    confluent_kafka = pytest.importorskip("confluent_kafka",
+                                          reason="confluent-kafka (the confluent extra) is absent")
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.kafka.confluent import consumer_config
+    spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                        fetch_size_bytes=fetch_size_bytes)
+    confluent_kafka.Consumer(consumer_config("127.0.0.1:9", spout)).close()

@@ -265,3 +265,17 @@ def test_kafka_partition_metric_names_and_reset():
     assert m["partition_0/fetchAPIMessageCount"] == 5 and m["partition_0/fetchAPILatencyMax"] == 5
     assert m["partition_0/fetchAPILatencyMean"] == 4
     assert pm.take_metrics()["fetchAPIMessageCount"] == 0
+
+
+def test_a_fetch_ending_in_entries_no_consumer_receives_moves_the_position_past_them():
+    """A transactional topic: 0-2 committed, 3 a commit marker, 4-5 aborted (not read
+    under read_committed), 6 the abort marker. The commit reaches the log end (7)."""
+    pm = make(start=0)
+    plan = pm.plan_fetch()
+    pm.fetched(plan, [(0, 3)], scanned_to=3)
+    pm.ack_ranges([(0, 3)])
+    assert pm.commit_offset() == 3
+    pm.fetched(pm.plan_fetch(), [], scanned_to=7)     # an empty fetch, its position at 7
+    assert pm.emitted_to == 7 and pm.commit_offset() == 7 and len(pm.pending) == 0
+    pm.fetched(pm.plan_fetch(), [], scanned_to=None)  # nothing known: nothing moves
+    assert pm.emitted_to == 7

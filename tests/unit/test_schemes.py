@@ -44,7 +44,8 @@ def test_builtin_schemes(name: str, msg: Msg, fields: tuple, tuples: list) -> No
     assert scheme.to_tuples(msg) == tuples
 
 
-@pytest.mark.parametrize("name", sorted(set(BUILTIN_SCHEMES) - {"record_translator"}))
+@pytest.mark.parametrize("name", sorted(set(BUILTIN_SCHEMES)
+                                         - {"record_translator", "record_with_headers"}))
 def test_tombstone_gives_no_tuple_for_every_builtin(name: str) -> None:
     assert load_scheme(name).to_tuples(Msg(7, b"key", None)) == []
 
@@ -52,6 +53,33 @@ def test_tombstone_gives_no_tuple_for_every_builtin(name: str) -> None:
 def test_record_translator_emits_a_tombstone_with_a_none_value() -> None:
     assert load_scheme("record_translator").to_tuples(Msg(7, b"key", None)) == [
         ["orders", 3, 7, "key", None]]
+
+
+class Record(NamedTuple):
+    """A kafka-python ``ConsumerRecord``'s shape: headers a list, timestamp None on v0."""
+    offset: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: Any
+    timestamp: Optional[int]
+    topic: str = "orders"
+    partition: int = 3
+
+
+@pytest.mark.parametrize("msg, row", [
+    (Record(9, b"k", "é".encode(), [("trace", b"\x01"), ("trace", b"\x02")], 1700000000123),
+     ["orders", 3, 9, "k", "é", 1700000000123, [("trace", b"\x01"), ("trace", b"\x02")]]),
+    # librdkafka's shape (KafkaMessage): headers a tuple of pairs
+    (Record(9, None, b"v", (("h", b""),), 5), ["orders", 3, 9, None, "v", 5, [("h", b"")]]),
+    # Kafka 0.9: no headers, no timestamp; and a tombstone is emitted
+    (Record(9, b"k", None, [], None), ["orders", 3, 9, "k", None, -1, []]),
+    (Msg(9, None, b"v"), ["orders", 3, 9, None, "v", 0, []]),   # an object without headers
+])
+def test_record_with_headers_emits_timestamp_and_headers_in_record_order(msg, row) -> None:
+    scheme = load_scheme("record_with_headers")
+    assert scheme.fields == ("topic", "partition", "offset", "key", "value", "timestamp",
+                             "headers")
+    assert scheme.to_tuples(msg) == [row]
 
 
 def test_unknown_scheme_lists_valid_names() -> None:

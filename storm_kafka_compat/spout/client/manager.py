@@ -88,6 +88,9 @@ class ClientPartitionManager:
         self.committed_to = start_offset if committed_offset is None else committed_offset
         #: next offset to fetch for new messages (the consumer position)
         self.emitted_to = start_offset
+        #: where the last fetch that ended in entries no consumer receives (transaction
+        #: markers, aborted records) left the position: a commit may pass that gap
+        self.passed_to: Optional[int] = None
         #: emitted and not yet acked or failed (Storm's ``emitted`` set)
         self.in_flight = OffsetRanges()
         self.num_fails: Dict[int, int] = {}
@@ -203,8 +206,10 @@ class ClientPartitionManager:
                     self.in_flight.add_range(start, end)
         if not plan.retry:
             self.emitted_to = top
-            if plan.bound is not None and scanned_to is not None:
-                self.emitted_to = max(self.emitted_to, min(scanned_to, plan.bound))
+            if scanned_to is not None:     # past offsets no consumer receives
+                bound = plan.bound if plan.bound is not None else scanned_to
+                if min(scanned_to, bound) > self.emitted_to:
+                    self.emitted_to = self.passed_to = min(scanned_to, bound)
         elif scanned_to is not None:
             for o in plan.reemit:
                 if o < scanned_to and o not in seen and self.retry.remove(o):
@@ -308,7 +313,7 @@ class ClientPartitionManager:
     def last_completed_offset(self) -> int:
         """The offset a commit now would write (next offset to process)."""
         if self.guarantee == AT_LEAST_ONCE:
-            nxt = self.offsets.find_next_commit_offset()
+            nxt = self.offsets.find_next_commit_offset(self.passed_to)
             return self.offsets.committed_offset if nxt is None else nxt
         if self.guarantee == NO_GUARANTEE:
             return self.emitted_to

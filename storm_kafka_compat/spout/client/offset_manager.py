@@ -92,9 +92,11 @@ class OffsetManager:
         self.acked.add_range(start, end)
 
     # --- the commit ---------------------------------------------------------------
-    def find_next_commit_offset(self) -> Optional[int]:
+    def find_next_commit_offset(self, position: Optional[int] = None) -> Optional[int]:
         """The offset to commit (next offset to read), or None when no acked
-        offset advances it past the committed offset."""
+        offset advances it past the committed offset. ``position`` is the
+        spout's next offset to fetch: a gap of never-emitted offsets up to it at
+        the end (transaction markers, aborted records) is passed too."""
         nxt = self.committed_offset
         acked, emitted = self.acked, self.emitted
         while True:
@@ -105,6 +107,9 @@ class OffsetManager:
             if nxt in emitted:
                 break                         # emitted, not acked: in flight or failed
             above = _first_at_or_above(emitted, nxt)
+            if above is None and position is not None and position > nxt:
+                nxt = position                # the log ended with a gap
+                break
             if above is None or above not in acked:
                 break                         # nothing acked right after the gap
             nxt = above                       # jump the gap of never-emitted offsets
