@@ -102,11 +102,8 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
                                f"{total_tasks} (indexes start at 0)")
     # the spout task this application is: partitions L[task_index::total_tasks]; the
     # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
+    # and the pipeline its runner (dataframe: -> the DataFrame mode)
     extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks}
-    if job.dataframe is not None:
-        # DataFrame mode: each batch goes to the function as one DataFrame
-        from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
-        extra["executor"] = DataFrameExecutor.from_config(job)
     if spark_ui:
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 # --- the in-process runtime -----------------------------------------------------------
 
-class _Sink:
+class AckSink:
     """Acker messages of one stage: (root, xor) folded, failed and reset roots."""
 
     __slots__ = ("pairs", "failed", "reset")
@@ -41,7 +41,7 @@ class _Sink:
         self.reset.add(root)
 
 
-class _Dispatcher:
+class TaskDispatcher:
     """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
 
     def __init__(self, runtime: "LocalRuntime", sink: Any, now_ms: int,
@@ -177,7 +177,7 @@ class LocalRuntime:
             for r in runners:
                 r.cleanup()
 
-    def _bind(self, dispatcher: _Dispatcher) -> None:
+    def bind(self, dispatcher: TaskDispatcher) -> None:
         for runners in self.runners.values():
             for r in runners:
                 r.collector.dispatcher = dispatcher
@@ -213,7 +213,7 @@ def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None,
     return rt
 
 
-def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
+def local_runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
              spout_fields: Optional[Sequence[str]]) -> LocalRuntime:
     if isinstance(topology, LocalRuntime):
         if spout_fields is not None:
@@ -222,7 +222,7 @@ def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str
     return runtime_for(topology, conf, spout_fields)
 
 
-def _diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
+def diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
                  ) -> Dict[str, Dict[str, int]]:
     return {c: {k: v - before.get(c, {}).get(k, 0) for k, v in d.items()}
             for c, d in after.items()}

@@ -29,10 +29,10 @@ from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple
-from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _diff_counts, _runtime
+from storm_kafka_compat.engine.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class BatchOutcome:
         return sum(e - s for s, e in self.acked)
 
 
-class _RangeBuilder:
+class RangeBuilder:
     """Collects ascending offsets as ranges without a per-offset list."""
 
     __slots__ = ("ranges", "unordered", "_start", "_end", "count")
@@ -198,10 +198,10 @@ def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[
     return msgs[lo:hi], msgs[-1].offset + 1
 
 
-def _taken_ranges(taken: List[Any]) -> _RangeBuilder:
+def _taken_ranges(taken: List[Any]) -> RangeBuilder:
     """The offsets of ``taken`` as ranges: one range when they are consecutive
     (the usual fetch), else offset by offset (gaps of a compacted topic)."""
-    ranges = _RangeBuilder()
+    ranges = RangeBuilder()
     if taken and taken[-1].offset - taken[0].offset + 1 == len(taken):
         ranges.ranges.append((taken[0].offset, taken[-1].offset + 1))
         ranges.count = len(taken)
@@ -231,9 +231,9 @@ def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[Lis
     return rows
 
 
-def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
+def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 messages: Iterable[Any], scheme: Scheme, plan: FetchPlan,
-                taken: _RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
+                taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
                 ) -> Tuple[int, int, Optional[str], Optional[int], int, Optional[int]]:
     """Scheme + spout emit for every taken message. Returns (skipped, emitted
     tuples, topic, partition, last taken offset, scanned_to)."""
@@ -319,17 +319,17 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
         raise ValueError("process_batch needs exactly one of topology= or bolt=")
     if bolt is not None:
         return _process_simple(messages, scheme, bolt, plan)
-    runtime = _runtime(topology, conf, scheme.fields)
+    runtime = local_runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
     acker = Acker(runtime.rng)
-    dispatcher = _Dispatcher(runtime, acker, now_ms, None)
-    runtime._bind(dispatcher)
+    dispatcher = TaskDispatcher(runtime, acker, now_ms, None)
+    runtime.bind(dispatcher)
     before = runtime.counts()
-    taken = _RangeBuilder()
+    taken = RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
-    skipped, emitted, topic, partition, last, scanned = _emit_spout(
+    skipped, emitted, topic, partition, last, scanned = emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed,
         lambda root, xor, off: acker.init(root, xor, off, now_ms))
     for name in runtime.topology.order:
@@ -345,13 +345,13 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
                     "they time out on the driver unless acked", len(incomplete), topic,
                     partition)
     acker.completed()
-    counts = _diff_counts(runtime.counts(), before)
+    counts = diff_counts(runtime.counts(), before)
     counts[spout] = {"messages": taken.count, "emitted": emitted}
-    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
+    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
                     incomplete)
 
 
-def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilder,
+def batch_outcome(topic: Optional[str], partition: Optional[int], taken: RangeBuilder,
              failed: List[int], skipped: int, last: int, scanned: Optional[int],
              counts: Dict[str, Dict[str, int]], incomplete: Iterable[int] = ()) -> BatchOutcome:
     taken_ranges = taken.result()
@@ -412,4 +412,4 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     counts = {SPOUT_COMPONENT: {"messages": taken.count, "emitted": executed},
               "bolt": {"executed": executed, "emitted": 0,
                        "acked": taken.count - skipped - nfailed, "failed": nfailed}}
-    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
+    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts)

@@ -162,6 +162,22 @@ class KafkaAccess(Protocol):
         ...
 
 
+@runtime_checkable
+class DriverKafka(KafkaAccess, Protocol):
+    """The driver's Kafka access (:class:`~storm_kafka_compat.kafka.lazy.LazyKafka`):
+    metadata and log offsets, and the brokers learned on the way, which the
+    executors bootstrap from."""
+
+    @property
+    def bootstrap(self) -> Tuple[str, ...]:
+        """Every broker known so far, sorted (``host:port``)."""
+        ...
+
+    def learn(self, broker: Broker) -> None:
+        """Remember ``broker`` (a partition leader a discovery found)."""
+        ...
+
+
 def slice_messages(messages: List[Any], offset: int, *,
                    max_messages: Optional[int] = None,
                    max_offset: Optional[int] = None) -> List[KafkaMessage]:

@@ -37,12 +37,20 @@ DECISIONS = (RESUME, NO_STATE, IGNORE_ZK_OFFSETS, MAX_OFFSET_BEHIND, INVALID_STA
 
 
 class StoredState(Protocol):
-    """What the decision reads from a stored document (see state.document)."""
+    """What the decision reads from a stored document
+    (:class:`~storm_kafka_compat.offsets.document.StoredDocument`)."""
 
-    data: bytes
-    topology_id: Optional[str]
-    offset: Optional[int]
-    problem: Optional[str]
+    @property
+    def data(self) -> bytes: ...
+
+    @property
+    def topology_id(self) -> Optional[str]: ...
+
+    @property
+    def offset(self) -> Optional[int]: ...
+
+    @property
+    def problem(self) -> Optional[str]: ...
 
 
 @dataclass(frozen=True)
