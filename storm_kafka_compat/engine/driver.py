@@ -21,6 +21,7 @@ and nothing unacknowledged is committed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -29,10 +30,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
-                                              partition_summaries)
+from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary
 from storm_kafka_compat.engine.runner import Runner, runner_for
-from storm_kafka_compat.engine.signals import install_jvm_stop_hook, install_stop_handlers
+from storm_kafka_compat.engine.signals import install_stop_handlers, take_stop_signals
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.engine.worker import WorkerJob, worker_job
@@ -128,8 +128,6 @@ class Pipeline:
         self._runner = runner
         self._stages = stages
         self._pace = pace
-        self._layout: Optional[StageLayout] = None
-        self._layout_known = False
         #: what the workers know of the job, once the run started
         self.worker_job: Optional[WorkerJob] = None
         #: sizes batches by time when the runner processes them whole (after open())
@@ -171,17 +169,10 @@ class Pipeline:
             self._spark = get_spark(self.job.spark)
         return self._spark
 
-    @property
+    @functools.cached_property
     def layout(self) -> Optional[StageLayout]:
-        """The stages of the bolt topology, or None for one stage (the topology is
-        built and checked here, on the driver, once)."""
-        if not self._layout_known:
-            self._layout_known = True
-            spec = self.job.topology_spec
-            if spec is not None and self._stages is not False:
-                from storm_kafka_compat.topology.builder import from_spec
-                self._layout = layout_for(self.job, from_spec(spec), self._stages)
-        return self._layout
+        """The stages of the bolt topology, or None for one stage."""
+        return layout_for(self.job, self._stages)
 
     @property
     def runner(self) -> Runner:
@@ -196,10 +187,8 @@ class Pipeline:
         if self.worker_job is not None:
             return
         self.spout.maybe_refresh(self.clock())
-        self.worker_job = worker_job(
-            self.job, storm_conf=self.spout.storm_conf(),
-            commit_interval_ms=self.spout.commit_interval_ms,
-            bootstrap=self.runtime.kafka.bootstrap, layout=self.layout)
+        self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
+                                     self.layout)
         self.runner.start(self.worker_job)
         pace = self._pace if self._pace is not None else self.runner.whole_batches
         if pace:
@@ -211,7 +200,10 @@ class Pipeline:
     def batch(self, options: RunOptions) -> int:
         """Plan, run and apply one batch; return the messages taken."""
         now = self.clock()
-        plan = self.spout.plan(now, self._cap(options))
+        cap = options.max_messages_per_partition
+        if self.pacer is not None:
+            cap = self.pacer.cap(len(self.spout.managers()), cap)
+        plan = self.spout.plan(now, cap)
         started_ms = self.clock()
         result = self._run(plan)
         # open trees date from when the result came back, after the bolts ran: at
@@ -226,12 +218,6 @@ class Pipeline:
                       self.summary.batches, len(plan), plan.retries, taken, self.clock() - now)
         self.summary.messages += taken
         return taken
-
-    def _cap(self, options: RunOptions) -> int:
-        cap = options.max_messages_per_partition
-        if self.pacer is not None:
-            cap = self.pacer.cap(len(self.spout.managers()), cap)
-        return cap
 
     def _run(self, plan: BatchPlan) -> BatchResult:
         if not len(plan):
@@ -248,11 +234,11 @@ class Pipeline:
         """Run until stopped, caught up (``until_caught_up``) or ``max_batches``."""
         options = options or RunOptions()
         restore = install_stop_handlers(self)
-        loop_ended = _nothing
+        loop_ended: Optional[Callable[[], None]] = None
         started = time.monotonic()
         try:
             self.open()
-            loop_ended = self._take_signals()
+            loop_ended = take_stop_signals(self, self.runner.spark_context)
             self.reporter.start(self.clock())
             while not self._stop.is_set():
                 taken = self.batch(options)
@@ -268,25 +254,12 @@ class Pipeline:
             try:
                 self._shut_down(options)
             finally:
-                loop_ended()
+                if loop_ended is not None:
+                    loop_ended()
                 restore()
-                self._close()
-        self.summary.elapsed_s = time.monotonic() - started
-        self.summary.stopped_by = self._stop_reason or "stopped"
-        self.summary.finish(self.spout.counts)
-        self.summary.partitions = partition_summaries(self.spout.decisions, managers,
-                                                      self.spout.counts)
+        self.summary.finish(self.spout, managers, elapsed_s=time.monotonic() - started,
+                            stopped_by=self._stop_reason or "stopped")
         return self.summary
-
-    def _take_signals(self) -> Callable[[], None]:
-        """Under Spark, take the stop signals back from the SparkContext (it installs
-        its own SIGINT handler) and, under spark-submit, the JVM's; return what the
-        loop calls once it has ended."""
-        sc = self.runner.spark_context
-        if sc is None:
-            return _nothing
-        install_stop_handlers(self)   # run()'s restore still restores the originals
-        return install_jvm_stop_hook(self, sc)
 
     def _done(self, options: RunOptions) -> bool:
         if options.until_caught_up and self.spout.caught_up():
@@ -299,21 +272,19 @@ class Pipeline:
 
     def _shut_down(self, options: RunOptions) -> None:
         """The final commit (what still fails is replayed on the next start), the last
-        interval's metrics, and the spout's release."""
-        self.summary.final_commit_failed = not self.spout.final_commit(
-            options.final_commit_attempts, self.sleep)
+        interval's metrics, and the release of what the run built."""
         try:
-            self.reporter.emit_metrics()   # the last interval's, and a short run's only ones
-        except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
-            log.warning("the metrics of the last interval could not be sent", exc_info=True)
-        self.spout.release()
+            self.summary.final_commit_failed = not self.spout.final_commit(
+                options.final_commit_attempts, self.sleep)
+            try:
+                self.reporter.emit_metrics()   # the last interval's, a short run's only ones
+            except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
+                log.warning("the metrics of the last interval could not be sent",
+                            exc_info=True)
+            self.spout.release()
+        finally:
+            if self._runner is not None:
+                self._runner.close()
+            if self._owns_runtime:
+                self.runtime.close()
 
-    def _close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
-        if self._owns_runtime:
-            self.runtime.close()
-
-
-def _nothing() -> None:
-    """What the loop calls at its end when no JVM stop hook was installed."""

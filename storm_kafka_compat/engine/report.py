@@ -140,8 +140,14 @@ class RunSummary:
         d["partitions"] = [p.__dict__ for p in self.partitions]
         return d
 
-    def finish(self, counts: SpoutCounts) -> None:
-        """Take the spout's counts at the end of the run."""
+    def finish(self, spout: Spout, managers: Mapping[TopicPartition, PartitionState], *,
+               elapsed_s: float, stopped_by: str) -> None:
+        """The end of the run: its length, why it stopped, the spout's counts, and one
+        summary per partition that started (``managers``: those at the loop's end)."""
+        self.elapsed_s = elapsed_s
+        self.stopped_by = stopped_by
+        counts = spout.counts
+        self.partitions = partition_summaries(spout.decisions, managers, counts)
         self.commits = counts.commits
         self.commit_round_trips = counts.commit_round_trips
         self.commit_failures = counts.commit_failures

@@ -185,6 +185,21 @@ def exit_via_jvm(status: int, *, parent_pid: Optional[int] = None,
         sleep(0.05)
 
 
+def take_stop_signals(pipeline: Any, spark_context: Any) -> Callable[[], None]:
+    """Once Spark runs: take SIGTERM and SIGINT back from the SparkContext (it installs
+    its own SIGINT handler; the handlers first installed are still the ones restored)
+    and, under spark-submit, hook the JVM's shutdown (:func:`install_jvm_stop_hook`).
+    Returns what the loop calls once it has ended; without Spark, a no-op."""
+    if spark_context is None:
+        return _nothing
+    install_stop_handlers(pipeline)
+    return install_jvm_stop_hook(pipeline, spark_context)
+
+
+def _nothing() -> None:
+    """Nothing to undo."""
+
+
 def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], None]:
     """Under spark-submit, hook a :class:`JvmShutdown` for ``pipeline`` into the JVM's
     shutdown; return what the loop calls once it has ended and committed (it takes

@@ -58,7 +58,6 @@ from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FetchPlan, PartitionResult
 from storm_kafka_compat.structs import TopicPartition
-from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.schemes import MessageLike
 
 if TYPE_CHECKING:  # pyspark is imported where Spark runs
@@ -71,13 +70,14 @@ Record = Tuple[Tuple[Any, ...], Any]
 AckValue = Tuple[int, bool, Optional[Tuple[str, int, int]]]
 
 
-def layout_for(job: JobConfig, topology: Optional[Topology], stages: Optional[bool]
-               ) -> Optional[StageLayout]:
+def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
     """The stage layout of ``job``'s bolt topology, or None for one stage: with
     ``stages`` None when a grouping crosses partitions (fields, global, all), True
-    always, False never."""
-    if topology is None or stages is False:
+    always, False never. The topology is built (and checked) here, on the driver."""
+    if job.topology_spec is None or stages is False:
         return None
+    from storm_kafka_compat.topology.builder import from_spec
+    topology = from_spec(job.topology_spec)
     if not stages and not needs_stages(topology):
         return None
     layout = stage_layout(topology)

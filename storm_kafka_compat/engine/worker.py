@@ -20,6 +20,7 @@ from storm_kafka_compat.config import JobConfig, SpoutConfig
 from storm_kafka_compat.engine.reader import task_budget_s
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.schemes import Scheme
 
@@ -111,15 +112,17 @@ class WorkerJob:
         return self.per_worker("topology", build)
 
 
-def worker_job(job: JobConfig, *, storm_conf: Mapping[str, Any], commit_interval_ms: int,
-               bootstrap: Tuple[str, ...], layout: Optional[StageLayout]) -> WorkerJob:
-    """The :class:`WorkerJob` of ``job`` (built on the driver when the run starts)."""
+def worker_job(job: JobConfig, spout: Spout, bootstrap: Tuple[str, ...],
+               layout: Optional[StageLayout]) -> WorkerJob:
+    """The :class:`WorkerJob` of ``job`` (built on the driver when the run starts): the
+    bolts see ``spout``'s topology settings, and a task's budget follows its commit
+    interval."""
     settings = job.kafka_settings
     backend = settings.backend
     return WorkerJob(
         job_id=uuid.uuid4().hex, spout=job.spout, bootstrap=bootstrap, backend=backend,
         kafka_conf=tuple(sorted(settings.for_backend(backend).items())),
-        storm_conf=tuple(sorted(storm_conf.items())), bolt=job.bolt,
+        storm_conf=tuple(sorted(spout.storm_conf().items())), bolt=job.bolt,
         topology_spec=job.topology_spec, layout=layout,
         budget_s=task_budget_s(job.spark.trigger_interval_ms or 0,
-                               commit_interval_ms or job.spout.state_update_interval_ms))
+                               spout.commit_interval_ms or job.spout.state_update_interval_ms))

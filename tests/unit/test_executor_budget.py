@@ -26,8 +26,17 @@ def _job(*, interval_ms: int = 2000, commit_ms: int = 0, trigger_ms: int = 0) ->
         "spout": {"topic": "t", "zkRoot": "/r", "id": "i", "stateUpdateIntervalMs": interval_ms},
         "hosts": {"static": {0: "127.0.0.1:9092"}}, "topology": {"topology.name": "n"},
         "spark": {"triggerInterval": trigger_ms} if trigger_ms else {}, "bolt": "m:f"})
-    return worker_job(config, storm_conf={}, commit_interval_ms=commit_ms,
-                      bootstrap=("127.0.0.1:9092",), layout=None)
+    return worker_job(config, _Spout(commit_ms), ("127.0.0.1:9092",), None)
+
+
+class _Spout:
+    """A spout's commit interval (storm-kafka-client's offsetCommitPeriodMs; 0: none)."""
+
+    def __init__(self, commit_interval_ms: int) -> None:
+        self.commit_interval_ms = commit_interval_ms
+
+    def storm_conf(self) -> dict:
+        return {}
 
 
 @pytest.mark.parametrize("interval_ms,commit_ms,trigger_ms,budget_s", [
