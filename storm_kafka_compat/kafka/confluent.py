@@ -42,9 +42,9 @@ log truncation -> OffsetOutOfRangeError; transport errors, time-outs, unknown
 or leaderless partitions and every error librdkafka flags retriable ->
 FailedFetchError; anything else (authorisation, ...) -> KafkaAccessError.
 
-tansu's defects apply as with kafka-python (see
-:mod:`storm_kafka_compat.kafka.kafka_python`): nothing is answered beyond the
-log end, so this adapter returns ``[]`` there after a grace period.
+A broker that answers nothing beyond the log end instead of
+``OFFSET_OUT_OF_RANGE`` (some Kafka-protocol brokers do; see
+:mod:`storm_kafka_compat.kafka.kafka_python`) gets ``[]`` there after a grace period.
 """
 
 from __future__ import annotations
@@ -295,7 +295,8 @@ class ConfluentAccess:
         Waits for the first record (at most one poll slice), then takes what
         librdkafka already holds without waiting. With none, the log end is
         asked once: at the end ``[]`` is returned, beyond it ``[]`` after a grace
-        period (tansu; Kafka answers OFFSET_OUT_OF_RANGE), below it polling goes
+        period (a broker answering nothing; Kafka answers OFFSET_OUT_OF_RANGE), below
+        it polling goes
         on until ``socketTimeoutMs``, then FailedFetchError.
         """
         if (max_messages is not None and max_messages <= 0) or (
@@ -473,8 +474,8 @@ class ConfluentAccess:
                                                + BEYOND_END_GRACE_MS) / 1000.0
             elif offset > end and self._clock() >= grace_until:
                 log.warning("offset %d of %s/%d is beyond the log end %d and the broker "
-                            "answered no OFFSET_OUT_OF_RANGE (tansu does this); returning "
-                            "nothing", offset, topic, partition, end)
+                            "answered no OFFSET_OUT_OF_RANGE; returning nothing", offset,
+                            topic, partition, end)
                 return []
             if self._clock() >= deadline:
                 raise self._timeout(topic, partition, offset)

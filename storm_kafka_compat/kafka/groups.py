@@ -28,7 +28,8 @@ coordinator before each new attempt; any other error fails at once.
 Against Apache Kafka 0.9.0.1 (tests/integration/test_kafka09_groups.py), the
 commit metadata string is kept and read back exactly.
 
-Against tansu 0.6 (the embedded broker), measured:
+Against Kafka-protocol brokers that are not Apache Kafka, measured (the test
+broker of docs/testing.md):
 
 * OffsetCommit and OffsetFetch work; **the commit metadata string is not
   kept** (OffsetFetch answers ``null``), so :meth:`read_many` reports ``""``;
@@ -137,7 +138,7 @@ def _admin_class() -> Any:
 
     class _Admin(KafkaAdminClient):  # type: ignore[misc]
         """KafkaAdminClient that keeps authorized-operation codes it cannot
-        decode (tansu answers codes kafka-python 3.0 rejects)."""
+        decode (some brokers answer codes kafka-python 3.0 rejects)."""
 
         def _process_acl_operations(self, obj: Dict[str, Any]) -> Dict[str, Any]:
             try:
