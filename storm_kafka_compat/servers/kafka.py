@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, _java, free_port
+from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, java_binary, free_port
 from storm_kafka_compat.errors import KafkaUnavailableError
 from storm_kafka_compat.servers.kafka_clients import log_range
-from storm_kafka_compat.servers.kafka_package import (KAFKA_PYTHON_API_VERSION, _LOG4J,
+from storm_kafka_compat.servers.kafka_package import (KAFKA_PYTHON_API_VERSION, LOG4J_PROPERTIES,
                                                       kafka_classpath, kafka_libs)
 
 
@@ -140,11 +140,11 @@ class EmbeddedKafka(ServerProcess):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(
             "".join(f"{k}={v}\n" for k, v in self.properties().items()))
-        (self.base_dir / "log4j.properties").write_text(_LOG4J)
+        (self.base_dir / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
     def command(self) -> List[str]:
         """The command line :meth:`start` runs."""
-        return [_java(), f"-Xmx{self.heap_mb}m", "-Xss512k", "-XX:+UseSerialGC",
+        return [java_binary(), f"-Xmx{self.heap_mb}m", "-Xss512k", "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                 f"-Dlog4j.configuration=file:{self.base_dir / 'log4j.properties'}",
                 f"-Dkafka.logs.dir={self.base_dir}",

@@ -32,7 +32,7 @@ from xml.sax.saxutils import escape
 
 from storm_kafka_compat.errors import EmbeddedServerError
 from storm_kafka_compat.servers.kafka_package import cache_dir
-from storm_kafka_compat.servers.zookeeper import _java
+from storm_kafka_compat.servers.zookeeper import java_binary
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def missing_prerequisite(bundle: Optional[MavenBundle] = None) -> Optional[str]:
     """Why Maven-served jars cannot be used here (no ``java``, or no ``mvn`` and
     nothing cached), or None. Tests skip with this reason."""
     try:
-        _java()
+        java_binary()
     except EmbeddedServerError as exc:
         return str(exc)
     if bundle is not None and _resolved(bundle):

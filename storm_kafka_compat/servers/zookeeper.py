@@ -89,7 +89,7 @@ def zookeeper_classpath() -> str:
         f"or Debian's 'zookeeper' package ({DEBIAN_ZOOKEEPER_JAR})")
 
 
-def _java() -> str:
+def java_binary() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
         return os.path.join(java_home, "bin", "java")
@@ -184,7 +184,7 @@ class EmbeddedZooKeeper(ServerProcess):
 
     def command(self) -> List[str]:
         return [
-            _java(),
+            java_binary(),
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
