@@ -5,7 +5,7 @@ A Flux topology builds storm-kafka-client's spout as
 through the factory ``KafkaSpoutConfig.builder``), tuned by the builder's setters
 as ``configMethods`` or ``properties``. :class:`ClientComponents` turns those
 components into the CONFIG's ``kafkaSpout`` section (docs/configuration.md) and
-reports what has no equivalent. It is a mixin of :class:`storm_kafka_compat.flux.convert._FluxResolver`
+reports what has no equivalent. It is a mixin of :class:`storm_kafka_compat.flux.convert.FluxResolver`
 and, like it, pure.
 """
 
@@ -57,7 +57,7 @@ def _enum(value: Any) -> Any:
 
 class ClientComponents:
     """``_build_*`` methods for storm-kafka-client components (mixed into the resolver,
-    which supplies ``unmapped``, ``_Value`` and ``python_placeholder``)."""
+    which supplies ``unmapped``, ``FluxValue`` and ``python_placeholder``)."""
 
     unmapped: List[str]
 

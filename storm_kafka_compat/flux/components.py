@@ -18,7 +18,7 @@ from storm_kafka_compat.flux.common import CORE_SPOUT_PACKAGES, KAFKA_PACKAGES, 
 # --- Flux components -----------------------------------------------------------------
 
 
-def _simple_name(class_name: str) -> Optional[str]:
+def simple_name(class_name: str) -> Optional[str]:
     """``org.apache.storm.kafka.ZkHosts`` -> ``ZkHosts`` for the classes we know."""
     for pkg in TRIDENT_PACKAGES + KAFKA_PACKAGES + CORE_SPOUT_PACKAGES:
         if class_name.startswith(pkg) and "." not in class_name[len(pkg):]:
@@ -36,7 +36,7 @@ def python_placeholder(class_name: str) -> str:
 
 
 @dataclass
-class _Value:
+class FluxValue:
     """A resolved component: what it stands for in our CONFIG."""
 
     kind: str                      # hosts, gpi, broker, scheme, spout_config, kafka_spout, java,
@@ -45,13 +45,13 @@ class _Value:
     cid: str = ""                  # the component id, when built from ``components``
 
 
-class _FluxResolver(ClientComponents):
+class FluxResolver(ClientComponents):
     """Builds components on demand, following ``ref``/``reflist``."""
 
     def __init__(self, components: Mapping[str, Mapping[str, Any]],
                  unmapped: List[str]) -> None:
         self.components = components
-        self.cache: Dict[str, _Value] = {}
+        self.cache: Dict[str, FluxValue] = {}
         self.unmapped = unmapped
         self.used: set = set()
         self._stack: List[str] = []
@@ -66,7 +66,7 @@ class _FluxResolver(ClientComponents):
             return [self.value(v, where) for v in raw]
         return raw
 
-    def component(self, cid: str, where: str) -> _Value:
+    def component(self, cid: str, where: str) -> FluxValue:
         if cid in self.cache:
             return self.cache[cid]
         if cid not in self.components:
@@ -87,9 +87,9 @@ class _FluxResolver(ClientComponents):
         return built
 
     # construction -----------------------------------------------------------
-    def build(self, comp: Mapping[str, Any], where: str) -> _Value:
+    def build(self, comp: Mapping[str, Any], where: str) -> FluxValue:
         class_name = str(comp.get("className", ""))
-        simple = _simple_name(class_name) or client_builder_name(class_name)
+        simple = simple_name(class_name) or client_builder_name(class_name)
         args = [self.value(a, where) for a in (comp.get("constructorArgs") or [])]
         props: Dict[str, Any] = {}
         for prop in comp.get("properties") or []:
@@ -101,13 +101,13 @@ class _FluxResolver(ClientComponents):
         factory = comp.get("factory")
         builder = getattr(self, f"_build_{simple}", None) if simple else None
         if builder is None:
-            return _Value("java", class_name=class_name)
-        built: _Value = builder(args, props, methods, factory, where)
+            return FluxValue("java", class_name=class_name)
+        built: FluxValue = builder(args, props, methods, factory, where)
         built.class_name = class_name
         return built
 
-    def _new_value(self, kind: str, data: Any) -> _Value:
-        return _Value(kind, data)
+    def _new_value(self, kind: str, data: Any) -> FluxValue:
+        return FluxValue(kind, data)
 
     def _placeholder(self, class_name: str) -> str:
         return python_placeholder(class_name)
@@ -118,7 +118,7 @@ class _FluxResolver(ClientComponents):
             return "no constructorArgs"
         parts = []
         for a in args:
-            if isinstance(a, _Value):
+            if isinstance(a, FluxValue):
                 where = f"components[{a.cid}]" if a.cid else "a component"
                 parts.append(f"{where} of class {a.class_name or '?'}")
             else:
@@ -134,7 +134,7 @@ class _FluxResolver(ClientComponents):
             self.unmapped.append(f"{where}: configMethod {name!r} not mapped (no equivalent).")
 
     def _build_ZkHosts(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
-                       factory: Any, where: str) -> _Value:
+                       factory: Any, where: str) -> FluxValue:
         if not 1 <= len(args) <= 2:
             raise ConfigError(f"{where}: ZkHosts takes (brokerZkStr[, brokerZkPath]), got "
                               f"{len(args)} constructorArgs.", key=where, value=args)
@@ -144,11 +144,11 @@ class _FluxResolver(ClientComponents):
         if "refreshFreqSecs" in props:
             hosts["refreshFreqSecs"] = props["refreshFreqSecs"]
         self._extra(where, props, methods, ("refreshFreqSecs",))
-        return _Value("hosts", hosts)
+        return FluxValue("hosts", hosts)
 
     def _build_StaticHosts(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
-                           factory: Any, where: str) -> _Value:
-        if len(args) != 1 or not isinstance(args[0], _Value) or args[0].kind != "gpi":
+                           factory: Any, where: str) -> FluxValue:
+        if len(args) != 1 or not isinstance(args[0], FluxValue) or args[0].kind != "gpi":
             raise ConfigError(f"{where}: StaticHosts takes one GlobalPartitionInformation "
                               f"(a ref), got {self._describe(args)}.", key=where,
                               value=len(args))
@@ -157,65 +157,65 @@ class _FluxResolver(ClientComponents):
         if gpi["use_topic"]:
             hosts["useTopicNameForPartitionPathId"] = True
         self._extra(where, props, methods)
-        return _Value("hosts", hosts)
+        return FluxValue("hosts", hosts)
 
     def _build_GlobalPartitionInformation(self, args: List[Any], props: Dict[str, Any],
                                           methods: List[Any], factory: Any,
-                                          where: str) -> _Value:
+                                          where: str) -> FluxValue:
         use_topic = bool(args[1]) if len(args) >= 2 else False
         partitions: Dict[int, str] = {}
         rest = []
         for name, margs in methods:
             if name == "addPartition" and len(margs) == 2:
                 broker = margs[1]
-                addr = broker.data if isinstance(broker, _Value) and broker.kind == "broker" \
+                addr = broker.data if isinstance(broker, FluxValue) and broker.kind == "broker" \
                     else broker
                 partitions[int(margs[0])] = str(addr)
             else:
                 rest.append((name, margs))
         self._extra(where, props, rest)
-        return _Value("gpi", {"topic": args[0] if args else None, "use_topic": use_topic,
+        return FluxValue("gpi", {"topic": args[0] if args else None, "use_topic": use_topic,
                               "partitions": partitions})
 
     def _build_Broker(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
-                      factory: Any, where: str) -> _Value:
+                      factory: Any, where: str) -> FluxValue:
         if factory == "fromString" and len(args) == 1:
             text = str(args[0])
-            return _Value("broker", text if ":" in text else f"{text}:9092")
+            return FluxValue("broker", text if ":" in text else f"{text}:9092")
         if factory is None and len(args) in (1, 2):
             port = int(args[1]) if len(args) == 2 else 9092
-            return _Value("broker", f"{args[0]}:{port}")
+            return FluxValue("broker", f"{args[0]}:{port}")
         raise ConfigError(f"{where}: Broker takes (host[, port]) or factory fromString(text), "
                           f"got {self._describe(args)}.", key=where, value=len(args))
 
     # schemes
-    def _scheme(self, name: str) -> _Value:
-        return _Value("scheme", name)
+    def _scheme(self, name: str) -> FluxValue:
+        return FluxValue("scheme", name)
 
-    def _build_RawMultiScheme(self, *a: Any) -> _Value:
+    def _build_RawMultiScheme(self, *a: Any) -> FluxValue:
         return self._scheme("raw")
 
-    def _build_RawScheme(self, *a: Any) -> _Value:
-        return _Value("scheme_single", "raw")
+    def _build_RawScheme(self, *a: Any) -> FluxValue:
+        return FluxValue("scheme_single", "raw")
 
-    def _build_StringScheme(self, *a: Any) -> _Value:
-        return _Value("scheme_single", "string")
+    def _build_StringScheme(self, *a: Any) -> FluxValue:
+        return FluxValue("scheme_single", "string")
 
     # both extend StringScheme: wrapped in SchemeAsMultiScheme they give one "str" field
     _build_StringKeyValueScheme = _build_StringScheme
     _build_StringMessageAndMetadataScheme = _build_StringScheme
 
-    def _build_StringMultiSchemeWithTopic(self, *a: Any) -> _Value:
+    def _build_StringMultiSchemeWithTopic(self, *a: Any) -> FluxValue:
         return self._scheme("string_with_topic")
 
     def _wrapped(self, args: List[Any], wrapper: str, where: str) -> Any:
-        if len(args) != 1 or not isinstance(args[0], _Value):
+        if len(args) != 1 or not isinstance(args[0], FluxValue):
             raise ConfigError(f"{where}: {wrapper} takes one scheme (a ref), got "
                               f"{self._describe(args)}.", key=where, value=len(args))
         return args[0]
 
     def _build_SchemeAsMultiScheme(self, args: List[Any], props: Dict[str, Any],
-                                   methods: List[Any], factory: Any, where: str) -> _Value:
+                                   methods: List[Any], factory: Any, where: str) -> FluxValue:
         inner = self._wrapped(args, "SchemeAsMultiScheme", where)
         if inner.kind == "scheme_single":
             return self._scheme(inner.data)
@@ -223,25 +223,25 @@ class _FluxResolver(ClientComponents):
 
     def _build_KeyValueSchemeAsMultiScheme(self, args: List[Any], props: Dict[str, Any],
                                            methods: List[Any], factory: Any,
-                                           where: str) -> _Value:
+                                           where: str) -> FluxValue:
         inner = self._wrapped(args, "KeyValueSchemeAsMultiScheme", where)
         if inner.kind == "scheme_single" and inner.data == "string" and \
-                _simple_name(self._class_of(args[0])) == "StringKeyValueScheme":
+                simple_name(self._class_of(args[0])) == "StringKeyValueScheme":
             return self._scheme("string_key_value")
         return self._user_scheme(inner, where)
 
     def _build_MessageMetadataSchemeAsMultiScheme(self, args: List[Any], props: Dict[str, Any],
                                                   methods: List[Any], factory: Any,
-                                                  where: str) -> _Value:
+                                                  where: str) -> FluxValue:
         inner = self._wrapped(args, "MessageMetadataSchemeAsMultiScheme", where)
-        if _simple_name(self._class_of(inner)) == "StringMessageAndMetadataScheme":
+        if simple_name(self._class_of(inner)) == "StringMessageAndMetadataScheme":
             return self._scheme("message_metadata")
         return self._user_scheme(inner, where)
 
-    def _class_of(self, value: _Value) -> str:
+    def _class_of(self, value: FluxValue) -> str:
         return value.class_name
 
-    def _user_scheme(self, inner: _Value, where: str) -> _Value:
+    def _user_scheme(self, inner: FluxValue, where: str) -> FluxValue:
         cls = inner.class_name or "?"
         placeholder = python_placeholder(cls)
         self.unmapped.append(f"{where}: scheme {cls} not mapped: port the scheme to Python "
@@ -249,7 +249,7 @@ class _FluxResolver(ClientComponents):
         return self._scheme(placeholder)
 
     def _build_SpoutConfig(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
-                           factory: Any, where: str) -> _Value:
+                           factory: Any, where: str) -> FluxValue:
         if len(args) == 4:
             hosts, topic, zk_root, sid = args
             client_id = None
@@ -270,11 +270,11 @@ class _FluxResolver(ClientComponents):
                                      f"honours startOffsetTime.")
                 name = "ignoreZkOffsets"
             if name == "scheme":
-                if isinstance(value, _Value) and value.kind == "scheme":
+                if isinstance(value, FluxValue) and value.kind == "scheme":
                     value = value.data
-                elif isinstance(value, _Value) and value.kind == "scheme_single":
+                elif isinstance(value, FluxValue) and value.kind == "scheme_single":
                     value = value.data  # a Scheme set directly: treat as its MultiScheme
-                elif isinstance(value, _Value):
+                elif isinstance(value, FluxValue):
                     value = self._user_scheme(value, where).data
             if name in storm_names and name not in ("topic", "zkRoot", "id"):
                 spout[name] = value
@@ -283,11 +283,11 @@ class _FluxResolver(ClientComponents):
                                      f"SpoutConfig field).")
         for name, _ in methods:
             self.unmapped.append(f"{where}: configMethod {name!r} not mapped (no equivalent).")
-        return _Value("spout_config", {"hosts": hosts, "spout": spout})
+        return FluxValue("spout_config", {"hosts": hosts, "spout": spout})
 
     def _build_KafkaSpout(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
-                          factory: Any, where: str) -> _Value:
-        if len(args) == 1 and isinstance(args[0], _Value) and args[0].kind == "java":
+                          factory: Any, where: str) -> FluxValue:
+        if len(args) == 1 and isinstance(args[0], FluxValue) and args[0].kind == "java":
             arg = args[0]
             raise ConfigError(
                 f"{where}: KafkaSpout's SpoutConfig is {self._describe(args)}, a class this "
@@ -296,8 +296,8 @@ class _FluxResolver(ClientComponents):
                 f"org.apache.storm.kafka.SpoutConfig (constructorArgs hosts, topic, zkRoot, id; "
                 f"SpoutConfig fields as properties) and convert again, or write the spout "
                 f"section by hand (docs/configuration.md).", key=where, value=arg.class_name)
-        if len(args) != 1 or not isinstance(args[0], _Value) or args[0].kind != "spout_config":
+        if len(args) != 1 or not isinstance(args[0], FluxValue) or args[0].kind != "spout_config":
             raise ConfigError(f"{where}: KafkaSpout takes one SpoutConfig (a ref), got "
                               f"{self._describe(args)}.", key=where, value=len(args))
         self._extra(where, props, methods)
-        return _Value("kafka_spout", args[0].data)
+        return FluxValue("kafka_spout", args[0].data)

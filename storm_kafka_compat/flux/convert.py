@@ -21,7 +21,7 @@ from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placehol
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SPOUT_NAME, load_properties,
                                             substitute)
-from storm_kafka_compat.flux.components import _FluxResolver, _Value, python_placeholder
+from storm_kafka_compat.flux.components import FluxResolver, FluxValue, python_placeholder
 from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
                                                 PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
                                                 PROPERTIES_STATIC_PREFIX,
@@ -74,7 +74,7 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
     for comp in doc.get("components") or []:
         if isinstance(comp, Mapping) and "id" in comp:
             components[str(comp["id"])] = comp
-    resolver = _FluxResolver(components, unmapped)
+    resolver = FluxResolver(components, unmapped)
 
     config: Dict[str, Any] = {}
     topology: Dict[str, Any] = {}
@@ -110,7 +110,7 @@ def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
                                 f"the Storm topology committed to, to resume from it).")
             continue
         hosts = built.data["hosts"]
-        if isinstance(hosts, _Value) and hosts.kind == "hosts":
+        if isinstance(hosts, FluxValue) and hosts.kind == "hosts":
             config["hosts"] = hosts.data
         else:
             unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "

@@ -505,4 +505,4 @@ def test_argument_errors_name_components_not_internal_values() -> None:
     text = str(err.value)
     assert "StaticHosts takes one GlobalPartitionInformation (a ref), got " \
            "components[gpi] of class com.acme.PartitionInfo" in text
-    assert "_Value" not in text
+    assert "FluxValue" not in text

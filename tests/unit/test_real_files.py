@@ -69,7 +69,7 @@ def test_a_spoutconfig_subclass_is_named_with_what_to_do():
     assert "components[spoutConfig] of class org.apache.flink.storm.flux.utils." \
            "KafkaSpoutConfig" in text
     assert "change its className to org.apache.storm.kafka.SpoutConfig" in text
-    assert "_Value" not in text
+    assert "FluxValue" not in text
 
 
 def test_a_components_only_fragment_is_refused_as_a_fragment():
