@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 #: libraries whose logs go through our handler from -v on
 THIRD_PARTY = ("kazoo", "kafka", "py4j", "confluent_kafka")
@@ -72,7 +76,7 @@ class ProgressPrinter:
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
-        self._status = None
+        self._status: Optional["Status"] = None
         self.last: str = ""
 
     def __call__(self, line: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
 import click
 
@@ -14,11 +14,14 @@ from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.cli.console import ProgressPrinter
 from storm_kafka_compat.cli.render import as_json, err, table
 
+if TYPE_CHECKING:
+    from storm_kafka_compat.engine.report import RunSummary
+
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
                    "FAILED", "GIVEN-UP", "LOST", "COMMITTED")
 
 
-def summary_rows(summary: Any) -> list:
+def summary_rows(summary: "RunSummary") -> List[Dict[str, Any]]:
     return [{"TOPIC": p.topic, "PARTITION": p.partition, "DECISION": p.decision,
              "RESUMED-FROM": p.resumed_from, "PROCESSED": p.processed, "ACKED": p.acked,
              "FAILED": p.failed, "GIVEN-UP": p.given_up, "LOST": p.lost,

@@ -83,8 +83,8 @@ class FieldSpec:
             if f.name == self.attr:
                 if f.default is not MISSING:
                     return f.default
-                if f.default_factory is not MISSING:  # type: ignore[misc]
-                    return f.default_factory()  # type: ignore[misc]
+                if f.default_factory is not MISSING:
+                    return f.default_factory()
                 return REQUIRED
         raise AttributeError(self.attr)  # pragma: no cover - table/dataclass mismatch
 

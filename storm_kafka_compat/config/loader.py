@@ -200,7 +200,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode,
     loader.flatten_mapping(node)
     seen: Dict[Any, Any] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
         except TypeError:  # unhashable key: let the base constructor complain

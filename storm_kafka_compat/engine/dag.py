@@ -209,7 +209,11 @@ def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None,
         return hit[1]
     rt = LocalRuntime(topology, conf, spout_fields=spout_fields)
     key = id(topology)
-    _RUNTIMES[key] = (weakref.ref(topology, lambda _r, k=key: _RUNTIMES.pop(k, None)), rt)
+
+    def forget(_ref: "weakref.ref[Topology]") -> None:
+        _RUNTIMES.pop(key, None)
+
+    _RUNTIMES[key] = (weakref.ref(topology, forget), rt)
     return rt
 
 

@@ -23,11 +23,11 @@ import logging
 import random
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Tuple, Union)
+                    Tuple, Union, cast)
 
 from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
-from storm_kafka_compat.topology.schemes import Scheme
+from storm_kafka_compat.topology.schemes import MessageLike, Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
@@ -168,7 +168,7 @@ class _Filter:
             self.scanned_to = top + 1 if top >= 0 else None
 
 
-def _offset_of(msg: Any) -> int:
+def _offset_of(msg: MessageLike) -> int:
     return msg.offset
 
 
@@ -319,6 +319,7 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
         raise ValueError("process_batch needs exactly one of topology= or bolt=")
     if bolt is not None:
         return _process_simple(messages, scheme, bolt, plan)
+    assert topology is not None
     runtime = local_runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
@@ -385,6 +386,7 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     if taken_msgs:
         topic, partition = taken_msgs[0].topic, taken_msgs[0].partition
     name = getattr(bolt, "__qualname__", repr(bolt))
+    t_topic, t_partition = cast(str, topic), cast(int, partition)   # set when there is a msg
     for msg in taken_msgs:
         off = msg.offset
         rows = _scheme_rows(scheme, msg, nfields)
@@ -397,7 +399,7 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
         for values in rows:
             executed += 1
             try:
-                bolt(spout_tuple(values, fields, SPOUT_COMPONENT, topic, partition, off))
+                bolt(spout_tuple(values, fields, SPOUT_COMPONENT, t_topic, t_partition, off))
             except FailedException:
                 failed.append(off)
                 break

@@ -51,7 +51,7 @@ def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
     """One interval's status. ``processed``/``processed_before`` are cumulative
     messages per partition now and at the previous snapshot."""
     seconds = interval_ms / 1000.0 if interval_ms > 0 else 0.0
-    parts = []
+    parts: List[Dict[str, Any]] = []
     for key, pm in managers.items():
         log_end = log_ends.get(key)
         done = pm.last_completed_offset()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from storm_kafka_compat.config import SparkConfig
 
@@ -20,7 +20,7 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def prepare_environment(extra_python_paths: tuple = (), *, local: bool = True) -> None:
+def prepare_environment(extra_python_paths: Tuple[str, ...] = (), *, local: bool = True) -> None:
     """Environment the Python workers need: this interpreter, the driver's import
     path (so bolts in the user's project import there) and, for a local master
     only, loopback binding (executors on other hosts could not reach it)."""
@@ -101,7 +101,7 @@ def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
     ``last`` after all of Spark's hooks (the temporary directories' included);
     return what takes both out again."""
     from pyspark.java_gateway import ensure_callback_server_started
-    ensure_callback_server_started(spark_context._gateway)
+    ensure_callback_server_started(spark_context._gateway)  # type: ignore[no-untyped-call]
     manager = spark_context._jvm.org.apache.spark.util.ShutdownHookManager
     # Spark runs the highest priority first: the SparkContext's is 50, its
     # temporary directories' 25
@@ -119,7 +119,7 @@ def handle_jvm_signal(spark_context: Any, name: str, action: Any) -> Any:
     """Have the JVM call ``action`` on signal ``name`` (``"TERM"``) instead of
     shutting down; return what gives the JVM its own handler back."""
     from pyspark.java_gateway import ensure_callback_server_started
-    ensure_callback_server_started(spark_context._gateway)
+    ensure_callback_server_started(spark_context._gateway)  # type: ignore[no-untyped-call]
     signal_class = spark_context._jvm.sun.misc.Signal
     previous = signal_class.handle(signal_class(name), _SignalHandler(action))
 

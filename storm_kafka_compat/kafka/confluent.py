@@ -176,7 +176,7 @@ def map_error(error: Any, *, topic: Optional[str], partition: Optional[int],
     from confluent_kafka import KafkaError as E
     code = error.code()
     where = f"{topic}/{partition}" if partition is not None else f"{topic}"
-    kw = dict(topic=topic, partition=partition, offset=offset)
+    kw: Dict[str, Any] = dict(topic=topic, partition=partition, offset=offset)
     text = f"{error.name()}: {error.str()}"
     if code in (E.OFFSET_OUT_OF_RANGE, E._AUTO_OFFSET_RESET):
         return OffsetOutOfRangeError(
@@ -451,7 +451,7 @@ class ConfluentAccess:
         grace_until = 0.0
         while True:
             remaining = deadline - self._clock()
-            got = c.consume(1, max(0.0, min(remaining, self._slice_s)))
+            got: List[Any] = c.consume(1, max(0.0, min(remaining, self._slice_s)))
             if got:
                 err = got[0].error()
                 if err is None:

@@ -142,7 +142,8 @@ def _admin_class() -> Any:
 
         def _process_acl_operations(self, obj: Dict[str, Any]) -> Dict[str, Any]:
             try:
-                return super()._process_acl_operations(obj)
+                processed: Dict[str, Any] = super()._process_acl_operations(obj)
+                return processed
             except ValueError:
                 return obj
 
@@ -272,7 +273,7 @@ class KafkaGroupOffsets:
                    for (t, p), (o, m) in offsets.items()}
 
         def alter() -> Dict[Any, Any]:
-            result = self._admin.alter_group_offsets(self.group_id, request)
+            result: Dict[Any, Any] = self._admin.alter_group_offsets(self.group_id, request)
             # an OffsetCommit answers coordinator errors per partition
             retry = [(tp, err) for tp, err in result.items() if is_retriable_coordinator_error(err)]
             if retry:
@@ -301,7 +302,8 @@ class KafkaGroupOffsets:
         empty, dead or unknown)."""
 
         def describe() -> Dict[str, Any]:
-            found = self._admin.describe_groups([self.group_id]).get(self.group_id, {})
+            found: Dict[str, Any] = self._admin.describe_groups([self.group_id]).get(
+                self.group_id, {})
             if is_retriable_coordinator_error(found.get("error")):
                 raise _CoordinatorNotReady(str(found["error"]))
             return found

@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -371,14 +371,14 @@ class _ErrorMap:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, KafkaAccessError):
             if exc is not None:
                 self.owner._forget_positions(self.topic, self.partition)
             return False
         import kafka.errors as Errors
         where = f"{self.topic}/{self.partition}" if self.partition is not None else f"{self.topic}"
-        kw = dict(topic=self.topic, partition=self.partition, offset=self.offset)
+        kw: Dict[str, Any] = dict(topic=self.topic, partition=self.partition, offset=self.offset)
         self.owner._forget_positions(self.topic, self.partition)
         if isinstance(exc, Errors.OffsetOutOfRangeError):
             raise OffsetOutOfRangeError(

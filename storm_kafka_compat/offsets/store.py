@@ -55,6 +55,10 @@ class DocumentStore(OffsetStore[str, StoredDocument, bytes], Protocol):
         """The document at ``path``, parsed by Storm's rules; None when there is none."""
         ...
 
+    def children(self, path: str, /) -> Optional[List[str]]:
+        """The names under ``path``, sorted; None when ``path`` does not exist."""
+        ...
+
 
 #: what a consumer group holds for a partition: the next offset and the commit metadata
 Committed = Tuple[int, str]

@@ -313,7 +313,8 @@ class ZkStateStore(ZkSession):
                     else:
                         tx.create(path, data, acl=self._acl)
                 try:
-                    return self._send(tx.commit_async())
+                    answers: List[Any] = self._send(tx.commit_async())
+                    return answers
                 except (NoNodeError, NodeExistsError) as exc:
                     # the server may report a failed multi in the reply header
                     return [exc]

@@ -81,7 +81,7 @@ class EmbeddedKafka(ServerProcess):
         Extra broker settings, e.g. ``{"log.retention.check.interval.ms": 500}``.
     """
 
-    def __init__(self, broker_id: int, zookeeper_connect: str, base_dir: os.PathLike, *,
+    def __init__(self, broker_id: int, zookeeper_connect: str, base_dir: "os.PathLike[str]", *,
                  port: Optional[int] = None, settings: Mapping[str, Any] = {},
                  start_timeout_s: float = 60.0, heap_mb: int = 256) -> None:
         super().__init__(Path(base_dir), Path(base_dir) / "kafka.log")
@@ -165,8 +165,7 @@ class EmbeddedKafka(ServerProcess):
                 return self
             self._write_config()
             self._launch(f"starting {self.name}")
-            logger.info("%s starting (pid %d, log %s)", self.name, self._process.pid,
-                        self.log_path)
+            logger.info("%s starting (pid %s, log %s)", self.name, self.pid, self.log_path)
         self._wait_ready(lambda: self._started_marker() and self._port_open(),
                          self.start_timeout_s, "register and listen", KafkaUnavailableError)
         return self
@@ -222,7 +221,7 @@ class KafkaCluster:
         An already running ZooKeeper to use (not stopped by :meth:`close`).
     """
 
-    def __init__(self, brokers: int = 1, base_dir: Optional[os.PathLike] = None, *,
+    def __init__(self, brokers: int = 1, base_dir: Optional["os.PathLike[str]"] = None, *,
                  chroot: str = "", settings: Mapping[str, Any] = {},
                  zookeeper: Optional[EmbeddedZooKeeper] = None) -> None:
         if brokers < 1:
@@ -433,7 +432,7 @@ class KafkaCluster:
         while True:
             leaders = {p: self.leader(topic, p) for p in range(partitions)}
             live = set(self.live_brokers())
-            if all(l in live and l not in exclude for l in leaders.values()) \
+            if all(b in live and b not in exclude for b in leaders.values()) \
                     and self._metadata_agrees(topic, leaders):
                 return leaders
             if time.monotonic() > deadline:

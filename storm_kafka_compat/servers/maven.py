@@ -223,7 +223,7 @@ def _maven_errors(output: str) -> str:
     return " | ".join(lines[:4]) or output.strip()[-600:]
 
 
-def classpath(bundle: MavenBundle, extra: Sequence[os.PathLike] = ()) -> str:
+def classpath(bundle: MavenBundle, extra: Sequence["os.PathLike[str]"] = ()) -> str:
     """The bundle's jars (resolved on first use) as a class path, ``extra`` first."""
     jars = resolve(bundle)
     entries = [str(p) for p in extra]

@@ -180,7 +180,8 @@ class Assignment(Generic[M]):
         Returns whether a refresh happened.
         """
         due = self._last_refresh_ms is None or (
-            self.refresh_freq_ms is not None and now_ms - self._last_refresh_ms > self.refresh_freq_ms)
+            self.refresh_freq_ms is not None
+            and now_ms - self._last_refresh_ms > self.refresh_freq_ms)
         if due:
             self._last_refresh_ms = now_ms
             self.safe_refresh()

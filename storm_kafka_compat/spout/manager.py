@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from storm_kafka_compat.config import Broker, SpoutConfig
 from storm_kafka_compat.errors import TooManyFailuresError
@@ -313,7 +313,7 @@ class PartitionManager:
         self.total_lost += lost
         return lost
 
-    def _clear_retries_from(self, bound: int) -> set:
+    def _clear_retries_from(self, bound: int) -> Set[int]:
         clear_from = getattr(self.retry, "clear_offsets_from", None)
         if clear_from is not None:
             return set(clear_from(bound))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.objects import load_object
@@ -292,7 +292,7 @@ class TopologyBuilder:
         deps = {n: {g.source for g in self._bolts[n].inputs if g.source != self._spout}
                 for n in names}
         order: List[str] = []
-        done: set = set()
+        done: Set[str] = set()
         remaining = names[:]
         while remaining:
             ready = [n for n in remaining if deps[n] <= done]
@@ -308,7 +308,7 @@ class TopologyBuilder:
         return order
 
 
-def _find_cycle(deps: Mapping[str, set]) -> List[str]:
+def _find_cycle(deps: Mapping[str, Set[str]]) -> List[str]:
     start = next(iter(deps))
     path: List[str] = []
     seen: Dict[str, int] = {}

@@ -50,8 +50,8 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Scheme", "MessageLike", "RawScheme", "StringScheme", "KeyValueSchemeAsMultiScheme",
     "RawKeyValueScheme", "StringKeyValueScheme", "StringMessageAndMetadataScheme",
-    "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
-    "load_scheme",
+    "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "SchemeAsMultiScheme",
+    "FunctionScheme", "BUILTIN_SCHEMES", "load_scheme",
 ]
 
 

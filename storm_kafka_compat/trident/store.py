@@ -5,7 +5,8 @@ under Trident's transactional state (:mod:`storm_kafka_compat.trident.state`), n
 under ``zkRoot/id``. :class:`TridentStateStore` is the ZooKeeper store with one
 difference: a partition without a storm-kafka document at ``zkRoot/id/partition_N``
 reads as the document the Trident emitter would resume from (``offset`` =
-``nextOffset`` of the highest txid below the coordinator's ``currtx``, ``topology.id`` = the Trident topology's id), so
+``nextOffset`` of the highest txid below the coordinator's ``currtx``, ``topology.id``
+= the Trident topology's id), so
 ``run``, ``offsets explain``/``show`` and the Structured Streaming source apply the
 same start-up rules (``ignoreZkOffsets`` compares the topology id, as
 ``TridentKafkaEmitter.doEmitNewPartitionBatch`` does). Once the Spark job commits,
