@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, List, Optional, Protocol
+from typing import Any, List, Optional, Protocol, TypedDict
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.discovery import Discovery, PartitionInfo, discovery_for
@@ -47,6 +47,18 @@ log = logging.getLogger(__name__)
 
 class _Closeable(Protocol):
     def close(self) -> None: ...
+
+
+class RuntimeParts(TypedDict, total=False):
+    """The parts a caller may give a :class:`Runtime` instead of letting it build them
+    (the keyword arguments of the front ends that build one)."""
+
+    store: Optional[DocumentStore]
+    kafka: Optional[DriverKafka]
+    kafka_factory: Optional[KafkaFactory]
+    groups: Optional[GroupStore]
+    registry_reader: Optional[RegistryReader]
+    topology_id: Optional[str]
 
 
 def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:

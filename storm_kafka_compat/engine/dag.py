@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import weakref
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set,
+                    Tuple, Union)
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
@@ -41,10 +42,21 @@ class AckSink:
         self.reset.add(root)
 
 
+class RootSink(Protocol):
+    """Where a task's acker messages go: the XOR acker of a single-stage batch
+    (:class:`~storm_kafka_compat.topology.acker.Acker`) or a stage's :class:`AckSink`."""
+
+    def ack(self, root_id: int, value: int, now_ms: Optional[int] = None) -> None: ...
+
+    def fail(self, root_id: int) -> None: ...
+
+    def reset_timeout(self, root_id: int, now_ms: int) -> None: ...
+
+
 class TaskDispatcher:
     """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
 
-    def __init__(self, runtime: "LocalRuntime", sink: Any, now_ms: int,
+    def __init__(self, runtime: "LocalRuntime", sink: RootSink, now_ms: int,
                  local: Optional[AbstractSet[str]]) -> None:
         self.runtime = runtime
         self.sink = sink

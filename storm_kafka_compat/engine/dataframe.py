@@ -47,6 +47,7 @@ from storm_kafka_compat.structs import TopicPartition
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark import Broadcast
+    from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ class DataFrameRunner:
 
     def __init__(self, spark: Union["SparkSession", Callable[[], "SparkSession"]],
                  function: Callable[["DataFrame"], Any], *, slices: Optional[int] = None,
-                 storage_level: Any = None) -> None:
+                 storage_level: Optional["StorageLevel"] = None) -> None:
         self._session: Optional["SparkSession"] = None
         self._getter: Optional[Callable[[], "SparkSession"]] = None
         if callable(spark):

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Unpack
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.pacing import BatchPacer
@@ -36,7 +36,7 @@ from storm_kafka_compat.engine.signals import install_stop_handlers, take_stop_s
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.engine.worker import WorkerJob, worker_job
-from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 **parts: Any) -> None:
+                 **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job

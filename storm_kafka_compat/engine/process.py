@@ -41,7 +41,7 @@ SPOUT_COMPONENT = "spout"
 
 # --- plan and outcome -------------------------------------------------------------
 
-def as_fetch_plan(plan: Any) -> FetchPlan:
+def as_fetch_plan(plan: Union[FetchPlan, int]) -> FetchPlan:
     """The plan of a batch: a :class:`~storm_kafka_compat.spout.manager.FetchPlan`
     as the managers make it, or an int (new data from that offset)."""
     if isinstance(plan, FetchPlan):
@@ -285,7 +285,8 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
 def process_batch(messages: Iterable[Any], *, scheme: Scheme,
                   topology: Union[Topology, LocalRuntime, None] = None,
                   bolt: Optional[Callable[[StormTuple], Any]] = None,
-                  plan_filter: Any, rng: Optional[random.Random] = None, now_ms: int = 0,
+                  plan_filter: Union[FetchPlan, int], rng: Optional[random.Random] = None,
+                  now_ms: int = 0,
                   conf: Optional[Mapping[str, Any]] = None) -> BatchOutcome:
     """Process one fetched batch of one partition in this task.
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from storm_kafka_compat.config import SparkConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: drop the JVM's start-up chatter from stderr (engine.jvm_console); the command
 #: line sets it at its default verbosity, library users keep Spark's console as is
@@ -144,7 +147,7 @@ def halt_jvm(spark_context: Any, status: int) -> None:
     spark_context._jvm.java.lang.Runtime.getRuntime().halt(status)
 
 
-def get_spark(config: Optional[SparkConfig] = None) -> Any:
+def get_spark(config: Optional[SparkConfig] = None) -> "SparkSession":
     """Get or create the SparkSession described by ``config`` (UI off unless its
     ``conf`` turns it on) and ship its ``py_files`` to the executors.
 

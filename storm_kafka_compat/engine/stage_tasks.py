@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import (AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
                     Tuple, Union)
 
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.tuples import StormTuple
@@ -114,7 +115,7 @@ class SpoutStageResult:
 
 
 def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
-                    topology: Union[Topology, LocalRuntime], plan_filter: Any,
+                    topology: Union[Topology, LocalRuntime], plan_filter: Union[FetchPlan, int],
                     rng: Optional[random.Random] = None,
                     local: AbstractSet[str] = frozenset(),
                     conf: Optional[Mapping[str, Any]] = None) -> SpoutStageResult:

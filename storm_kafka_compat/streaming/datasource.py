@@ -46,7 +46,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
+                    Tuple)
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -68,6 +69,9 @@ from storm_kafka_compat.streaming.options import SOURCE_NAME, job_from_options
 from storm_kafka_compat.streaming.positions import (OffsetMap, ZkPositions, batch_positions,
                                                     cap_ends, from_offset_map, to_offset_map)
 from storm_kafka_compat.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 log = logging.getLogger(__name__)
@@ -245,7 +249,7 @@ class StormKafkaDataSource(DataSource):
         return StormKafkaStreamReader(self.options)
 
 
-def register(spark: Any) -> None:
+def register(spark: "SparkSession") -> None:
     """Register ``format("storm-kafka")`` with ``spark``."""
     spark.dataSource.register(StormKafkaDataSource)
 
@@ -266,7 +270,7 @@ def _positions_for(options: Mapping[str, Any]) -> ZkPositions:
         return positions
 
 
-def batch_max_offsets(df: Any) -> Dict[TopicPartition, int]:
+def batch_max_offsets(df: "DataFrame") -> Dict[TopicPartition, int]:
     """Highest offset per ``(topic, partition)`` in ``df`` (an aggregation; only one
     row per partition reaches the driver)."""
     from pyspark.sql import functions as F
@@ -313,7 +317,7 @@ def with_zk_commit(function: Callable[[Any, int], Any], options: Mapping[str, An
     so Kafka is read once. When the function raises, nothing is written and
     Spark fails the query (it re-runs the batch from its checkpoint on restart).
     """
-    def run(df: Any, batch_id: int) -> None:
+    def run(df: "DataFrame", batch_id: int) -> None:
         if cache:
             df = df.persist()
         try:

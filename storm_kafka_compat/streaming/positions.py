@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Unpack
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.spout.assignment import Assignment
 from storm_kafka_compat.structs import TopicPartition
 
@@ -89,7 +89,8 @@ class ZkPositions:
         ``registry_reader``) when omitted, and then closed by :meth:`close`.
     """
 
-    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None, **parts: Any) -> None:
+    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None,
+                 **parts: Unpack[RuntimeParts]) -> None:
         self.job = job
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(job, **parts)

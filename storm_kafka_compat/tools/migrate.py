@@ -157,7 +157,7 @@ class MigratePlan:
                 "partitions": [e.as_dict() for e in self.entries]}
 
 
-def kafka08_store(env: ToolEnv) -> Tuple[Any, bool]:
+def kafka08_store(env: ToolEnv) -> Tuple[DocumentStore, bool]:
     """The store holding the Kafka 0.8 layout and whether the caller must close it:
     Kafka's ZooKeeper (``hosts.zk``) for ZkHosts, else the offset store."""
     hosts = env.job.spout.hosts
@@ -369,8 +369,8 @@ def _plan_document(e: MigrateEntry, job: JobConfig, s: PartitionState, src: int,
             e.reason = "note: Storm reads 0 as no state and starts at the log start"
 
 
-def execute_migrate(env: ToolEnv, plan: MigratePlan, *, groups: Any,
-                    zk08: Any = None) -> MigratePlan:
+def execute_migrate(env: ToolEnv, plan: MigratePlan, *, groups: GroupStore,
+                    zk08: Optional[DocumentStore] = None) -> MigratePlan:
     """Carry out ``plan``'s moves.
 
     Raises
