@@ -38,15 +38,14 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.reader import (KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, PartitionReader,
                                               kafka_row)
+from storm_kafka_compat.engine.runner import SparkRunner
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
+from storm_kafka_compat.offsets.ranges import Range, coalesce, count_offsets, subtract
 from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
                                             PartitionResult, TaskFailure)
 from storm_kafka_compat.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-    from pyspark import Broadcast
     from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
 
@@ -95,9 +94,10 @@ def failed_offsets(returned: Any) -> Optional[Set[Tuple[str, int, int]]]:
     return None
 
 
-class DataFrameRunner:
+class DataFrameRunner(SparkRunner):
     """The runner of the DataFrame mode: hands each batch to ``function`` as a
-    DataFrame.
+    DataFrame. It sends the job to the workers, cancels and releases as the Spark
+    runner does; a failed Spark job is not caught here (the run ends with it).
 
     Parameters
     ----------
@@ -120,18 +120,11 @@ class DataFrameRunner:
     def __init__(self, spark: Union["SparkSession", Callable[[], "SparkSession"]],
                  function: Callable[["DataFrame"], Any], *, slices: Optional[int] = None,
                  storage_level: Optional["StorageLevel"] = None) -> None:
-        self._session: Optional["SparkSession"] = None
-        self._getter: Optional[Callable[[], "SparkSession"]] = None
-        if callable(spark):
-            self._getter = spark
-        else:
-            self._session = spark
+        super().__init__(spark if callable(spark) else lambda: spark, tasks=slices)
         self.function = function
-        self.slices = slices
         self.storage_level = storage_level
         self.batches = 0
         self.failed_batches = 0
-        self._job: Optional["Broadcast[WorkerJob]"] = None
 
     @classmethod
     def from_config(cls, job: JobConfig, spark: Callable[[], "SparkSession"]
@@ -144,54 +137,22 @@ class DataFrameRunner:
         function = load_object(job.dataframe, key="dataframe")
         return cls(spark, function, slices=job.spark.tasks)
 
-    @property
-    def spark(self) -> "SparkSession":
-        if self._session is None:
-            assert self._getter is not None
-            self._session = self._getter()
-        return self._session
-
-    @property
-    def spark_context(self) -> "SparkContext":
-        return self.spark.sparkContext
-
-    def start(self, job: WorkerJob) -> None:
-        self.close()
-        self._job = self.spark_context.broadcast(job)
-
-    def cancel(self) -> None:
-        import threading
-        threading.Thread(target=self.spark_context.cancelAllJobs, name="cancel-batch",
-                         daemon=True).start()
-
-    def close(self) -> None:
-        if self._job is not None:
-            job, self._job = self._job, None
-            try:
-                job.unpersist()
-            except Exception:  # noqa: BLE001 - the SparkContext may be gone already
-                log.debug("unpersisting the job's broadcast failed", exc_info=True)
-
     def run(self, plan: BatchPlan) -> BatchResult:
         if not len(plan):
             return BatchResult()
         from pyspark import StorageLevel
 
-        if self._job is None:
-            raise RuntimeError("the runner was not started: call start(job) first")
-        job = self._job
-        sc = self.spark_context
-        slices = min(len(plan), self.slices or sc.defaultParallelism)
-        rdd = sc.parallelize(list(plan), slices).mapPartitions(
+        job = self.job
+        rdd = self.spark_context.parallelize(list(plan), self.slices(plan)).mapPartitions(
             lambda it: fetch_rows(it, job.value))
-        fetched = self.spark.createDataFrame(rdd, INTERNAL_SCHEMA_DDL)
+        fetched = self._spark().createDataFrame(rdd, INTERNAL_SCHEMA_DDL)
         fetched = fetched.persist(self.storage_level or StorageLevel.MEMORY_AND_DISK)
         try:
-            return self._run(plan, fetched)
+            return self._outcome(plan, fetched)
         finally:
             fetched.unpersist()
 
-    def _run(self, plan: BatchPlan, fetched: "DataFrame") -> BatchResult:
+    def _outcome(self, plan: BatchPlan, fetched: "DataFrame") -> BatchResult:
         """The status per partition, the offsets taken, the function's outcome."""
         by_key = _status(fetched)
         taken = _taken(fetched, by_key)
@@ -274,4 +235,4 @@ def _result(plan: FetchPlan, status: Any, taken: List[Range], failed: Set[int]
     return PartitionResult(plan, taken=taken, acked=subtract(taken, failed),
                            failed=sorted(failed), scanned_to=status["scanned_to"],
                            latency_ms=status["latency_ms"],
-                           tuples=sum(e - s for s, e in taken))
+                           tuples=count_offsets(taken))

@@ -91,14 +91,6 @@ class BatchOutcome:
     stage_counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
     incomplete: List[int] = field(default_factory=list)
 
-    @property
-    def taken_count(self) -> int:
-        return sum(e - s for s, e in self.taken)
-
-    @property
-    def acked_count(self) -> int:
-        return sum(e - s for s, e in self.acked)
-
 
 class RangeBuilder:
     """Collects ascending offsets as ranges without a per-offset list."""

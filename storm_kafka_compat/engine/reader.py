@@ -185,6 +185,18 @@ class PartitionReader:
                 f"fetching {self.topic}/{self.partition} at offset {self.position} failed "
                 f"inside the {self.client} client ({type(exc).__name__}: {exc})")
 
+    def fetch_more(self) -> List[Any]:
+        """:meth:`fetch` after a task's first fetch: an out-of-range answer or a failed
+        fetch ends the reading (``[]``). What was read stands; the next batch meets the
+        error again."""
+        try:
+            return self.fetch()
+        except (OffsetOutOfRangeError, FailedFetchError) as exc:
+            log.info("%s/%d: fetch at %d ended the reading: %s", self.topic, self.partition,
+                     self.position, exc)
+            self.done = True
+            return []
+
     def skip_to(self, offset: int) -> None:
         """Go on reading from ``offset`` (offsets below it were deleted)."""
         self.position = offset

@@ -53,7 +53,6 @@ from storm_kafka_compat.engine.stage_tasks import (StageLayout, needs_stages, ru
                                                    run_stage_group, stage_layout)
 from storm_kafka_compat.engine.task import bolt_error
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FetchPlan, PartitionResult
@@ -108,12 +107,7 @@ def fill(reader: PartitionReader, messages: List[MessageLike], deadline: float
     ends the fill: the messages already read are processed and the next batch meets
     the error again."""
     while reader.clock() < deadline:
-        try:
-            more = reader.fetch()
-        except (OffsetOutOfRangeError, FailedFetchError) as exc:
-            log.info("%s/%d: fetch at %d ended the fill: %s", reader.topic, reader.partition,
-                     reader.position, exc)
-            break
+        more = reader.fetch_more()
         if not more:
             break
         messages.extend(more)

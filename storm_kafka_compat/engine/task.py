@@ -25,7 +25,6 @@ from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.engine.process import BatchOutcome, process_batch
 from storm_kafka_compat.engine.reader import PartitionReader
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, PartitionResult, TaskFailure
@@ -106,13 +105,7 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
             per_message = max((done - now) / len(part), 1e-7)
             if done >= deadline:
                 return result
-        try:
-            messages = reader.fetch()
-        except (OffsetOutOfRangeError, FailedFetchError) as exc:
-            # what was processed stands; the next batch meets the error again
-            log.info("%s/%d: fetch at %d ended the task: %s", plan.topic, plan.partition,
-                     reader.position, exc)
-            break
+        messages = reader.fetch_more()
     return result
 
 

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
-from storm_kafka_compat.offsets.ranges import Range
+from storm_kafka_compat.offsets.ranges import Range, count_offsets
 from storm_kafka_compat.structs import TopicPartition
 
 
@@ -197,11 +197,11 @@ class PartitionResult:
 
     @property
     def taken_count(self) -> int:
-        return sum(e - s for s, e in self.taken)
+        return count_offsets(self.taken)
 
     @property
     def acked_count(self) -> int:
-        return sum(e - s for s, e in self.acked)
+        return count_offsets(self.acked)
 
 
 @dataclass
