@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 
@@ -26,9 +27,11 @@ from storm_kafka_compat.topology.schemes import Scheme
 
 T = TypeVar("T")
 
-#: what workers built per job: (job id, what) -> the thing
-_BUILT: Dict[Tuple[str, str], Any] = {}
+#: what this worker built, per job id (the most recent jobs first to go last): what -> thing
+_BUILT: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
 _BUILT_LOCK = threading.RLock()
+#: jobs whose things a worker keeps (a worker reused by later runs forgets the oldest)
+KEPT_JOBS = 8
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,17 @@ class WorkerJob:
 
     def per_worker(self, what: str, build: Callable[[], T]) -> T:
         """``build()`` once per worker process and job; the same object afterwards."""
-        key = (self.job_id, what)
         with _BUILT_LOCK:
-            if key not in _BUILT:
-                _BUILT[key] = build()
-            built: T = _BUILT[key]
+            things = _BUILT.get(self.job_id)
+            if things is None:
+                things = _BUILT[self.job_id] = {}
+                while len(_BUILT) > KEPT_JOBS:
+                    _BUILT.popitem(last=False)
+            else:
+                _BUILT.move_to_end(self.job_id)
+            if what not in things:
+                things[what] = build()
+            built: T = things[what]
             return built
 
     def kafka(self) -> KafkaAccess:
