@@ -1,8 +1,8 @@
 """storm-kafka 1.2.x ``PartitionManager`` as pure logic, split for a driver loop.
 
-In Storm one executor thread fetches, emits and receives acks. Here the driver
+In Storm one executor thread fetches, emits and receives acks. Here the spout
 plans a fetch (:meth:`PartitionManager.plan_fetch`), an executor fetches and
-processes it, and the driver applies what came back: the offsets taken
+processes it, and the spout applies what came back: the offsets taken
 (:meth:`fetched`), acks (:meth:`ack`, :meth:`ack_ranges`), fails (:meth:`fail`)
 or an out-of-range answer (:meth:`out_of_range`). Commits read
 :meth:`commit_offset`. No I/O happens here; time comes from an injected clock.

@@ -1,11 +1,11 @@
-"""The partition-state protocol: what the driver loop asks of one partition.
+"""The partition-state protocol: what the spout asks of one partition.
 
 Two implementations keep the offsets of one partition for a spout:
 :class:`~storm_kafka_compat.spout.manager.PartitionManager` (storm-kafka's
 PartitionManager: pending offsets, the retry manager, ZooKeeper documents) and
 :class:`~storm_kafka_compat.spout.client.manager.ClientPartitionManager`
 (storm-kafka-client: acked offsets with gaps, the retry service, group
-commits). The driver, the executors' plans and the metrics use only what this
+commits). The spout, the plans it makes and the metrics use only what this
 protocol declares; ``location`` names where the partition's position is kept
 (a ZooKeeper path, or ``group:topic-partition``).
 

@@ -1,6 +1,6 @@
 """One partition of storm-kafka-client's ``KafkaSpout`` on the driver engine.
 
-:class:`ClientPartitionManager` has the interface the driver loop uses on the
+:class:`ClientPartitionManager` has the interface the spout uses on the
 legacy :class:`~storm_kafka_compat.spout.manager.PartitionManager`
 (``plan_fetch``, ``fetched``, ``ack``/``ack_ranges``, ``fail``,
 ``out_of_range``, ``commit_offset``/``mark_committed`` ...), with
