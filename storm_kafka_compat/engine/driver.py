@@ -237,9 +237,10 @@ class Pipeline:
         loop_ended: Optional[Callable[[], None]] = None
         started = time.monotonic()
         try:
+            self.reporter.start(self.clock())
             self.open()
             loop_ended = take_stop_signals(self, self.runner.spark_context)
-            self.reporter.start(self.clock())
+            self.reporter.start_interval(self.clock())
             while not self._stop.is_set():
                 taken = self.batch(options)
                 now = self.clock()

@@ -214,9 +214,15 @@ class Reporter:
         self._next_metrics_ms = 0
 
     def start(self, now_ms: int) -> None:
-        """The intervals start now (Spark's start is not in the first one)."""
+        """The run starts now: the first metrics bucket, and the first progress interval
+        (:meth:`start_interval` moves it past Spark's start)."""
         self._last_progress_ms = now_ms
         self._next_metrics_ms = now_ms + self.job.spout.metrics_time_bucket_size_in_secs * 1000
+
+    def start_interval(self, now_ms: int) -> None:
+        """The first progress interval starts now: rates are per interval, and Spark's
+        start is not in them."""
+        self._last_progress_ms = now_ms
 
     def tick(self, now_ms: int, progress_every_ms: float) -> None:
         """Send the metric records and publish the status when their time came."""
