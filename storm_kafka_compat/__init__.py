@@ -64,5 +64,5 @@ def __getattr__(name: str) -> Any:  # PEP 562: import on first use
     return value
 
 
-def __dir__() -> list:
+def __dir__() -> list[str]:
     return sorted(__all__)

@@ -230,4 +230,4 @@ class KafkaUnavailableError(EmbeddedServerError):
 
 
 class BrokerUnavailableError(StormKafkaCompatError):
-    """The tansu binary is missing or the broker did not start."""
+    """The embedded Kafka-protocol broker's binary is missing or it did not start."""

@@ -18,8 +18,10 @@ operator tool (:class:`~storm_kafka_compat.tools.ToolEnv`).
 * :meth:`Runtime.spout` -- the spout, with the start decision and the commit
   policy the config calls for (storm-kafka's or storm-kafka-client's).
 
-What the runtime built it closes (:meth:`Runtime.close`); what it was given
-stays the caller's.
+The runtime is where a job's parts are picked (which store, which policy,
+which discovery); every part gets the others it needs as parameters, never the
+runtime itself. What the runtime built it closes (:meth:`Runtime.close`); what
+it was given stays the caller's.
 """
 
 from __future__ import annotations
@@ -27,14 +29,36 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional, Protocol, TypedDict
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.discovery import Discovery, PartitionInfo, discovery_for
+from storm_kafka_compat.discovery.zk import RegistryReader
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.offsets.paths import partition_path
+from storm_kafka_compat.kafka.client import DriverKafka
+from storm_kafka_compat.kafka.lazy import KafkaFactory, LazyKafka
+from storm_kafka_compat.offsets.paths import document_path
+from storm_kafka_compat.offsets.store import DocumentStore, GroupStore
+from storm_kafka_compat.spout.retry import Clock
+from storm_kafka_compat.spout.spout import OffsetPolicy, Spout
 
 log = logging.getLogger(__name__)
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+class RuntimeParts(TypedDict, total=False):
+    """The parts a caller may give a :class:`Runtime` instead of letting it build them
+    (the keyword arguments of the front ends that build one)."""
+
+    store: Optional[DocumentStore]
+    kafka: Optional[DriverKafka]
+    kafka_factory: Optional[KafkaFactory]
+    groups: Optional[GroupStore]
+    registry_reader: Optional[RegistryReader]
+    topology_id: Optional[str]
 
 
 def topology_instance_id(job: JobConfig, now_s: Optional[float] = None) -> str:
@@ -56,11 +80,7 @@ def zk_path_for(job: JobConfig, info: PartitionInfo) -> str:
     ConfigError
         The CONFIG names no documents (a Kafka-store job without zkRoot/id).
     """
-    if job.spout.zk_root is None or job.spout.id is None:
-        raise ConfigError("this CONFIG names no ZooKeeper documents: it keeps its offsets in "
-                          "a Kafka consumer group; add spout.zkRoot and spout.id to read or "
-                          "write documents (offsets migrate)", key="spout.zkRoot", value=None)
-    return partition_path(job.spout.zk_root, job.spout.id, info.partition, topic=info.path_topic)
+    return document_path(job.spout.zk_root, job.spout.id, info.partition, info.path_topic)
 
 
 class Runtime:
@@ -69,16 +89,17 @@ class Runtime:
     Parameters
     ----------
     job : JobConfig
-    store : OffsetStore, optional
+    store : DocumentStore, optional
         The ZooKeeper document store; ``ZkStateStore.from_config`` (servers,
-        timings, digest auth) on first use when omitted.
-    kafka : LazyKafka-like, optional
-        ``offset_for``, ``leaders``, ``topics``, ``learn``, ``bootstrap``,
-        ``brokers``; a :class:`~storm_kafka_compat.kafka.lazy.LazyKafka` over
-        ``kafka_factory`` when omitted.
+        timings, digest auth) on first use when omitted, or the Trident store for a
+        job moved from Trident (``topology.trident.txStateId``).
+    kafka : DriverKafka, optional
+        Metadata, log offsets and the brokers learned; a
+        :class:`~storm_kafka_compat.kafka.lazy.LazyKafka` over ``kafka_factory``
+        when omitted.
     kafka_factory : callable(list of bootstrap) -> KafkaAccess, optional
         How the omitted ``kafka`` builds its client (tests: a scripted Kafka).
-    groups : OffsetStore, optional
+    groups : GroupStore, optional
         The consumer-group store of a Kafka-store job; built on first use from
         ``kafkaSpout.bootstrapServers``/``groupId`` when omitted.
     registry_reader : RegistryReader, optional
@@ -89,21 +110,20 @@ class Runtime:
         Storm-style id by default.
     """
 
-    def __init__(self, job: JobConfig, *, store: Any = None, kafka: Any = None,
-                 kafka_factory: Optional[Callable[[List[str]], Any]] = None,
-                 groups: Any = None, registry_reader: Any = None,
+    def __init__(self, job: JobConfig, *, store: Optional[DocumentStore] = None,
+                 kafka: Optional[DriverKafka] = None,
+                 kafka_factory: Optional[KafkaFactory] = None,
+                 groups: Optional[GroupStore] = None,
+                 registry_reader: Optional[RegistryReader] = None,
                  topology_id: Optional[str] = None) -> None:
         self.job = job
-        self._owns: List[Any] = []
+        self._owns: List[_Closeable] = []
         self._store = store
         if kafka is None:
-            from storm_kafka_compat.kafka.lazy import LazyKafka
-            kafka = LazyKafka(job, kafka_factory)
-            self._owns.append(kafka)
-        self.kafka = kafka
-        if self.kafka_store:
-            # the group's brokers are where a storm-kafka-client job's metadata comes from
-            self.kafka.brokers.update(job.kafka_spout.bootstrap_servers)
+            lazy = LazyKafka(job, kafka_factory)
+            self._owns.append(lazy)
+            kafka = lazy
+        self.kafka: DriverKafka = kafka
         self._groups = groups
         self.registry_reader = registry_reader
         self.topology_id = topology_id or topology_instance_id(job)
@@ -112,13 +132,20 @@ class Runtime:
     # --- offset stores ------------------------------------------------------------------
 
     @property
-    def store(self) -> Any:
+    def store(self) -> DocumentStore:
         """The ZooKeeper document store, built on first use (a Kafka-store job that
-        never reads documents needs no ZooKeeper)."""
+        never reads documents needs no ZooKeeper). The choice of store is made here:
+        a job moved from Trident reads Trident's state where it has no document."""
         if self._store is None:
-            from storm_kafka_compat.offsets.zkstore import ZkStateStore
-            self._store = ZkStateStore.from_config(self.job.spout, self.job.topology)
-            self._owns.append(self._store)
+            if self.job.topology.trident_tx_state_id:
+                from storm_kafka_compat.trident.store import TridentStateStore
+                store: DocumentStore = TridentStateStore.for_job(self.job.spout,
+                                                                 self.job.topology)
+            else:
+                from storm_kafka_compat.offsets.zkstore import ZkStateStore
+                store = ZkStateStore.from_config(self.job.spout, self.job.topology)
+            self._store = store
+            self._owns.append(store)
         return self._store
 
     @property
@@ -130,9 +157,11 @@ class Runtime:
     @property
     def group_id(self) -> Optional[str]:
         """``kafkaSpout.groupId`` of a Kafka-store job, else None."""
-        return str(self.job.kafka_spout.group_id) if self.kafka_store else None
+        if not self.kafka_store or self.job.kafka_spout is None:
+            return None
+        return str(self.job.kafka_spout.group_id)
 
-    def group_offsets(self) -> Any:
+    def group_offsets(self) -> GroupStore:
         """The consumer group's offset store (built on first use).
 
         Raises
@@ -140,24 +169,25 @@ class Runtime:
         ConfigError
             The job keeps its offsets in ZooKeeper.
         """
-        if not self.kafka_store:
+        config = self.job.kafka_spout
+        if not self.kafka_store or config is None:
             raise ConfigError("this CONFIG keeps its offsets in ZooKeeper; the Kafka group "
                               "store needs a kafkaSpout section with offsetStore: kafka",
                               key="kafkaSpout.offsetStore", value=None)
         if self._groups is None:
             from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-            config = self.job.kafka_spout
-            self._groups = KafkaGroupOffsets(list(config.bootstrap_servers),
-                                             str(config.group_id),
-                                             self.job.kafka_settings.for_kafka_python())
-            self._owns.append(self._groups)
+            groups = KafkaGroupOffsets(list(config.bootstrap_servers), str(config.group_id),
+                                       self.job.kafka_settings.for_kafka_python())
+            self._groups = groups
+            self._owns.append(groups)
         return self._groups
 
     def location(self, info: PartitionInfo) -> str:
         """Where ``info``'s position is kept: its document path, or
         ``<group>:<topic>-<partition>`` for a Kafka-store job."""
-        if self.kafka_store:
-            return f"{self.group_id}:{info.topic}-{info.partition}"
+        if self.group_id is not None:
+            from storm_kafka_compat.spout.client.spout import group_location
+            return group_location(self.group_id, info.key)
         return zk_path_for(self.job, info)
 
     def zk_path(self, info: PartitionInfo) -> str:
@@ -189,16 +219,22 @@ class Runtime:
 
     # --- the spout -----------------------------------------------------------------------
 
-    def spout(self, *, clock: Optional[Callable[[], int]] = None, task_index: int = 0,
-              total_tasks: int = 1) -> Any:
-        """The driver-side spout the config calls for: storm-kafka-client's commit
-        policy for a Kafka-store job, storm-kafka's otherwise."""
+    def policy(self, *, task_index: int = 0) -> OffsetPolicy:
+        """The offset policy the config calls for: storm-kafka-client's consumer-group
+        commits for a Kafka-store job, storm-kafka's documents otherwise."""
         if self.kafka_store:
-            from storm_kafka_compat.spout.client.spout import client_spout
-            return client_spout(self, clock=clock, task_index=task_index,
-                                total_tasks=total_tasks)
-        from storm_kafka_compat.spout.legacy import legacy_spout
-        return legacy_spout(self, clock=clock, task_index=task_index, total_tasks=total_tasks)
+            from storm_kafka_compat.spout.client.spout import GroupCommits
+            return GroupCommits(self.job, self.group_offsets, self.kafka, self.topology_id,
+                                task_index=task_index)
+        from storm_kafka_compat.spout.legacy import ZkDocuments
+        return ZkDocuments(self.job, self.store, self.kafka, self.topology_id)
+
+    def spout(self, *, clock: Optional[Clock] = None, task_index: int = 0,
+              total_tasks: int = 1) -> Spout:
+        """The driver-side spout: this task's share of the discovery's partitions, with
+        the offset policy the config calls for (:meth:`policy`)."""
+        return Spout(self.job, self.kafka, self.discovery(), self.policy(task_index=task_index),
+                     clock=clock, task_index=task_index, total_tasks=total_tasks)
 
     # --- lifetime ----------------------------------------------------------------------------
 

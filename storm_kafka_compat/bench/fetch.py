@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from storm_kafka_compat.config import SpoutConfig
 from storm_kafka_compat.kafka.settings import KafkaSettings
@@ -78,7 +78,8 @@ def raw_confluent(bootstrap: str, topic: str, partitions: int, expected: int, *,
             if clock() > deadline:
                 raise TimeoutError(f"confluent-kafka read {seen} of {expected} messages of "
                                    f"{topic!r} in {timeout_s} s")
-            for m in consumer.consume(min(POLL_RECORDS, expected - seen), 1.0):
+            batch: List[Any] = consumer.consume(min(POLL_RECORDS, expected - seen), 1.0)
+            for m in batch:
                 if m.error() is None:
                     seen += 1
                     payload += len(m.value())

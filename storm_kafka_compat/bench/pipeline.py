@@ -2,10 +2,10 @@
 
 The real :class:`~storm_kafka_compat.engine.driver.Pipeline` runs on Spark
 (``local[2]``) with StaticHosts and ZooKeeper offsets until it has caught up.
-Its batch executor is the driver's own Spark call, wrapped to note when each
-batch ends, so the rate is taken from the first plan to the end of the last
-batch that brought data (the final empty fetch that detects "caught up" and
-the shutdown commit are left out; periodic commits are in).
+Its runner is the pipeline's own Spark runner, wrapped to note when each batch
+ends, so the rate is taken from the first plan to the end of the last batch
+that brought data (the final empty fetch that detects "caught up" and the
+shutdown commit are left out; periodic commits are in).
 
 Warm-up: before the measured run, the same backend runs one full pipeline over
 a small warm-up topic, so Spark's Python workers are forked, the modules
@@ -17,9 +17,14 @@ offset 0 of the main topic under its own spout id.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
-from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.config import JobConfig, job_config_from_dict
+from storm_kafka_compat.engine.runner import SparkRunner
+from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def noop_bolt(t: Any) -> None:
@@ -30,7 +35,7 @@ def noop_bolt(t: Any) -> None:
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
               bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
-              scheme: str = "string", trigger_interval_ms: Optional[int] = None) -> Any:
+              scheme: str = "string", trigger_interval_ms: Optional[int] = None) -> JobConfig:
     """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt);
     ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``);
     ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default)."""
@@ -47,35 +52,33 @@ def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spou
     })
 
 
-class _TimedExecutor:
-    """The driver's Spark execution, noting when batches with data end."""
+class _TimedRunner(SparkRunner):
+    """The pipeline's Spark runner, noting when batches with data end."""
 
-    def __init__(self, spark: Any, clock: Callable[[], float]) -> None:
-        self.spark = spark
+    def __init__(self, spark: "SparkSession", clock: Callable[[], float]) -> None:
+        super().__init__(lambda: spark)
         self.clock = clock
         self.started: float = 0.0
         self.last_data: float = 0.0
         self.batches: List[Dict[str, Any]] = []
 
-    def __call__(self, specs: List[Any]) -> List[Any]:
-        from storm_kafka_compat.engine.executor import run_tasks
+    def run(self, plan: BatchPlan) -> BatchResult:
         t0 = self.clock()
         if not self.started:
             self.started = t0
-        sc = self.spark.sparkContext
-        slices = min(len(specs), sc.defaultParallelism)
-        results = sc.parallelize(specs, slices).mapPartitions(run_tasks).collect()
+        result = super().run(plan)
         t1 = self.clock()
-        taken = sum(e - s for r in results for s, e in r.taken)
-        failed = [r.error_message for r in results if r.error in ("failed_fetch", "out_of_range")]
-        broken = [r.error_message for r in results if r.error in ("bolt_error", "client_error")]
-        self.batches.append({"seconds": t1 - t0, "taken": taken, "failed_fetches": len(failed)})
+        taken = sum(r.taken_count for r in result)
+        failures = [r.failure for r in result if r.failure is not None]
+        broken = [f.message for f in failures if f.kind.task_error]
+        self.batches.append({"seconds": t1 - t0, "taken": taken,
+                             "failed_fetches": len(failures) - len(broken)})
         if broken:
             raise RuntimeError(f"benchmark batch failed: {broken[0]}")
         # a failed fetch is retried by the driver, as in production; it is counted
         if taken:
             self.last_data = t1
-        return results
+        return result
 
 
 def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
@@ -98,8 +101,8 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
                     spout_id=spout_id, backend=backend, kafka=kafka,
                     trigger_interval_ms=trigger_interval_ms)
-    timed = _TimedExecutor(spark, clock)
-    pipe = Pipeline(job, spark=spark, executor=timed)
+    timed = _TimedRunner(spark, clock)
+    pipe = Pipeline(job, spark=spark, runner=timed)
     t0 = clock()
     summary = pipe.run(RunOptions(until_caught_up=True))
     run_s = clock() - t0

@@ -58,7 +58,8 @@ def _read_confluent(bootstrap: str, topic: str, partition: int, end: int,
         consumer.assign([TopicPartition(topic, partition, 0)])
         seen = position = 0
         while position < end:
-            for m in consumer.consume(min(POLL_RECORDS, end - position), 1.0):
+            batch: List[Any] = consumer.consume(min(POLL_RECORDS, end - position), 1.0)
+            for m in batch:
                 if m.error() is None:
                     seen += handle(m.value())
                     position = m.offset() + 1

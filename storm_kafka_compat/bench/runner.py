@@ -27,10 +27,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
+from storm_kafka_compat.embedded import EmbeddedServers, missing_kafka09, spark_cluster
+from storm_kafka_compat.kafka.settings import KafkaSettings, kafka_settings_from_dict
 
 log = logging.getLogger(__name__)
 
-BROKERS = ("kafka09", "tansu")
 TOPIC = "skc-bench"
 WARMUP_TOPIC = "skc-bench-warmup"
 LATENCY_TOPIC = "skc-bench-latency"
@@ -182,79 +183,19 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
     return as_dict
 
 
-class _Servers:
-    """ZooKeeper and the broker the figures run on, with the ``kafka`` settings
-    (the brokers' ``api_version``) every client needs."""
-
-    def __init__(self, broker: str, base: str) -> None:
-        from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
-        from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
-        self.name = broker
-        self.kafka: Dict[str, Any] = {}
-        if broker == "kafka09":
-            from storm_kafka_compat.servers.kafka import KafkaCluster
-            self.cluster: Any = KafkaCluster(1, base)
-            self.zk = self.cluster.zookeeper
-            self.kafka = {"api_version": "0.9"}
-        else:
-            from storm_kafka_compat.servers.tansu import EmbeddedTansu
-            self.cluster = EmbeddedTansu()
-            self.zk = EmbeddedZooKeeper(base_dir=base)
-        self.settings = kafka_settings_from_dict(self.kafka)
-
-    def __enter__(self) -> "_Servers":
-        if self.name == "kafka09":
-            self.cluster.start()
-        else:
-            self.zk.start()
-            self.cluster.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.name == "kafka09":
-            self.cluster.close()
-        else:
-            self.cluster.close()
-            self.zk.cleanup()
-
-    @property
-    def bootstrap(self) -> str:
-        return str(self.cluster.bootstrap)
-
-    def describe(self) -> str:
-        if self.name == "kafka09":
-            b = self.cluster.brokers[0]
-            return (f"ZooKeeper {self.zk.connect_string} (pid {self.zk.pid}), Apache Kafka "
-                    f"0.9.0.1 {b.bootstrap} (pid {b.pid})")
-        return (f"ZooKeeper {self.zk.connect_string} (pid {self.zk.pid}), tansu "
-                f"{self.cluster.bootstrap} (pid {self.cluster.pid})")
-
-    def create(self, topic: str, partitions: int) -> None:
-        if self.name == "kafka09":
-            self.cluster.create_topic(topic, partitions)
-        else:
-            from storm_kafka_compat.servers.tansu import create_topic
-            create_topic(self.bootstrap, topic, partitions)
-
-    def produce(self, topic: str, messages: Any) -> int:
-        """A batching producer on Kafka; one record per batch on tansu (its high
-        watermark is wrong otherwise)."""
-        if self.name == "kafka09":
-            from storm_kafka_compat.servers.kafka_clients import produce
-            return produce(self.bootstrap, topic, messages)
-        from storm_kafka_compat.servers.tansu import produce_exact
-        return produce_exact(self.bootstrap, topic, messages)
-
-
-def _servers(options: BenchOptions, base: str, report: _Report) -> _Servers:
+def _servers(options: BenchOptions, base: str, report: _Report) -> EmbeddedServers:
     broker = options.broker
     if broker == "kafka09":
-        from storm_kafka_compat.servers.kafka_package import missing_prerequisite
-        reason = missing_prerequisite()
+        reason = missing_kafka09()
         if reason:
             report.skipped.append(f"kafka09: {reason}; measured on tansu instead")
             broker = "tansu"
-    return _Servers(broker, base)
+    return EmbeddedServers(broker, base)
+
+
+def _settings(servers: EmbeddedServers) -> KafkaSettings:
+    """The client settings every client of the servers' broker needs (``api_version``)."""
+    return kafka_settings_from_dict(servers.kafka)
 
 
 def _with_servers(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
@@ -281,14 +222,14 @@ def _with_servers(options: BenchOptions, backends: List[str], report: _Report, s
                 log_line(f"raw single-consumer fetch: {backend} (round {round_ + 1})")
                 raw = raw_confluent if backend == "confluent" else raw_kafka_python
                 raw_runs[backend].append(raw(servers.bootstrap, TOPIC, p, n,
-                                             settings=servers.settings))
+                                             settings=_settings(servers)))
         for backend in backends:
             report.fetch["raw"][backend] = summarize(raw_runs[backend])
         spout = SpoutConfig(hosts=StaticHosts({}), topic=TOPIC, zk_root="/skc-bench", id="x")
         for backend in backends:
             log_line(f"adapter fetch, one thread: {backend}")
             report.fetch["adapter"][backend] = access_rate(backend, servers.bootstrap, spout, p,
-                                                           n, settings=servers.settings)
+                                                           n, settings=_settings(servers))
 
         for count in options.zk_partitions:
             log_line(f"ZooKeeper commits: {count:,} partitions")
@@ -303,7 +244,7 @@ def _with_servers(options: BenchOptions, backends: List[str], report: _Report, s
 
 
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
-               servers: _Servers, log_line: Callable[[str], None]) -> None:
+               servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.latency import latency_run
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import plain_rate
@@ -332,7 +273,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
         pipe_runs: Dict[str, List[Dict[str, Any]]] = {b: [] for b in backends}
         warm_s: Dict[str, float] = {}
         for backend in backends:
-            client = servers.settings.for_backend(backend)
+            client = _settings(servers).for_backend(backend)
             log_line(f"warm-up: {backend} (plain job and pipeline)")
             plain_rate(spark, backend=backend, bootstrap=bootstrap, topic=WARMUP_TOPIC,
                        ends=warm_ends, client=client)
@@ -344,7 +285,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
             warm_s[backend] = warm["run_seconds"]
         for round_ in range(options.repeat):
             for backend in backends:
-                client = servers.settings.for_backend(backend)
+                client = _settings(servers).for_backend(backend)
                 log_line(f"plain PySpark job: {backend}, {n:,} messages (round {round_ + 1})")
                 plain_runs[backend].append(plain_rate(
                     spark, backend=backend, bootstrap=bootstrap, topic=TOPIC, ends=ends,
@@ -373,14 +314,14 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                 report.latency[backend] = latency_run(
                     spark, job=job, bootstrap=bootstrap, topic=topic, partitions=p, rate=rate,
                     seconds=options.latency_seconds, size=options.size,
-                    client=servers.settings.for_kafka_python())
+                    client=_settings(servers).for_kafka_python())
     finally:
         if owned:
             spark.stop()
 
 
 def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Report,
-                       servers: _Servers, log_line: Callable[[str], None]) -> None:
+                       servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     """The pipeline on a standalone cluster beside local[2]: same topic, same rounds.
     The executors use this interpreter (the workers run on this machine)."""
     from pyspark.sql import SparkSession
@@ -388,14 +329,13 @@ def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Repo
     from storm_kafka_compat.bench.pipeline import pipeline_rate
     from storm_kafka_compat.config import SparkConfig
     from storm_kafka_compat.engine.spark import get_spark
-    from storm_kafka_compat.servers.spark_cluster import SparkCluster
 
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
     p, n = options.partitions, options.messages
     trigger = options.trigger_interval_ms
-    with SparkCluster(options.spark_cluster) as cluster:
+    with spark_cluster(options.spark_cluster) as cluster:
         log_line(f"standalone cluster {cluster.master_url}: {options.spark_cluster} workers "
                  "of 1 core")
         spark = get_spark(SparkConfig(master=cluster.master_url,

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING, Iterable, Set
+from typing import TYPE_CHECKING, Iterable, Optional, Set
 
-if TYPE_CHECKING:                                      # pragma: no cover
+if TYPE_CHECKING:
+    from rich.status import Status
+
     from storm_kafka_compat.config import JobConfig
 
 #: libraries whose logs go through our handler from -v on
@@ -121,7 +123,7 @@ class ProgressPrinter:
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
-        self._status = None
+        self._status: Optional["Status"] = None
         self.last: str = ""
 
     def __call__(self, line: str) -> None:

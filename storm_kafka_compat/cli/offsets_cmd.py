@@ -15,7 +15,7 @@ group; ``reset`` refuses it and prints the equivalent ``kafka-consumer-groups
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 import click
 
@@ -228,10 +228,11 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
         raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset N, "
                                "--to-datetime T, --shift-by N")
     name, raw = chosen[0]
-    value = parse_datetime(raw) if name == "datetime" else raw
+    value = parse_datetime(str(raw)) if name == "datetime" else cast(Optional[int], raw)
     spec = ResetSpec(name, value)
     job = load_config(config_path)
     if job.uses_kafka_offsets:
+        assert job.kafka_spout is not None
         raise ConfigError(
             f"offsets reset writes the spout's ZooKeeper documents, but {config_path} keeps its "
             f"offsets in Kafka consumer group {job.kafka_spout.group_id!r} (kafkaSpout."
@@ -265,6 +266,7 @@ def _kcg_topics(job: JobConfig, partitions: Optional[str]) -> str:
     """``--topic``/``--all-topics`` arguments of kafka-consumer-groups for the
     subscription and a ``--partitions`` list (``T:0,1,2``: no ranges there)."""
     config = job.kafka_spout
+    assert config is not None
     topics = list(config.topics or ())
     if not topics:  # a pattern subscription
         return "--all-topics"
@@ -294,6 +296,7 @@ def kafka_consumer_groups_reset(job: JobConfig, mode: str, value: Optional[int],
     ``offsets reset`` of a Kafka-store CONFIG."""
     from datetime import datetime, timezone
     config = job.kafka_spout
+    assert config is not None
     if mode == "datetime":
         assert value is not None
         when = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
@@ -334,8 +337,8 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
     refused; offsets outside the log are skipped with the reason.
     """
     from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-    from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA, execute_migrate,
-                                 kafka08_store, plan_migrate)
+    from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA,
+                                                  execute_migrate, kafka08_store, plan_migrate)
     if (to_kafka_group is None) == (from_kafka_group is None):
         raise click.UsageError("give exactly one of --to-kafka-group GROUP or "
                                "--from-kafka-group GROUP")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
 import click
 
@@ -13,11 +13,14 @@ from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.cli.console import ProgressPrinter, load_config
 from storm_kafka_compat.cli.render import as_json, err, table
 
+if TYPE_CHECKING:
+    from storm_kafka_compat.engine.report import RunSummary
+
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
                    "FAILED", "GIVEN-UP", "LOST", "COMMITTED")
 
 
-def summary_rows(summary: Any) -> list:
+def summary_rows(summary: "RunSummary") -> List[Dict[str, Any]]:
     return [{"TOPIC": p.topic, "PARTITION": p.partition, "DECISION": p.decision,
              "RESUMED-FROM": p.resumed_from, "PROCESSED": p.processed, "ACKED": p.acked,
              "FAILED": p.failed, "GIVEN-UP": p.given_up, "LOST": p.lost,
@@ -101,11 +104,8 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
                                f"{total_tasks} (indexes start at 0)")
     # the spout task this application is: partitions L[task_index::total_tasks]; the
     # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
+    # and the pipeline its runner (dataframe: -> the DataFrame mode)
     extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks}
-    if job.dataframe is not None:
-        # DataFrame mode: each batch goes to the function as one DataFrame
-        from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
-        extra["executor"] = DataFrameExecutor.from_config(job)
     if spark_ui:
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(

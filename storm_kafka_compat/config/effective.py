@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 
 from storm_kafka_compat.config.model import (BrokerHosts, JobConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig, ZkHosts)
-from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS, _SECRET_WORDS
+from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS, SECRET_WORDS
 
 
 # --- effective config -------------------------------------------------------------
@@ -17,7 +17,7 @@ from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS
 def is_secret_key(key: str) -> bool:
     """True if a settings key names a secret (password, JAAS config, token...)."""
     low = key.lower()
-    return any(word in low for word in _SECRET_WORDS)
+    return any(word in low for word in SECRET_WORDS)
 
 
 def secret_values(settings: Mapping[str, Any]) -> List[str]:

@@ -17,11 +17,11 @@ from storm_kafka_compat.config.model import (LONG_MAX, REQUIRED, SCHEME_NAMES, S
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALLABLE_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*:{_IDENT}(\.{_IDENT})*$")
-_DOTTED_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})+$")
+DOTTED_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})+$")
 
 #: placeholder shown instead of secrets by :func:`effective_config`
 MASK = "***"
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "auth.payload",
+SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "auth.payload",
                  "sasl_plain_password", "private")
 
 
@@ -35,7 +35,7 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return type(value).__name__
 
 
@@ -83,8 +83,8 @@ class FieldSpec:
             if f.name == self.attr:
                 if f.default is not MISSING:
                     return f.default
-                if f.default_factory is not MISSING:  # type: ignore[misc]
-                    return f.default_factory()  # type: ignore[misc]
+                if f.default_factory is not MISSING:
+                    return f.default_factory()
                 return REQUIRED
         raise AttributeError(self.attr)  # pragma: no cover - table/dataclass mismatch
 
@@ -230,14 +230,14 @@ def _lookup(specs: Iterable[FieldSpec]) -> Dict[str, FieldSpec]:
     return out
 
 
-_SPOUT_BY_NAME = _lookup(SPOUT_FIELDS)
-_TOPOLOGY_BY_NAME = _lookup(TOPOLOGY_FIELDS)
+SPOUT_BY_NAME = _lookup(SPOUT_FIELDS)
+TOPOLOGY_BY_NAME = _lookup(TOPOLOGY_FIELDS)
 
 
 # --- small checkers -----------------------------------------------------------
 
 
-def _unknown_key(section: str, key: Any, valid: Sequence[str]) -> ConfigError:
+def unknown_key(section: str, key: Any, valid: Sequence[str]) -> ConfigError:
     """A ConfigError for an unknown key, suggesting the closest valid name."""
     text = str(key)
     dotted = f"{section}.{text}" if section else text
@@ -249,10 +249,10 @@ def _unknown_key(section: str, key: Any, valid: Sequence[str]) -> ConfigError:
         key=dotted, value=key, allowed=valid)
 
 
-def _require_mapping(value: Any, key: str) -> Mapping[str, Any]:
+def require_mapping(value: Any, key: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{key} must be a mapping of keys to values, got {value!r} "
-                          f"({_type_name(value)}); write it as '{key}:' followed by indented "
+                          f"({type_name(value)}); write it as '{key}:' followed by indented "
                           f"'name: value' lines.", key=key, value=value)
     for k in value:
         if not isinstance(k, str) and not (key.endswith("static") and isinstance(k, int)):
@@ -261,10 +261,10 @@ def _require_mapping(value: Any, key: str) -> Mapping[str, Any]:
     return value
 
 
-def _check_int(value: Any, key: str, *, lo: Optional[int] = None, hi: int = LONG_MAX,
+def check_int(value: Any, key: str, *, lo: Optional[int] = None, hi: int = LONG_MAX,
                what: str = "an integer") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key} must be {what}, got {value!r} ({_type_name(value)}); "
+        raise ConfigError(f"{key} must be {what}, got {value!r} ({type_name(value)}); "
                           f"write a whole number without quotes.", key=key, value=value)
     if lo is not None and value < lo:
         raise ConfigError(f"{key} must be >= {lo}, got {value}; use a value of at least {lo}.",
@@ -275,16 +275,16 @@ def _check_int(value: Any, key: str, *, lo: Optional[int] = None, hi: int = LONG
     return value
 
 
-def _check_bool(value: Any, key: str) -> bool:
+def check_bool(value: Any, key: str) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, got {value!r} ({_type_name(value)}).",
+        raise ConfigError(f"{key} must be true or false, got {value!r} ({type_name(value)}).",
                           key=key, value=value, allowed=("true", "false"))
     return value
 
 
-def _check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
+def check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
     if not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r} ({_type_name(value)}); "
+        raise ConfigError(f"{key} must be a string, got {value!r} ({type_name(value)}); "
                           f"quote the value.", key=key, value=value)
     if not empty_ok and not value.strip():
         raise ConfigError(f"{key} must not be empty; give a non-empty string.",
@@ -292,7 +292,7 @@ def _check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
     return value
 
 
-def _check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str, ...]:
+def check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str, ...]:
     """A list of non-empty strings; a comma-separated string is split."""
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
@@ -301,12 +301,12 @@ def _check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str
                           key=key, value=value)
     out = []
     for i, item in enumerate(value):
-        out.append(_check_str(item, f"{key}[{i}]", empty_ok=False).strip())
+        out.append(check_str(item, f"{key}[{i}]", empty_ok=False).strip())
     return tuple(out)
 
 
-def _check_zk_path(value: Any, key: str, *, empty_ok: bool) -> str:
-    path = _check_str(value, key)
+def check_zk_path(value: Any, key: str, *, empty_ok: bool) -> str:
+    path = check_str(value, key)
     if path == "" and empty_ok:
         return path
     if not path.startswith("/") or (len(path) > 1 and path.endswith("/")) or path == "/" \

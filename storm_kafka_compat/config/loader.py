@@ -13,11 +13,11 @@ import yaml
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.model import (BootstrapHosts, JobConfig, SparkConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig)
-from storm_kafka_compat.config.fields import SPOUT_FIELDS, TOP_LEVEL_KEYS, _type_name, _unknown_key
-from storm_kafka_compat.config.sections import (_kafka_bolts_inherit, _kafka_settings,
-                                                _topology_spec, check_bolt_ref, hosts_from_dict,
+from storm_kafka_compat.config.fields import SPOUT_FIELDS, TOP_LEVEL_KEYS, type_name, unknown_key
+from storm_kafka_compat.config.sections import (check_bolt_ref, hosts_from_dict,
+                                                kafka_bolts_inherit, kafka_settings_section,
                                                 spark_config_from_dict, spout_config_from_dict,
-                                                topology_config_from_dict)
+                                                topology_config_from_dict, topology_spec_section)
 
 
 # --- placeholders left by Flux ------------------------------------------------------------
@@ -81,11 +81,11 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
     """
     if not isinstance(d, Mapping):
         raise ConfigError(f"the config must be a mapping with sections "
-                          f"{', '.join(TOP_LEVEL_KEYS)}, got {_type_name(d)}.", key="",
+                          f"{', '.join(TOP_LEVEL_KEYS)}, got {type_name(d)}.", key="",
                           value=d, allowed=TOP_LEVEL_KEYS)
     for k in d:
         if k not in TOP_LEVEL_KEYS:
-            raise _unknown_key("", k, TOP_LEVEL_KEYS)
+            raise unknown_key("", k, TOP_LEVEL_KEYS)
     _reject_placeholders(d)
     client_section = d.get("kafkaSpout")
     if client_section is not None:
@@ -100,15 +100,15 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
         client_section.get("offsetStore", "kafka")) == "kafka"
     spout = spout_config_from_dict(d["spout"], hosts=hosts, documents=not kafka_store)
     topology = topology_config_from_dict(d["topology"])
-    spec = _topology_spec(d["topology"], "topology")
+    spec = topology_spec_section(d["topology"], "topology")
     spark = spark_config_from_dict(d["spark"]) if d.get("spark") is not None else SparkConfig()
     bolt = check_bolt_ref(d["bolt"]) if d.get("bolt") is not None else None
     if bolt is not None and spec is not None:
         raise ConfigError("both 'bolt' and 'topology.bolts' are given; use 'bolt' for a single "
                           "bolt or 'topology.bolts' for a topology, not both.", key="bolt",
                           value=bolt)
-    kafka = _kafka_settings(d["kafka"]) if d.get("kafka") is not None else {}
-    spec = _kafka_bolts_inherit(spec, kafka)
+    kafka = kafka_settings_section(d["kafka"]) if d.get("kafka") is not None else {}
+    spec = kafka_bolts_inherit(spec, kafka)
     dataframe = check_bolt_ref(d["dataframe"], "dataframe") if d.get("dataframe") is not None \
         else None
     if dataframe is not None and (bolt is not None or spec is not None):
@@ -200,7 +200,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode,
     loader.flatten_mapping(node)
     seen: Dict[Any, Any] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
         except TypeError:  # unhashable key: let the base constructor complain

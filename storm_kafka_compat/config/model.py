@@ -99,7 +99,8 @@ class SpoutConfig:
     ignore_zk_offsets: bool = False                      # ignoreZkOffsets (0.9.x: forceFromStart)
     start_offset_time: int = EARLIEST_TIME               # startOffsetTime (-2, -1 or epoch ms)
     max_offset_behind: int = LONG_MAX                    # maxOffsetBehind
-    use_start_offset_time_if_offset_out_of_range: bool = True  # useStartOffsetTimeIfOffsetOutOfRange
+    # useStartOffsetTimeIfOffsetOutOfRange
+    use_start_offset_time_if_offset_out_of_range: bool = True
     metrics_time_bucket_size_in_secs: int = 60          # metricsTimeBucketSizeInSecs
     zk_servers: Optional[Tuple[str, ...]] = None         # zkServers (None: storm.zookeeper.servers)
     zk_port: Optional[int] = None                        # zkPort (None: storm.zookeeper.port)

@@ -16,11 +16,11 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
                                              StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
 from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, FieldSpec, HOSTS_KEYS,
                                               MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
-                                              SPOUT_FIELDS, TOPOLOGY_FIELDS, _DOTTED_RE,
-                                              _SPOUT_BY_NAME, _TOPOLOGY_BY_NAME, _check_bool,
-                                              _check_int, _check_str, _check_str_list,
-                                              _check_zk_path, _require_mapping, _type_name,
-                                              _unknown_key, is_callable_ref,
+                                              SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
+                                              SPOUT_BY_NAME, TOPOLOGY_BY_NAME, check_bool,
+                                              check_int, check_str, check_str_list,
+                                              check_zk_path, require_mapping, type_name,
+                                              unknown_key, is_callable_ref,
                                               parse_interval_ms)
 
 
@@ -34,18 +34,18 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
                                   "maxPendingPerPartition"):
         return None
     if name in ("topic", "id"):
-        text = _check_str(value, key, empty_ok=False)
+        text = check_str(value, key, empty_ok=False)
         if name == "id" and "/" in text:
             raise ConfigError(f"{key} {text!r} must be one ZooKeeper path segment without '/'; "
                               f"use {text.replace('/', '-')!r} or move the prefix into zkRoot.",
                               key=key, value=text)
         return text
     if name == "zkRoot":
-        return _check_zk_path(value, key, empty_ok=True)
+        return check_zk_path(value, key, empty_ok=True)
     if name in ("clientId", "outputStreamId"):
-        return _check_str(value, key)
+        return check_str(value, key)
     if name == "scheme":
-        text = _check_str(value, key)
+        text = check_str(value, key)
         if text in STORM_SCHEME_CLASSES:
             return STORM_SCHEME_CLASSES[text]
         if text not in SCHEME_NAMES and not is_callable_ref(text):
@@ -56,29 +56,29 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
                               key=key, value=text, allowed=SCHEME_NAMES)
         return text
     if name == "failedMsgRetryManagerClass":
-        text = _check_str(value, key)
+        text = check_str(value, key)
         if text in RETRY_MANAGER_NAMES:
             return DEFAULT_RETRY_MANAGER
-        if not is_callable_ref(text) and not _DOTTED_RE.match(text):
+        if not is_callable_ref(text) and not DOTTED_RE.match(text):
             raise ConfigError(f"{key} {text!r} is not a class name; use "
                               f"{DEFAULT_RETRY_MANAGER!r} or a Python class as "
                               f"'package.module:Class'.", key=key, value=text,
                               allowed=(DEFAULT_RETRY_MANAGER, "module:callable"))
         return text
     if name == "corruptStatePolicy":
-        text = _check_str(value, key)
+        text = check_str(value, key)
         if text not in CORRUPT_STATE_POLICIES:
             raise ConfigError(f"{key} {text!r} is not a policy; use one of "
                               f"{', '.join(CORRUPT_STATE_POLICIES)}.", key=key, value=text,
                               allowed=CORRUPT_STATE_POLICIES)
         return text
     if name == "zkServers":
-        return _check_str_list(value, key)
+        return check_str_list(value, key)
     if name == "zkPort":
-        return _check_int(value, key, lo=1, hi=65535, what="a port number")
+        return check_int(value, key, lo=1, hi=65535, what="a port number")
     if name == "retryDelayMultiplier":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key} must be a number, got {value!r} ({_type_name(value)}).",
+            raise ConfigError(f"{key} must be a number, got {value!r} ({type_name(value)}).",
                               key=key, value=value)
         if not math.isfinite(value) or value <= 0:
             raise ConfigError(f"{key} must be a finite number > 0, got {value!r}; use 1.0 for "
@@ -86,21 +86,21 @@ def _check_spout_value(spec: FieldSpec, value: Any, key: str) -> Any:
                               key=key, value=value)
         return float(value)
     if spec.java_type == "boolean":
-        return _check_bool(value, key)
+        return check_bool(value, key)
     if name == "startOffsetTime":
-        v = _check_int(value, key, what="an integer (-2, -1 or epoch milliseconds)")
+        v = check_int(value, key, what="an integer (-2, -1 or epoch milliseconds)")
         if v < 0 and v not in (EARLIEST_TIME, LATEST_TIME):
             raise ConfigError(f"{key} {v} is not valid; use -2 (earliest), -1 (latest) or a "
                               f"time in epoch milliseconds (>= 0).", key=key, value=v,
                               allowed=("-2", "-1", ">= 0"))
         return v
     if name == "retryLimit":
-        return _check_int(value, key, lo=-INT_MAX - 1, hi=INT_MAX)
+        return check_int(value, key, lo=-INT_MAX - 1, hi=INT_MAX)
     hi = INT_MAX if spec.java_type == "int" else LONG_MAX
     # sizes, periods and the max-pending cap must be positive; waits and delays may be 0
     positive = name in ("fetchSizeBytes", "bufferSizeBytes", "socketTimeoutMs",
                         "metricsTimeBucketSizeInSecs", "maxPendingPerPartition")
-    return _check_int(value, key, lo=1 if positive else 0, hi=hi)
+    return check_int(value, key, lo=1 if positive else 0, hi=hi)
 
 
 def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
@@ -130,18 +130,18 @@ def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
         Unknown key, wrong type, out-of-range value, missing required field, or
         the same field given twice under different names with different values.
     """
-    _require_mapping(mapping, section)
+    require_mapping(mapping, section)
     valid = [spec.storm_name for spec in SPOUT_FIELDS] + ["forceFromStart"]
     values: Dict[str, Any] = {}
     given_as: Dict[str, str] = {}
     for raw_key, value in mapping.items():
-        spec = _SPOUT_BY_NAME.get(raw_key)
+        spec = SPOUT_BY_NAME.get(raw_key)
         if spec is None:
             if raw_key == "hosts":
                 raise ConfigError(f"{section}.hosts: hosts is a top-level section, not a spout "
                                   f"field; move it out of {section}.", key=f"{section}.hosts",
                                   value=value)
-            raise _unknown_key(section, raw_key, valid)
+            raise unknown_key(section, raw_key, valid)
         key = f"{section}.{raw_key}"
         checked = _check_spout_value(spec, value, key)
         if spec.attr in values and values[spec.attr] != checked:
@@ -152,9 +152,9 @@ def spout_config_from_dict(mapping: Mapping[str, Any], *, hosts: BrokerHosts,
         given_as[spec.attr] = raw_key
     for name in REQUIRED_SPOUT_FIELDS:
         if not documents and name in ("zkRoot", "id"):
-            values.setdefault(_SPOUT_BY_NAME[name].attr, None)
+            values.setdefault(SPOUT_BY_NAME[name].attr, None)
             continue
-        if _SPOUT_BY_NAME[name].attr not in values:
+        if SPOUT_BY_NAME[name].attr not in values:
             raise ConfigError(f"{section}.{name} is required (a SpoutConfig constructor "
                               f"argument); add it to the {section} section.",
                               key=f"{section}.{name}", value=None)
@@ -213,10 +213,10 @@ def hosts_from_dict(mapping: Mapping[str, Any], *, section: str = "hosts") -> Br
     ConfigError
         Unknown key, none or several kinds, or a malformed value.
     """
-    _require_mapping(mapping, section)
+    require_mapping(mapping, section)
     for k in mapping:
         if k not in HOSTS_KEYS:
-            raise _unknown_key(section, k, ("zk", "brokerZkPath", "refreshFreqSecs", "static",
+            raise unknown_key(section, k, ("zk", "brokerZkPath", "refreshFreqSecs", "static",
                                             "useTopicNameForPartitionPathId", "bootstrap"))
     kinds = [k for k in ("zk", "static", "bootstrap") if k in mapping]
     if len(kinds) != 1:
@@ -236,17 +236,17 @@ def hosts_from_dict(mapping: Mapping[str, Any], *, section: str = "hosts") -> Br
                               key=f"{section}.{k}", value=mapping[k],
                               allowed=sorted(allowed_extra))
     rk, refresh = _first(mapping, "refreshFreqSecs", "refresh_freq_secs")
-    refresh_secs = 60 if rk is None else _check_int(refresh, f"{section}.{rk}", lo=1,
+    refresh_secs = 60 if rk is None else check_int(refresh, f"{section}.{rk}", lo=1,
                                                     hi=INT_MAX)
     if kind == "zk":
-        connect = _check_str(mapping["zk"], f"{section}.zk", empty_ok=False).strip()
+        connect = check_str(mapping["zk"], f"{section}.zk", empty_ok=False).strip()
         split_chroot(connect)
         pk, path = _first(mapping, "brokerZkPath", "broker_zk_path")
-        broker_path = "/brokers" if pk is None else _check_zk_path(path, f"{section}.{pk}",
+        broker_path = "/brokers" if pk is None else check_zk_path(path, f"{section}.{pk}",
                                                                    empty_ok=False)
         return ZkHosts(connect, broker_path, refresh_secs)
     if kind == "static":
-        table = _require_mapping(mapping["static"], f"{section}.static")
+        table = require_mapping(mapping["static"], f"{section}.static")
         if not table:
             raise ConfigError(f"{section}.static is empty; map each partition number to its "
                               f"leader, e.g. {{0: 'kafka1:9092'}}.", key=f"{section}.static",
@@ -264,9 +264,9 @@ def hosts_from_dict(mapping: Mapping[str, Any], *, section: str = "hosts") -> Br
             partitions[num] = _broker(addr, pkey)
         uk, use = _first(mapping, "useTopicNameForPartitionPathId",
                          "use_topic_name_for_partition_path_id")
-        use_topic = False if uk is None else _check_bool(use, f"{section}.{uk}")
+        use_topic = False if uk is None else check_bool(use, f"{section}.{uk}")
         return StaticHosts(dict(sorted(partitions.items())), use_topic)
-    servers = _check_str_list(mapping["bootstrap"], f"{section}.bootstrap")
+    servers = check_str_list(mapping["bootstrap"], f"{section}.bootstrap")
     for i, s in enumerate(servers):
         _broker(s, f"{section}.bootstrap[{i}]")
     return BootstrapHosts(servers, refresh_secs)
@@ -274,10 +274,10 @@ def hosts_from_dict(mapping: Mapping[str, Any], *, section: str = "hosts") -> Br
 
 def _broker(addr: Any, key: str) -> Broker:
     if isinstance(addr, Mapping):
-        host = _check_str(addr.get("host"), f"{key}.host", empty_ok=False)
-        port = _check_int(addr.get("port", 9092), f"{key}.port", lo=1, hi=65535)
+        host = check_str(addr.get("host"), f"{key}.host", empty_ok=False)
+        port = check_int(addr.get("port", 9092), f"{key}.port", lo=1, hi=65535)
         return Broker(host, port)
-    text = _check_str(addr, key, empty_ok=False).strip()
+    text = check_str(addr, key, empty_ok=False).strip()
     try:
         broker = Broker.from_string(text)
     except ValueError:
@@ -295,22 +295,22 @@ def _broker(addr: Any, key: str) -> Broker:
 def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
     attr = spec.attr
     if attr == "name":
-        return _check_str(value, key, empty_ok=False)
+        return check_str(value, key, empty_ok=False)
     if attr == "id":
-        return None if value is None else _check_str(value, key, empty_ok=False)
+        return None if value is None else check_str(value, key, empty_ok=False)
     if attr in ("trident_tx_state_id", "transactional_root"):
-        return None if value is None else _check_str(value, key, empty_ok=False)
+        return None if value is None else check_str(value, key, empty_ok=False)
     if attr == "wildcard_match":
-        return _check_bool(value, key)
+        return check_bool(value, key)
     if attr == "zookeeper_servers":
-        return _check_str_list(value, key)
+        return check_str_list(value, key)
     if attr == "zookeeper_port":
-        return _check_int(value, key, lo=1, hi=65535, what="a port number")
+        return check_int(value, key, lo=1, hi=65535, what="a port number")
     if attr == "max_spout_pending":
-        return None if value is None else _check_int(value, key, lo=1, hi=INT_MAX)
+        return None if value is None else check_int(value, key, lo=1, hi=INT_MAX)
     if attr == "zookeeper_retry_times":
-        return _check_int(value, key, lo=0, hi=INT_MAX)
-    return _check_int(value, key, lo=1, hi=INT_MAX)  # timeouts and intervals
+        return check_int(value, key, lo=0, hi=INT_MAX)
+    return check_int(value, key, lo=1, hi=INT_MAX)  # timeouts and intervals
 
 
 def topology_config_from_dict(mapping: Mapping[str, Any], *,
@@ -329,7 +329,7 @@ def topology_config_from_dict(mapping: Mapping[str, Any], *,
     ConfigError
         Unknown key, wrong type or value, missing ``topology.name``.
     """
-    _require_mapping(mapping, section)
+    require_mapping(mapping, section)
     valid = [s.storm_name for s in TOPOLOGY_FIELDS] + ["name", "id"] + list(AUTH_KEYS) \
         + list(BOLT_TOPOLOGY_KEYS)
     values: Dict[str, Any] = {}
@@ -337,9 +337,9 @@ def topology_config_from_dict(mapping: Mapping[str, Any], *,
     for raw_key, value in mapping.items():
         if raw_key in BOLT_TOPOLOGY_KEYS or raw_key in AUTH_KEYS:
             continue
-        spec = _TOPOLOGY_BY_NAME.get(raw_key)
+        spec = TOPOLOGY_BY_NAME.get(raw_key)
         if spec is None:
-            raise _unknown_key(section, raw_key, valid)
+            raise unknown_key(section, raw_key, valid)
         key = f"{section}.{raw_key}"
         checked = _check_topology_value(spec, value, key)
         if spec.attr in values and values[spec.attr] != checked:
@@ -360,9 +360,9 @@ def _zk_auth_from_dict(mapping: Mapping[str, Any], section: str) -> Optional[ZkA
                         "storm.zookeeper.topology.auth.scheme")
     pk, payload = _first(mapping, "storm.zookeeper.auth.payload",
                          "storm.zookeeper.topology.auth.payload")
-    acl = False if "acl" not in mapping else _check_bool(mapping["acl"], f"{section}.acl")
+    acl = False if "acl" not in mapping else check_bool(mapping["acl"], f"{section}.acl")
     if sk is not None:
-        _check_str(scheme, f"{section}.{sk}")
+        check_str(scheme, f"{section}.{sk}")
         if scheme != "digest":
             raise ConfigError(f"{section}.{sk} {scheme!r} is not supported; only 'digest' "
                               f"authentication is.", key=f"{section}.{sk}", value=scheme,
@@ -373,7 +373,7 @@ def _zk_auth_from_dict(mapping: Mapping[str, Any], section: str) -> Optional[ZkA
                               f"('user:password') is given; add the credentials or drop acl.",
                               key=f"{section}.acl", value=True)
         return None
-    cred = _check_str(payload, f"{section}.{pk}")
+    cred = check_str(payload, f"{section}.{pk}")
     user, sep, _ = cred.partition(":")
     if not sep or not user:
         shown = f"{user}:{MASK}" if sep else MASK  # never echo what may be a password
@@ -391,21 +391,21 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
 
     ``conf`` values are turned into strings (booleans as ``true``/``false``).
     """
-    _require_mapping(mapping, section)
+    require_mapping(mapping, section)
     for k in mapping:
         if k not in SPARK_KEYS:
-            raise _unknown_key(section, k, ("master", "appName", "tasks", "conf", "pyFiles",
+            raise unknown_key(section, k, ("master", "appName", "tasks", "conf", "pyFiles",
                                             "triggerInterval"))
     values: Dict[str, Any] = {}
     if "master" in mapping:
-        values["master"] = _check_str(mapping["master"], f"{section}.master", empty_ok=False)
+        values["master"] = check_str(mapping["master"], f"{section}.master", empty_ok=False)
     ak, app = _first(mapping, "appName", "app_name")
     if ak is not None:
-        values["app_name"] = _check_str(app, f"{section}.{ak}", empty_ok=False)
+        values["app_name"] = check_str(app, f"{section}.{ak}", empty_ok=False)
     if mapping.get("tasks") is not None:
-        values["tasks"] = _check_int(mapping["tasks"], f"{section}.tasks", lo=1, hi=INT_MAX)
+        values["tasks"] = check_int(mapping["tasks"], f"{section}.tasks", lo=1, hi=INT_MAX)
     if mapping.get("conf") is not None:
-        conf = _require_mapping(mapping["conf"], f"{section}.conf")
+        conf = require_mapping(mapping["conf"], f"{section}.conf")
         out: Dict[str, str] = {}
         for k, v in conf.items():
             if isinstance(v, bool):
@@ -418,7 +418,7 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
         values["conf"] = out
     pk, py_files = _first(mapping, "pyFiles", "py_files")
     if pk is not None and py_files is not None:
-        values["py_files"] = _check_str_list(py_files, f"{section}.{pk}",
+        values["py_files"] = check_str_list(py_files, f"{section}.{pk}",
                                              "files, package directories or archives")
     tk, trigger = _first(mapping, "triggerInterval", "trigger_interval")
     if tk is not None and trigger is not None:
@@ -428,7 +428,7 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
 
 def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     """Validate a ``module:callable`` bolt reference and return it."""
-    text = _check_str(value, key, empty_ok=False)
+    text = check_str(value, key, empty_ok=False)
     if not is_callable_ref(text.strip()):
         raise ConfigError(f"{key} {text!r} is not 'package.module:callable'; name the module "
                           f"and the function or class, e.g. 'myjob.bolts:count_words'.",
@@ -436,7 +436,7 @@ def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     return text.strip()
 
 
-def _kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
+def kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
                          ) -> Optional[Dict[str, Any]]:
     """KafkaBolt entries without their own ``kafka`` property get the job's ``kafka``
     section (the pinned ``api_version`` above all) for their producer."""
@@ -458,7 +458,7 @@ def _storm_bolt_class(value: Any) -> bool:
     return value in STORM_KAFKA_BOLT_CLASSES
 
 
-def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[str, Any]]:
+def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[Dict[str, Any]]:
     present = {k: mapping[k] for k in BOLT_TOPOLOGY_KEYS if k in mapping}
     if not present:
         return None
@@ -477,8 +477,8 @@ def _topology_spec(mapping: Mapping[str, Any], section: str) -> Optional[Dict[st
     return dict(present)
 
 
-def _kafka_settings(value: Any, section: str = "kafka") -> Dict[str, Any]:
+def kafka_settings_section(value: Any, section: str = "kafka") -> Dict[str, Any]:
     from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
-    mapping = dict(_require_mapping(value, section))
+    mapping = dict(require_mapping(value, section))
     kafka_settings_from_dict(mapping, section)          # raises ConfigError when malformed
     return mapping

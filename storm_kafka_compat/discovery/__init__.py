@@ -9,20 +9,26 @@ with ``offsetStore: kafka``) -> :class:`TopicsDiscovery`.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+from storm_kafka_compat.kafka.client import KafkaAccess
+
+if TYPE_CHECKING:
+    from storm_kafka_compat.config import JobConfig
+    from storm_kafka_compat.discovery.zk import RegistryReader
 
 __all__ = ["Discovery", "PartitionInfo", "discovery_for"]
 
 
-def discovery_for(job: Any, kafka: Any, *, reader: Optional[Any] = None) -> Discovery:
+def discovery_for(job: "JobConfig", kafka: KafkaAccess, *,
+                  reader: Optional["RegistryReader"] = None) -> Discovery:
     """The discovery ``job`` calls for.
 
     Parameters
     ----------
     job : JobConfig
-    kafka : LazyKafka-like
+    kafka : KafkaAccess
         Metadata for the bootstrap and storm-kafka-client discoveries.
     reader : RegistryReader, optional
         For ``ZkHosts``: read the registry through this (tests) instead of a

@@ -19,11 +19,10 @@ This module is pure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 from storm_kafka_compat.config import Broker
-
-PartitionKey = Tuple[str, int]
+from storm_kafka_compat.structs import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -42,9 +41,9 @@ class PartitionInfo:
     path_topic: Optional[str] = None
 
     @property
-    def key(self) -> PartitionKey:
+    def key(self) -> TopicPartition:
         """``(topic, partition)``."""
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
 
 class Discovery:

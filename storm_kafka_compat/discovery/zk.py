@@ -184,6 +184,7 @@ class KazooRegistryReader:
     def data(self, path: str) -> Optional[bytes]:
         from kazoo.exceptions import NoNodeError
         try:
+            data: Optional[bytes]
             data, _stat = self.client.get_async(path).get(timeout=self.timeout_s)
             return data
         except NoNodeError:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import weakref
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set,
+                    Tuple, Union)
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 # --- the in-process runtime -----------------------------------------------------------
 
-class _Sink:
+class AckSink:
     """Acker messages of one stage: (root, xor) folded, failed and reset roots."""
 
     __slots__ = ("pairs", "failed", "reset")
@@ -41,10 +42,21 @@ class _Sink:
         self.reset.add(root)
 
 
-class _Dispatcher:
+class RootSink(Protocol):
+    """Where a task's acker messages go: the XOR acker of a single-stage batch
+    (:class:`~storm_kafka_compat.topology.acker.Acker`) or a stage's :class:`AckSink`."""
+
+    def ack(self, root_id: int, value: int, now_ms: Optional[int] = None) -> None: ...
+
+    def fail(self, root_id: int) -> None: ...
+
+    def reset_timeout(self, root_id: int, now_ms: int) -> None: ...
+
+
+class TaskDispatcher:
     """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
 
-    def __init__(self, runtime: "LocalRuntime", sink: Any, now_ms: int,
+    def __init__(self, runtime: "LocalRuntime", sink: RootSink, now_ms: int,
                  local: Optional[AbstractSet[str]]) -> None:
         self.runtime = runtime
         self.sink = sink
@@ -177,7 +189,7 @@ class LocalRuntime:
             for r in runners:
                 r.cleanup()
 
-    def _bind(self, dispatcher: _Dispatcher) -> None:
+    def bind(self, dispatcher: TaskDispatcher) -> None:
         for runners in self.runners.values():
             for r in runners:
                 r.collector.dispatcher = dispatcher
@@ -209,11 +221,15 @@ def runtime_for(topology: Topology, conf: Optional[Mapping[str, Any]] = None,
         return hit[1]
     rt = LocalRuntime(topology, conf, spout_fields=spout_fields)
     key = id(topology)
-    _RUNTIMES[key] = (weakref.ref(topology, lambda _r, k=key: _RUNTIMES.pop(k, None)), rt)
+
+    def forget(_ref: "weakref.ref[Topology]") -> None:
+        _RUNTIMES.pop(key, None)
+
+    _RUNTIMES[key] = (weakref.ref(topology, forget), rt)
     return rt
 
 
-def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
+def local_runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str, Any]],
              spout_fields: Optional[Sequence[str]]) -> LocalRuntime:
     if isinstance(topology, LocalRuntime):
         if spout_fields is not None:
@@ -222,7 +238,7 @@ def _runtime(topology: Union[Topology, LocalRuntime], conf: Optional[Mapping[str
     return runtime_for(topology, conf, spout_fields)
 
 
-def _diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
+def diff_counts(after: Dict[str, Dict[str, int]], before: Dict[str, Dict[str, int]]
                  ) -> Dict[str, Dict[str, int]]:
     return {c: {k: v - before.get(c, {}).get(k, 0) for k, v in d.items()}
             for c, d in after.items()}

@@ -23,16 +23,16 @@ import logging
 import random
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Tuple, Union)
+                    Tuple, Union, cast)
 
 from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
-from storm_kafka_compat.topology.schemes import Scheme
+from storm_kafka_compat.topology.schemes import MessageLike, Scheme
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
 from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple
-from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _diff_counts, _runtime
+from storm_kafka_compat.engine.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ SPOUT_COMPONENT = "spout"
 
 # --- plan and outcome -------------------------------------------------------------
 
-def as_fetch_plan(plan: Any) -> FetchPlan:
+def as_fetch_plan(plan: Union[FetchPlan, int]) -> FetchPlan:
     """The plan of a batch: a :class:`~storm_kafka_compat.spout.manager.FetchPlan`
     as the managers make it, or an int (new data from that offset)."""
     if isinstance(plan, FetchPlan):
@@ -91,16 +91,8 @@ class BatchOutcome:
     stage_counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
     incomplete: List[int] = field(default_factory=list)
 
-    @property
-    def taken_count(self) -> int:
-        return sum(e - s for s, e in self.taken)
 
-    @property
-    def acked_count(self) -> int:
-        return sum(e - s for s, e in self.acked)
-
-
-class _RangeBuilder:
+class RangeBuilder:
     """Collects ascending offsets as ranges without a per-offset list."""
 
     __slots__ = ("ranges", "unordered", "_start", "_end", "count")
@@ -168,7 +160,7 @@ class _Filter:
             self.scanned_to = top + 1 if top >= 0 else None
 
 
-def _offset_of(msg: Any) -> int:
+def _offset_of(msg: MessageLike) -> int:
     return msg.offset
 
 
@@ -198,10 +190,10 @@ def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[
     return msgs[lo:hi], msgs[-1].offset + 1
 
 
-def _taken_ranges(taken: List[Any]) -> _RangeBuilder:
+def _taken_ranges(taken: List[Any]) -> RangeBuilder:
     """The offsets of ``taken`` as ranges: one range when they are consecutive
     (the usual fetch), else offset by offset (gaps of a compacted topic)."""
-    ranges = _RangeBuilder()
+    ranges = RangeBuilder()
     if taken and taken[-1].offset - taken[0].offset + 1 == len(taken):
         ranges.ranges.append((taken[0].offset, taken[-1].offset + 1))
         ranges.count = len(taken)
@@ -231,9 +223,9 @@ def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[Lis
     return rows
 
 
-def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
+def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 messages: Iterable[Any], scheme: Scheme, plan: FetchPlan,
-                taken: _RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
+                taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
                 ) -> Tuple[int, int, Optional[str], Optional[int], int, Optional[int]]:
     """Scheme + spout emit for every taken message. Returns (skipped, emitted
     tuples, topic, partition, last taken offset, scanned_to)."""
@@ -285,7 +277,8 @@ def _emit_spout(runtime: LocalRuntime, dispatcher: _Dispatcher, spout: str,
 def process_batch(messages: Iterable[Any], *, scheme: Scheme,
                   topology: Union[Topology, LocalRuntime, None] = None,
                   bolt: Optional[Callable[[StormTuple], Any]] = None,
-                  plan_filter: Any, rng: Optional[random.Random] = None, now_ms: int = 0,
+                  plan_filter: Union[FetchPlan, int], rng: Optional[random.Random] = None,
+                  now_ms: int = 0,
                   conf: Optional[Mapping[str, Any]] = None) -> BatchOutcome:
     """Process one fetched batch of one partition in this task.
 
@@ -319,17 +312,18 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
         raise ValueError("process_batch needs exactly one of topology= or bolt=")
     if bolt is not None:
         return _process_simple(messages, scheme, bolt, plan)
-    runtime = _runtime(topology, conf, scheme.fields)
+    assert topology is not None
+    runtime = local_runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
     acker = Acker(runtime.rng)
-    dispatcher = _Dispatcher(runtime, acker, now_ms, None)
-    runtime._bind(dispatcher)
+    dispatcher = TaskDispatcher(runtime, acker, now_ms, None)
+    runtime.bind(dispatcher)
     before = runtime.counts()
-    taken = _RangeBuilder()
+    taken = RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
-    skipped, emitted, topic, partition, last, scanned = _emit_spout(
+    skipped, emitted, topic, partition, last, scanned = emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed,
         lambda root, xor, off: acker.init(root, xor, off, now_ms))
     for name in runtime.topology.order:
@@ -345,13 +339,13 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
                     "they time out on the driver unless acked", len(incomplete), topic,
                     partition)
     acker.completed()
-    counts = _diff_counts(runtime.counts(), before)
+    counts = diff_counts(runtime.counts(), before)
     counts[spout] = {"messages": taken.count, "emitted": emitted}
-    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
+    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
                     incomplete)
 
 
-def _outcome(topic: Optional[str], partition: Optional[int], taken: _RangeBuilder,
+def batch_outcome(topic: Optional[str], partition: Optional[int], taken: RangeBuilder,
              failed: List[int], skipped: int, last: int, scanned: Optional[int],
              counts: Dict[str, Dict[str, int]], incomplete: Iterable[int] = ()) -> BatchOutcome:
     taken_ranges = taken.result()
@@ -385,6 +379,7 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     if taken_msgs:
         topic, partition = taken_msgs[0].topic, taken_msgs[0].partition
     name = getattr(bolt, "__qualname__", repr(bolt))
+    t_topic, t_partition = cast(str, topic), cast(int, partition)   # set when there is a msg
     for msg in taken_msgs:
         off = msg.offset
         rows = _scheme_rows(scheme, msg, nfields)
@@ -397,7 +392,7 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
         for values in rows:
             executed += 1
             try:
-                bolt(spout_tuple(values, fields, SPOUT_COMPONENT, topic, partition, off))
+                bolt(spout_tuple(values, fields, SPOUT_COMPONENT, t_topic, t_partition, off))
             except FailedException:
                 failed.append(off)
                 break
@@ -412,4 +407,4 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     counts = {SPOUT_COMPONENT: {"messages": taken.count, "emitted": executed},
               "bolt": {"executed": executed, "emitted": 0,
                        "acked": taken.count - skipped - nfailed, "failed": nfailed}}
-    return _outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
+    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts)

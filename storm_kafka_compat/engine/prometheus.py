@@ -1,7 +1,7 @@
 """Prometheus export of the metric records (optional extra ``prometheus``).
 
 Each record the driver sends (``kafkaOffset``, ``kafkaPartition``,
-``stormKafkaCompat``; :meth:`storm_kafka_compat.engine.report.Reporting.emit_metrics`)
+``stormKafkaCompat``; :meth:`storm_kafka_compat.engine.report.Reporter.emit_metrics`)
 becomes gauges named after Storm's metric, with the Storm key split into labels:
 
 * ``kafkaOffset`` key ``<topic>/partition_<N>/<name>`` ->

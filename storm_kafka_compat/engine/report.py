@@ -7,10 +7,10 @@ messages processed in the interval and their rate; and the totals. The CLI print
 the progress line from it and serves it over HTTP (``run --status-port``;
 :mod:`.status`). The functions are pure: the samples and counters are passed in.
 
-:class:`Reporting` is the driver's side of it: the part of
-:class:`~storm_kafka_compat.engine.driver.Pipeline` that asks Kafka for the log
-ranges (backing off while lookups fail), sends the metric records with Storm's
-names (exported by :mod:`.prometheus`) and publishes the snapshot.
+:class:`Reporter` is the driver's side of it: it reads the spout's partitions and
+counts, asks Kafka for the log ranges (backing off while lookups fail), sends the
+metric records with Storm's names (exported by :mod:`.prometheus`) every
+``metricsTimeBucketSizeInSecs`` and publishes the snapshot every progress interval.
 """
 
 from __future__ import annotations
@@ -18,17 +18,22 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
                                               kafka_partition_metric)
+from storm_kafka_compat.spout.spout import Spout, SpoutCounts
+from storm_kafka_compat.spout.state import PartitionStart, PartitionState
+from storm_kafka_compat.structs import TopicPartition
 
 #: the driver loop's logger: these lines are the loop's, wherever their code lives
 log = logging.getLogger("storm_kafka_compat.engine.driver")
 
-Key = Tuple[str, int]
+#: receives each metric record
+MetricsSink = Callable[[Dict[str, Any]], None]
 
 #: first pause of the log-range lookups after one failed (ms); doubled after each
 #: failed round up to LOOKUP_PAUSE_MAX_MS
@@ -36,15 +41,17 @@ LOOKUP_PAUSE_MS = 5_000
 LOOKUP_PAUSE_MAX_MS = 60_000
 
 
-def status_snapshot(*, managers: Mapping[Key, Any], log_ends: Mapping[Key, Optional[int]],
-                    processed: Mapping[Key, int], processed_before: Mapping[Key, int],
+def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
+                    log_ends: Mapping[TopicPartition, Optional[int]],
+                    processed: Mapping[TopicPartition, int],
+                    processed_before: Mapping[TopicPartition, int],
                     interval_ms: float, batches: int, messages: int, commits: int,
                     commit_failures: int, fetch_failures: int,
                     now_s: Optional[float] = None) -> Dict[str, Any]:
     """One interval's status. ``processed``/``processed_before`` are cumulative
     messages per partition now and at the previous snapshot."""
     seconds = interval_ms / 1000.0 if interval_ms > 0 else 0.0
-    parts = []
+    parts: List[Dict[str, Any]] = []
     for key, pm in managers.items():
         log_end = log_ends.get(key)
         done = pm.last_completed_offset()
@@ -133,21 +140,24 @@ class RunSummary:
         d["partitions"] = [p.__dict__ for p in self.partitions]
         return d
 
+    def finish(self, spout: Spout, managers: Mapping[TopicPartition, PartitionState], *,
+               elapsed_s: float, stopped_by: str) -> None:
+        """The end of the run: its length, why it stopped, the spout's counts, and one
+        summary per partition that started (``managers``: those at the loop's end)."""
+        self.elapsed_s = elapsed_s
+        self.stopped_by = stopped_by
+        counts = spout.counts
+        self.partitions = partition_summaries(spout.decisions, managers, counts)
+        self.commits = counts.commits
+        self.commit_round_trips = counts.commit_round_trips
+        self.commit_failures = counts.commit_failures
+        self.fetch_failures = counts.fetch_failures
+        self.timeouts = counts.timeouts
 
-class Stats:
-    """Messages processed, acked and failed per partition over the run."""
 
-    def __init__(self) -> None:
-        self.processed: Dict[Key, int] = {}
-        self.acked: Dict[Key, int] = {}
-        self.failed: Dict[Key, int] = {}
-
-    def add(self, d: Dict[Key, int], key: Key, n: int) -> None:
-        d[key] = d.get(key, 0) + n
-
-
-def partition_summaries(decisions: Mapping[Key, Any], managers: Mapping[Key, Any],
-                        stats: Stats) -> List[PartitionSummary]:
+def partition_summaries(decisions: Mapping[TopicPartition, PartitionStart],
+                        managers: Mapping[TopicPartition, PartitionState],
+                        counts: SpoutCounts) -> List[PartitionSummary]:
     """One :class:`PartitionSummary` per partition that started in the run."""
     out = []
     for key, decision in sorted(decisions.items()):
@@ -155,8 +165,8 @@ def partition_summaries(decisions: Mapping[Key, Any], managers: Mapping[Key, Any
         out.append(PartitionSummary(
             topic=key[0], partition=key[1], location=pm.location if pm else "",
             decision=decision.decision, resumed_from=decision.start_offset,
-            processed=stats.processed.get(key, 0), acked=stats.acked.get(key, 0),
-            failed=stats.failed.get(key, 0),
+            processed=counts.processed.get(key, 0), acked=counts.acked.get(key, 0),
+            failed=counts.failed.get(key, 0),
             given_up=pm.total_given_up if pm else 0, lost=pm.total_lost if pm else 0,
             committed=pm.committed_to if pm else decision.start_offset))
     return out
@@ -164,31 +174,67 @@ def partition_summaries(decisions: Mapping[Key, Any], managers: Mapping[Key, Any
 
 # --- the driver's side -----------------------------------------------------------------------
 
-class Reporting:
-    """Metrics and status of a running :class:`~storm_kafka_compat.engine.driver.Pipeline`.
+class Reporter:
+    """Metrics and status of a running pipeline.
 
-    A base of the Pipeline: it works on the Pipeline's ``job``, ``spout``,
-    ``kafka``, ``clock``, ``metrics`` sink, ``summary`` and per-partition stats,
-    and keeps its own state (the lookup pause, the last published status), set up
-    by :meth:`_init_reporting`.
+    Parameters
+    ----------
+    job : JobConfig
+    spout : Spout
+        Whose partitions and counts are reported.
+    kafka : KafkaAccess
+        Where the log ranges are asked.
+    summary : RunSummary
+        The run's batches and messages so far.
+    clock : callable returning int ms
+    metrics : callable(dict), optional
+        Receives each metric record (Storm names) every ``metricsTimeBucketSizeInSecs``.
+    progress : callable(str), optional
+        Receives the progress line every progress interval.
     """
 
-    job: JobConfig
-    spout: Any
-    kafka: Any
-    clock: Callable[[], int]
-    metrics: Optional[Callable[[Dict[str, Any]], None]]
-    summary: RunSummary
-    _stats: Stats
-
-    def _init_reporting(self) -> None:
+    def __init__(self, job: JobConfig, spout: Spout, kafka: KafkaAccess, summary: RunSummary,
+                 *, clock: Callable[[], int], metrics: Optional[MetricsSink] = None,
+                 progress: Optional[Callable[[str], None]] = None) -> None:
+        self.job = job
+        self.spout = spout
+        self.kafka = kafka
+        self.summary = summary
+        self.clock = clock
+        self.metrics = metrics
+        self.progress = progress
         #: log-range lookups for metrics and progress are not made before this time
         #: (ms, self.clock) after failures; the pause doubles with each failed round
         self._lookups_paused_until_ms = 0
         self._lookup_pause_ms = 0
         #: the last interval's status, published every progress interval
         self.status: Optional[Dict[str, Any]] = None
-        self._reported_processed: Dict[Key, int] = {}
+        self._reported_processed: Dict[TopicPartition, int] = {}
+        self._last_progress_ms = 0
+        self._next_metrics_ms = 0
+
+    def start(self, now_ms: int) -> None:
+        """The run starts now: the first metrics bucket, and the first progress interval
+        (:meth:`start_interval` moves it past Spark's start)."""
+        self._last_progress_ms = now_ms
+        self._next_metrics_ms = now_ms + self.job.spout.metrics_time_bucket_size_in_secs * 1000
+
+    def start_interval(self, now_ms: int) -> None:
+        """The first progress interval starts now: rates are per interval, and Spark's
+        start is not in them."""
+        self._last_progress_ms = now_ms
+
+    def tick(self, now_ms: int, progress_every_ms: float) -> None:
+        """Send the metric records and publish the status when their time came."""
+        if now_ms >= self._next_metrics_ms:
+            self.emit_metrics()
+            self._next_metrics_ms = now_ms + self.job.spout.metrics_time_bucket_size_in_secs * 1000
+        elapsed_ms = now_ms - self._last_progress_ms
+        if elapsed_ms >= progress_every_ms:
+            snap = self.report(elapsed_ms)
+            if self.progress:
+                self.progress(progress_line(snap))
+            self._last_progress_ms = now_ms
 
     def offset_samples(self) -> List[OffsetSample]:
         """Log start and end of every managed partition, for metrics and progress.
@@ -204,7 +250,8 @@ class Reporting:
         now = self.clock()
         failed = now < self._lookups_paused_until_ms
         for (topic, partition), pm in self.spout.managers().items():
-            earliest = latest = None
+            earliest: Optional[int] = None
+            latest: Optional[int] = None
             if not failed:
                 try:
                     earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
@@ -232,32 +279,34 @@ class Reporting:
         now = int(time.time())
         managers = self.spout.managers()
         wildcard = self.job.topology.wildcard_match
-        offsets = self.spout.kafka_offset_metric(self.kafka.offset_for)   # 2.x names
+        offsets = self.spout.kafka_offset_metric()   # storm-kafka-client's 2.x names
         if offsets is None:
             offsets = kafka_offset_metric(self.offset_samples())
         if offsets is not None:   # Storm sends no data point for a null value
             self.metrics({"time": now, "name": "kafkaOffset", "value": offsets})
         self.metrics({"time": now, "name": "kafkaPartition", "value": kafka_partition_metric(
             [(t, p, wildcard, pm.take_metrics()) for (t, p), pm in managers.items()])})
+        counts = self.spout.counts
         self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
-            "commitFailures": self.summary.commit_failures,
-            "fetchFailures": self.summary.fetch_failures,
-            "timeouts": self.summary.timeouts,
+            "commitFailures": counts.commit_failures,
+            "fetchFailures": counts.fetch_failures,
+            "timeouts": counts.timeouts,
             "refreshFailures": self.spout.assignment.refresh_failures,
             "ownershipConflicts": self.spout.ownership_conflicts}})
 
     def report(self, interval_ms: float) -> Dict[str, Any]:
         """Publish the status of the interval that just ended (:attr:`status`) and
         return it (:func:`~storm_kafka_compat.engine.report.status_snapshot`)."""
-        processed = dict(self._stats.processed)
+        counts = self.spout.counts
+        processed = dict(counts.processed)
         snap = status_snapshot(
             managers=self.spout.managers(),
-            log_ends={(s.topic, s.partition): s.latest for s in self.offset_samples()},
+            log_ends={TopicPartition(s.topic, s.partition): s.latest
+                      for s in self.offset_samples()},
             processed=processed, processed_before=self._reported_processed,
             interval_ms=interval_ms, batches=self.summary.batches,
-            messages=self.summary.messages, commits=self.summary.commits,
-            commit_failures=self.summary.commit_failures,
-            fetch_failures=self.summary.fetch_failures)
+            messages=self.summary.messages, commits=counts.commits,
+            commit_failures=counts.commit_failures, fetch_failures=counts.fetch_failures)
         self._reported_processed = processed
         self.status = snap
         return snap

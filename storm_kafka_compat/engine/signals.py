@@ -23,9 +23,27 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 log = logging.getLogger("storm_kafka_compat.engine.driver")
+
+
+class Stoppable(Protocol):
+    """What a stop signal reaches: the driver loop
+    (:class:`~storm_kafka_compat.engine.driver.Pipeline`)."""
+
+    #: stop signals this process took (the second stops at once)
+    signals_received: int
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def stop(self, reason: str) -> None: ...
+
+    def force_stop(self) -> None: ...
 
 #: Hadoop's shutdown-hook timeout (``hadoop.service.shutdown.timeout``), which
 #: bounds all of Spark's shutdown hooks together unless ``spark.shutdown.timeout``
@@ -38,7 +56,7 @@ SHUTDOWN_MARGIN_MS = 10_000
 EXIT_HANDOVER_S = 10.0
 
 
-def on_stop_signal(pipeline: Any, name: str) -> None:
+def on_stop_signal(pipeline: Stoppable, name: str) -> None:
     """A stop signal (``name``) reached the driver: the first asks ``pipeline`` to stop
     after the batch in flight, the second stops it at once.
 
@@ -61,7 +79,7 @@ def on_stop_signal(pipeline: Any, name: str) -> None:
     pipeline.force_stop()
 
 
-def install_stop_handlers(pipeline: Any) -> Callable[[], None]:
+def install_stop_handlers(pipeline: Stoppable) -> Callable[[], None]:
     """Handle SIGTERM and SIGINT for ``pipeline`` (:func:`on_stop_signal`); return what
     restores the previous handlers (a no-op outside the main thread, where Python
     cannot take signals)."""
@@ -103,7 +121,7 @@ class JvmShutdown:
         How long :meth:`exit_status` waits for the driver's exit status.
     """
 
-    def __init__(self, pipeline: Any, wait_s: float,
+    def __init__(self, pipeline: Stoppable, wait_s: float,
                  handover_s: float = EXIT_HANDOVER_S) -> None:
         self._pipeline = pipeline
         self.wait_s = wait_s
@@ -185,7 +203,24 @@ def exit_via_jvm(status: int, *, parent_pid: Optional[int] = None,
         sleep(0.05)
 
 
-def install_jvm_stop_hook(pipeline: Any, spark_context: Any) -> Callable[[], None]:
+def take_stop_signals(pipeline: Stoppable, spark_context: Optional["SparkContext"]
+                      ) -> Callable[[], None]:
+    """Once Spark runs: take SIGTERM and SIGINT back from the SparkContext (it installs
+    its own SIGINT handler; the handlers first installed are still the ones restored)
+    and, under spark-submit, hook the JVM's shutdown (:func:`install_jvm_stop_hook`).
+    Returns what the loop calls once it has ended; without Spark, a no-op."""
+    if spark_context is None:
+        return _nothing
+    install_stop_handlers(pipeline)
+    return install_jvm_stop_hook(pipeline, spark_context)
+
+
+def _nothing() -> None:
+    """Nothing to undo."""
+
+
+def install_jvm_stop_hook(pipeline: Stoppable, spark_context: "SparkContext"
+                          ) -> Callable[[], None]:
     """Under spark-submit, hook a :class:`JvmShutdown` for ``pipeline`` into the JVM's
     shutdown; return what the loop calls once it has ended and committed (it takes
     the hooks out again unless the JVM is already shutting down). Elsewhere (``run``

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from storm_kafka_compat.config import SparkConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: drop the JVM's start-up chatter from stderr (engine.jvm_console); the command
 #: line sets it at its default verbosity, library users keep Spark's console as is
@@ -20,7 +23,7 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def prepare_environment(extra_python_paths: tuple = (), *, local: bool = True) -> None:
+def prepare_environment(extra_python_paths: Tuple[str, ...] = (), *, local: bool = True) -> None:
     """Environment the Python workers need: this interpreter, the driver's import
     path (so bolts in the user's project import there) and, for a local master
     only, loopback binding (executors on other hosts could not reach it)."""
@@ -101,7 +104,7 @@ def add_shutdown_hooks(spark_context: Any, first: Any, last: Any) -> Any:
     ``last`` after all of Spark's hooks (the temporary directories' included);
     return what takes both out again."""
     from pyspark.java_gateway import ensure_callback_server_started
-    ensure_callback_server_started(spark_context._gateway)
+    ensure_callback_server_started(spark_context._gateway)  # type: ignore[no-untyped-call]
     manager = spark_context._jvm.org.apache.spark.util.ShutdownHookManager
     # Spark runs the highest priority first: the SparkContext's is 50, its
     # temporary directories' 25
@@ -119,7 +122,7 @@ def handle_jvm_signal(spark_context: Any, name: str, action: Any) -> Any:
     """Have the JVM call ``action`` on signal ``name`` (``"TERM"``) instead of
     shutting down; return what gives the JVM its own handler back."""
     from pyspark.java_gateway import ensure_callback_server_started
-    ensure_callback_server_started(spark_context._gateway)
+    ensure_callback_server_started(spark_context._gateway)  # type: ignore[no-untyped-call]
     signal_class = spark_context._jvm.sun.misc.Signal
     previous = signal_class.handle(signal_class(name), _SignalHandler(action))
 
@@ -144,7 +147,7 @@ def halt_jvm(spark_context: Any, status: int) -> None:
     spark_context._jvm.java.lang.Runtime.getRuntime().halt(status)
 
 
-def get_spark(config: Optional[SparkConfig] = None) -> Any:
+def get_spark(config: Optional[SparkConfig] = None) -> "SparkSession":
     """Get or create the SparkSession described by ``config`` (UI off unless its
     ``conf`` turns it on) and ship its ``py_files`` to the executors.
 

@@ -1,7 +1,8 @@
-"""The tasks of a multi-stage batch (one Spark stage per bolt level): the spout
-stage (scheme, spout tuples routed to bolt tasks, each root's initial XOR) and
-a group of bolt tasks run on their routed input. :mod:`.stages` wires them into
-Spark and folds the acker records on the driver. Pure; no Spark.
+"""The tasks of a multi-stage batch (one Spark stage per bolt level): the stage
+layout of a topology, the spout stage (scheme, spout tuples routed to bolt
+tasks, each root's initial XOR) and a group of bolt tasks run on their routed
+input. :mod:`.stages` wires them into Spark and folds the acker records on the
+driver. Pure; no Spark.
 """
 
 from __future__ import annotations
@@ -11,12 +12,72 @@ from dataclasses import dataclass, field
 from typing import (AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
                     Tuple, Union)
 
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.tuples import StormTuple
-from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _Sink, _diff_counts, _runtime
-from storm_kafka_compat.engine.process import (BatchOutcome, _emit_spout, _outcome, _RangeBuilder,
-                                               as_fetch_plan)
+from storm_kafka_compat.engine.dag import (AckSink, LocalRuntime, TaskDispatcher, diff_counts,
+                                           local_runtime)
+from storm_kafka_compat.engine.process import (BatchOutcome, RangeBuilder, as_fetch_plan,
+                                               batch_outcome, emit_spout)
+
+#: groupings that need the tuples of every partition in one place
+CROSSING_GROUPINGS = ("fields", "global", "all")
+
+
+# --- the layout -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StageLayout:
+    """Which bolts run in which stage.
+
+    Attributes
+    ----------
+    stages : tuple of tuple of str
+        Components of each stage; stage 0 runs with the fetch.
+    slots : tuple of tuple of (str, int)
+        Per stage, the bolt tasks that receive tuples from earlier stages (the
+        Spark partitions of that stage); empty for stage 0.
+    """
+
+    stages: Tuple[Tuple[str, ...], ...]
+    slots: Tuple[Tuple[Tuple[str, int], ...], ...]
+
+    def stage_of(self, component: str) -> int:
+        for i, names in enumerate(self.stages):
+            if component in names:
+                return i
+        raise KeyError(component)
+
+
+def needs_stages(topology: Topology) -> bool:
+    """True when a grouping must gather tuples across partitions (fields,
+    global or all): single-stage would give each partition its own bolt task."""
+    return any(g.kind in CROSSING_GROUPINGS
+               for spec in topology.bolts.values() for g in spec.inputs)
+
+
+def stage_layout(topology: Topology) -> StageLayout:
+    """Cut ``topology`` into stages (see :mod:`.stages`): stage 0 holds the bolts
+    reachable from the spout through shuffles only; a bolt fed by a crossing
+    grouping starts a new stage."""
+    level: Dict[str, int] = {}
+    crossing: Dict[str, bool] = {}
+    for name in topology.order:
+        lv = 0
+        for g in topology.bolts[name].inputs:
+            src = 0 if g.source == topology.spout else level[g.source]
+            lv = max(lv, src + (1 if g.kind in CROSSING_GROUPINGS else 0))
+        level[name] = lv
+    for name in topology.order:
+        crossing[name] = level[name] > 0 and any(
+            (0 if g.source == topology.spout else level[g.source]) < level[name]
+            for g in topology.bolts[name].inputs)
+    n = max(level.values(), default=0) + 1
+    stages = tuple(tuple(c for c in topology.order if level[c] == i) for i in range(n))
+    slots = tuple(tuple((c, t) for c in names if crossing[c]
+                        for t in range(topology.parallelism(c))) for names in stages)
+    return StageLayout(stages, slots)
 
 
 # --- multi-stage (one Spark stage per bolt level) -------------------------------------------
@@ -54,7 +115,7 @@ class SpoutStageResult:
 
 
 def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
-                    topology: Union[Topology, LocalRuntime], plan_filter: Any,
+                    topology: Union[Topology, LocalRuntime], plan_filter: Union[FetchPlan, int],
                     rng: Optional[random.Random] = None,
                     local: AbstractSet[str] = frozenset(),
                     conf: Optional[Mapping[str, Any]] = None) -> SpoutStageResult:
@@ -65,13 +126,13 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     topological order; every other tuple is routed to the outbox.
     """
     plan = as_fetch_plan(plan_filter)
-    runtime = _runtime(topology, conf, scheme.fields)
+    runtime = local_runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
-    sink = _Sink()
-    dispatcher = _Dispatcher(runtime, sink, 0, frozenset(local))
+    sink = AckSink()
+    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset(local))
     if local:
-        runtime._bind(dispatcher)
+        runtime.bind(dispatcher)
     roots: Dict[int, int] = {}
     init: Dict[int, int] = {}
 
@@ -79,21 +140,21 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
         roots[root] = off
         init[root] = xor
 
-    taken = _RangeBuilder()
+    taken = RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
     before = runtime.counts()
-    skipped, emitted, topic, partition, last, scanned = _emit_spout(
+    skipped, emitted, topic, partition, last, scanned = emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init)
     _drain(runtime, dispatcher, local)
-    counts = {c: v for c, v in _diff_counts(runtime.counts(), before).items() if c in local}
-    outcome = _outcome(topic, partition, taken, failed, skipped, last, scanned,
+    counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
+    outcome = batch_outcome(topic, partition, taken, failed, skipped, last, scanned,
                        {spout: {"messages": taken.count, "emitted": emitted}, **counts})
     return SpoutStageResult(outcome, roots, init, dispatcher.outbox, sink.pairs, sink.failed,
                             counts)
 
 
-def _drain(runtime: LocalRuntime, dispatcher: _Dispatcher, local: AbstractSet[str]) -> None:
+def _drain(runtime: LocalRuntime, dispatcher: TaskDispatcher, local: AbstractSet[str]) -> None:
     """Run the queued tuples of the ``local`` components in topological order (a
     component only delivers locally to later ones, so one pass empties every queue)."""
     for name in runtime.topology.order:
@@ -124,13 +185,13 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
                     spout_fields: Optional[Sequence[str]] = None) -> GroupResult:
     """Run routed tuples ``(component, task, tuple)`` on their bolt tasks, and the
     bolts of ``local`` fed by them in this task; other emits go to the outbox."""
-    runtime = _runtime(topology, conf, spout_fields)
+    runtime = local_runtime(topology, conf, spout_fields)
     if rng is not None:
         runtime.set_rng(rng)
-    sink = _Sink()
+    sink = AckSink()
     local = frozenset(local)
-    dispatcher = _Dispatcher(runtime, sink, 0, local)
-    runtime._bind(dispatcher)
+    dispatcher = TaskDispatcher(runtime, sink, 0, local)
+    runtime.bind(dispatcher)
     before = runtime.counts()
     for component, task, tup in inputs:
         if component not in local:
@@ -138,5 +199,5 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
                              f"{sorted(local)}; the stage layout is wrong")
         dispatcher.queues[component][task].append(tup)
     _drain(runtime, dispatcher, local)
-    counts = {c: v for c, v in _diff_counts(runtime.counts(), before).items() if c in local}
+    counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
     return GroupResult(dispatcher.outbox, sink.pairs, sink.failed, counts)

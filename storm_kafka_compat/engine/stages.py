@@ -18,7 +18,8 @@ Every Spark record is a ``(key, value)`` pair:
 * ``("a", root)`` -> ``(xor, failed, origin)``: acker messages of one root,
   pre-folded per Spark task; ``origin`` is ``(topic, partition, offset)`` from
   the spout stage, None from bolt stages;
-* ``("r", topic, partition)`` -> :class:`TaskResult`: what the fetch took.
+* ``("r", topic, partition)`` -> :class:`~storm_kafka_compat.spout.batch.PartitionResult`:
+  what the fetch took.
 
 Records other than a stage's own tuples go to one pass-through partition and
 are forwarded unchanged, so each stage's output feeds exactly one shuffle and
@@ -31,139 +32,114 @@ inside stage 0 never leave it.
 Bolt state lives in the Python worker that runs a task; Spark may run a bolt
 task in different workers from batch to batch, so keep aggregates outside the
 bolt (as a Storm topology that must survive worker restarts does).
+
+The layout is cut on the driver (:func:`layout_for`, from
+:func:`~storm_kafka_compat.engine.stage_tasks.stage_layout`) and travels in the
+job's :class:`~storm_kafka_compat.engine.worker.WorkerJob`; the Spark wiring is
+:func:`run_stages_spark` (the staged runner of :mod:`.runner`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    Optional, Tuple)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Set, Tuple)
 
-from storm_kafka_compat.engine.executor import TaskResult, TaskSpec, bolt_error, fetch_plan
-from storm_kafka_compat.engine.stage_tasks import run_spout_stage, run_stage_group
+from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.engine.dag import LocalRuntime
+from storm_kafka_compat.engine.reader import FILL_SHARE, PartitionReader
+from storm_kafka_compat.engine.stage_tasks import (StageLayout, needs_stages, run_spout_stage,
+                                                   run_stage_group, stage_layout)
+from storm_kafka_compat.engine.task import bolt_error
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import subtract
-from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FetchPlan, PartitionResult
+from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.topology.schemes import MessageLike
+
+if TYPE_CHECKING:  # pyspark is imported where Spark runs
+    from pyspark import SparkContext
+    from pyspark import Broadcast
 
 log = logging.getLogger(__name__)
-
-__all__ = ["StageLayout", "StageJob", "stage_layout", "needs_stages", "spout_stage",
-           "bolt_stage", "fold_acker", "settle", "run_stages_local", "run_stages_spark"]
 
 Record = Tuple[Tuple[Any, ...], Any]
 AckValue = Tuple[int, bool, Optional[Tuple[str, int, int]]]
 
-#: groupings that need the tuples of every partition in one place
-CROSSING_GROUPINGS = ("fields", "global", "all")
 
-
-@dataclass(frozen=True)
-class StageLayout:
-    """Which bolts run in which stage.
-
-    Attributes
-    ----------
-    stages : tuple of tuple of str
-        Components of each stage; stage 0 runs with the fetch.
-    slots : tuple of tuple of (str, int)
-        Per stage, the bolt tasks that receive tuples from earlier stages (the
-        Spark partitions of that stage); empty for stage 0.
-    """
-
-    stages: Tuple[Tuple[str, ...], ...]
-    slots: Tuple[Tuple[Tuple[str, int], ...], ...]
-
-    def stage_of(self, component: str) -> int:
-        for i, names in enumerate(self.stages):
-            if component in names:
-                return i
-        raise KeyError(component)
-
-
-def needs_stages(topology: Topology) -> bool:
-    """True when a grouping must gather tuples across partitions (fields,
-    global or all): single-stage would give each partition its own bolt task."""
-    return any(g.kind in CROSSING_GROUPINGS
-               for spec in topology.bolts.values() for g in spec.inputs)
-
-
-def stage_layout(topology: Topology) -> StageLayout:
-    """Cut ``topology`` into stages (see the module docstring)."""
-    level: Dict[str, int] = {}
-    crossing: Dict[str, bool] = {}
-    for name in topology.order:
-        lv = 0
-        for g in topology.bolts[name].inputs:
-            src = 0 if g.source == topology.spout else level[g.source]
-            lv = max(lv, src + (1 if g.kind in CROSSING_GROUPINGS else 0))
-        level[name] = lv
-    for name in topology.order:
-        crossing[name] = level[name] > 0 and any(
-            (0 if g.source == topology.spout else level[g.source]) < level[name]
-            for g in topology.bolts[name].inputs)
-    n = max(level.values(), default=0) + 1
-    stages = tuple(tuple(c for c in topology.order if level[c] == i) for i in range(n))
-    slots = tuple(tuple((c, t) for c in names if crossing[c]
-                        for t in range(topology.parallelism(c))) for names in stages)
-    return StageLayout(stages, slots)
-
-
-@dataclass(frozen=True)
-class StageJob:
-    """What the executors need to run the stages (pickled into each task)."""
-
-    topology_spec: Mapping[str, Any]
-    scheme: str
-    storm_conf: Tuple[Tuple[str, Any], ...]
-    layout: StageLayout
+def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
+    """The stage layout of ``job``'s bolt topology, or None for one stage: with
+    ``stages`` None when a grouping crosses partitions (fields, global, all), True
+    always, False never. The topology is built (and checked) here, on the driver."""
+    if job.topology_spec is None or stages is False:
+        return None
+    from storm_kafka_compat.topology.builder import from_spec
+    topology = from_spec(job.topology_spec)
+    if not stages and not needs_stages(topology):
+        return None
+    layout = stage_layout(topology)
+    log.info("the topology runs as %d Spark stages: %s", len(layout.stages),
+             " | ".join(",".join(s) or "-" for s in layout.stages))
+    return layout
 
 
 # --- executor side -------------------------------------------------------------------
 
-_WORKER: Dict[Any, Any] = {}
+def _stage_runtime(job: WorkerJob) -> LocalRuntime:
+    """The bolt tasks of this Python worker for ``job``, prepared once."""
+    def build() -> LocalRuntime:
+        return LocalRuntime(job.topology(), dict(job.storm_conf),
+                            spout_fields=job.scheme().fields)
+    return job.per_worker("stage-runtime", build)
 
 
-def _runtime(job: StageJob) -> Tuple[Any, Any]:
-    """(LocalRuntime, scheme) of this Python worker, prepared once."""
-    key = (repr(job.topology_spec), job.scheme, job.storm_conf)
-    hit = _WORKER.get(key)
-    if hit is None:
-        from storm_kafka_compat.engine.dag import LocalRuntime
-        from storm_kafka_compat.topology.schemes import load_scheme
-        from storm_kafka_compat.topology.builder import from_spec
-
-        scheme = load_scheme(job.scheme)
-        runtime = LocalRuntime(from_spec(job.topology_spec), dict(job.storm_conf),
-                               spout_fields=scheme.fields)
-        hit = _WORKER[key] = (runtime, scheme)
-    return hit
+def _bolt_error(plan: FetchPlan, exc: BaseException) -> Record:
+    r = bolt_error(plan, exc)
+    return ("r", plan.topic, plan.partition), r
 
 
-def _bolt_error(spec: TaskSpec, exc: BaseException) -> Record:
-    r = bolt_error(spec, exc)
-    return ("r", r.topic, r.partition), r
+def fill(reader: PartitionReader, messages: List[MessageLike], deadline: float
+         ) -> List[MessageLike]:
+    """Keep reading after ``messages`` until the reader is done or ``deadline``: a
+    batch processed whole (a multi-stage batch) is filled up front. An error here
+    ends the fill: the messages already read are processed and the next batch meets
+    the error again."""
+    while reader.clock() < deadline:
+        more = reader.fetch_more()
+        if not more:
+            break
+        messages.extend(more)
+    return messages
 
 
-def spout_stage(specs: Iterable[TaskSpec], job: StageJob, *, kafka: Any = None,
+def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
+                kafka: Optional[KafkaAccess] = None,
                 clock: Callable[[], float] = time.monotonic) -> Iterator[Record]:
-    """Stage 0: fetch each plan, run the scheme and the local bolts; yield the
+    """Stage 0: read each plan, run the scheme and the local bolts; yield the
     partition's result, the acker records of open roots and the routed tuples."""
+    assert job.layout is not None
     local = frozenset(job.layout.stages[0])
-    for spec in specs:
-        plan = spec.plan
-        result = TaskResult(plan.topic, plan.partition, plan)
+    for plan in plans:
+        result = PartitionResult(plan)
         key = ("r", plan.topic, plan.partition)
         try:
-            messages = fetch_plan(spec, result, kafka=kafka, clock=clock)
+            started = clock()
+            reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
+                                              plan, client=job.backend, clock=clock)
+            messages, result.failure = reader.first_fetch()
+            result.latency_ms = reader.latency_ms
             if not messages:
                 yield key, result
                 continue
-            runtime, scheme = _runtime(job)
-            sp = run_spout_stage(messages, scheme=scheme, topology=runtime, plan_filter=plan,
-                                 local=local)
+            if not plan.retry:
+                messages = fill(reader, messages, started + job.budget_s * FILL_SHARE)
+            runtime = _stage_runtime(job)
+            sp = run_spout_stage(messages, scheme=job.scheme(), topology=runtime,
+                                 plan_filter=plan, local=local)
         except Exception as exc:  # never lose the other partitions' results
-            yield _bolt_error(spec, exc)
+            yield _bolt_error(plan, exc)
             continue
         o = sp.outcome
         result.taken = o.taken
@@ -187,9 +163,10 @@ def spout_stage(specs: Iterable[TaskSpec], job: StageJob, *, kafka: Any = None,
             yield ("t", component, task), tup
 
 
-def bolt_stage(records: Iterable[Record], job: StageJob, stage: int) -> Iterator[Record]:
+def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int) -> Iterator[Record]:
     """Stage ``stage`` >= 1: run this stage's tuples on their bolt tasks and
     forward every other record unchanged."""
+    assert job.layout is not None
     names = frozenset(job.layout.stages[stage])
     inputs: List[Tuple[str, int, Any]] = []
     for key, value in records:
@@ -199,8 +176,7 @@ def bolt_stage(records: Iterable[Record], job: StageJob, stage: int) -> Iterator
             yield key, value
     if not inputs:
         return
-    runtime, _scheme = _runtime(job)
-    res = run_stage_group(inputs, topology=runtime, local=names)
+    res = run_stage_group(inputs, topology=_stage_runtime(job), local=names)
     for component, task, tup in res.routed:
         yield ("t", component, task), tup
     for root, value in res.pairs.items():
@@ -220,61 +196,40 @@ def unresolved(record: Record) -> bool:
     if key[0] == "r":
         return True
     if key[0] == "a":
-        return value[2] is not None and (value[1] or value[0] != 0)
+        return bool(value[2] is not None and (value[1] or value[0] != 0))
     return False
 
 
-def settle(records: Iterable[Record]) -> List[TaskResult]:
-    """Driver side: turn the results and unresolved roots into final TaskResults
-    (``failed``: failed roots; ``unacked``: open trees; ``acked``: the rest)."""
-    results: Dict[Tuple[str, int], TaskResult] = {}
-    failed: Dict[Tuple[str, int], set] = {}
-    open_: Dict[Tuple[str, int], set] = {}
+def settle(records: Iterable[Record]) -> BatchResult:
+    """Driver side: turn the results and unresolved roots into the batch's result
+    (``failed``: failed roots; ``open_trees``: open trees; ``acked``: the rest)."""
+    results: Dict[TopicPartition, PartitionResult] = {}
+    failed: Dict[TopicPartition, Set[int]] = {}
+    open_: Dict[TopicPartition, Set[int]] = {}
     for key, value in records:
         if key[0] == "r":
-            results[(key[1], key[2])] = value
+            results[TopicPartition(key[1], key[2])] = value
         elif key[0] == "a" and value[2] is not None:
             topic, partition, offset = value[2]
             if value[1]:
-                failed.setdefault((topic, partition), set()).add(offset)
+                failed.setdefault(TopicPartition(topic, partition), set()).add(offset)
             elif value[0]:
-                open_.setdefault((topic, partition), set()).add(offset)
+                open_.setdefault(TopicPartition(topic, partition), set()).add(offset)
         elif key[0] == "t":
             log.error("tuple for %s task %s was left after the last stage; dropping it",
                       key[1], key[2])
     out = []
     for k, r in results.items():
-        if r.error is None:
+        if r.failure is None:
             bad = set(r.failed) | failed.get(k, set())
             r.failed = sorted(bad)
-            r.unacked = sorted(open_.get(k, set()) - bad)
-            r.acked = subtract(r.taken, r.failed + r.unacked)
+            r.open_trees = sorted(open_.get(k, set()) - bad)
+            r.acked = subtract(r.taken, r.failed + r.open_trees)
         out.append(r)
-    return out
+    return BatchResult(out)
 
 
-# --- the two engines -------------------------------------------------------------------
-
-def run_stages_local(specs: List[TaskSpec], job: StageJob, *, kafka: Any = None
-                     ) -> List[TaskResult]:
-    """Every stage in this process, partitioned as Spark would (:class:`InProcess`)."""
-    records: List[Record] = list(spout_stage(specs, job, kafka=kafka))
-    for stage in range(1, len(job.layout.stages)):
-        slots = {s: i for i, s in enumerate(job.layout.slots[stage])}
-        parts: List[List[Record]] = [[] for _ in range(len(slots) + 1)]
-        for rec in records:
-            parts[_Partitioner(slots)(rec[0]) % len(parts)].append(rec)
-        records = [out for part in parts for out in bolt_stage(part, job, stage)]
-    folded: Dict[Tuple[Any, ...], Any] = {}
-    for key, value in records:
-        if key[0] == "a" and key in folded:
-            folded[key] = fold_acker(folded[key], value)
-        else:
-            folded[key] = value
-    return settle([r for r in folded.items() if unresolved(r)])
-
-
-class _Partitioner:
+class StagePartitioner:
     """Spark partition of a record: a tuple of this stage goes to its task's
     partition, everything else to the pass-through partition (the last one)."""
 
@@ -289,62 +244,40 @@ class _Partitioner:
                 return i
         return self.passthrough
 
+    @classmethod
+    def of(cls, layout: StageLayout, stage: int) -> "StagePartitioner":
+        return cls({s: i for i, s in enumerate(layout.slots[stage])})
 
-def run_stages_spark(sc: Any, specs: List[TaskSpec], job: StageJob,
-                     slices: Optional[int] = None) -> List[TaskResult]:
+
+def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[WorkerJob]",
+                     layout: StageLayout, slices: int) -> BatchResult:
     """Run the stages as one Spark job: stage 0 over the planned partitions,
     ``partitionBy`` on the bolt tasks for each later stage, ``reduceByKey`` on
-    the roots; only results and unresolved roots are collected."""
-    slices = slices or len(specs)
-    rdd = sc.parallelize(specs, slices).mapPartitions(
-        lambda it, _job=job: spout_stage(it, _job))
-    for stage in range(1, len(job.layout.stages)):
-        slots = {s: i for i, s in enumerate(job.layout.slots[stage])}
-        rdd = (rdd.partitionBy(len(slots) + 1, _Partitioner(slots))
-               .mapPartitions(lambda it, _job=job, _s=stage: bolt_stage(it, _job, _s),
-                              preservesPartitioning=True))
+    the roots; only results and unresolved roots are collected. ``job`` is the
+    broadcast :class:`~storm_kafka_compat.engine.worker.WorkerJob`."""
+    def first(plans: Iterable[FetchPlan]) -> Iterator[Record]:
+        return spout_stage(plans, job.value)
+
+    rdd = sc.parallelize(list(plan), slices).mapPartitions(first)
+    for stage in range(1, len(layout.stages)):
+        part = StagePartitioner.of(layout, stage)
+        rdd = (rdd.partitionBy(part.passthrough + 1, part)
+               .mapPartitions(_bolt_stage_of(job, stage), preservesPartitioning=True))
     collected = (rdd.filter(lambda rec: rec[0][0] != "t" or _left(rec))
-                 .reduceByKey(_fold_any, max(1, min(2, slices)))
+                 .reduceByKey(fold_acker, max(1, min(2, slices)))
                  .filter(unresolved)
                  .collect())
     return settle(collected)
+
+
+def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int
+                   ) -> Callable[[Iterable[Record]], Iterator[Record]]:
+    def run(records: Iterable[Record]) -> Iterator[Record]:
+        return bolt_stage(records, job.value, stage)
+    return run
 
 
 def _left(record: Record) -> bool:
     log.error("tuple for %s task %s was left after the last stage; dropping it",
               record[0][1], record[0][2])
     return False
-
-
-def _fold_any(a: Any, b: Any) -> Any:
-    return fold_acker(a, b)
-
-
-def build_stage_job(topology_spec: Mapping[str, Any], scheme: str,
-                    storm_conf: Mapping[str, Any], topology: Topology) -> StageJob:
-    """The :class:`StageJob` of a topology (built on the driver)."""
-    return StageJob(topology_spec, scheme, tuple(sorted(storm_conf.items())),
-                    stage_layout(topology))
-
-
-__all__ += ["build_stage_job", "unresolved", "CROSSING_GROUPINGS"]
-
-
-class InProcess:
-    """A batch executor that runs every task in this process, without Spark: the
-    single-stage tasks or every stage of a multi-stage topology, partitioned as
-    Spark would (tests of the loop, the planning benchmark).
-
-    ``Pipeline(job, executor=InProcess())``; the pipeline gives it its Kafka
-    access and stage plan.
-    """
-
-    def __init__(self) -> None:
-        self.kafka: Any = None
-        self.stage_job: Optional[StageJob] = None
-
-    def __call__(self, specs: List[TaskSpec]) -> List[TaskResult]:
-        if self.stage_job is not None:
-            return run_stages_local(specs, self.stage_job, kafka=self.kafka)
-        from storm_kafka_compat.engine.executor import run_task
-        return [run_task(s, kafka=self.kafka) for s in specs]

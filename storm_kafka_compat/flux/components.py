@@ -18,7 +18,7 @@ from storm_kafka_compat.flux.common import CORE_SPOUT_PACKAGES, KAFKA_PACKAGES, 
 # --- Flux components -----------------------------------------------------------------
 
 
-def _simple_name(class_name: str) -> Optional[str]:
+def simple_name(class_name: str) -> Optional[str]:
     """``org.apache.storm.kafka.ZkHosts`` -> ``ZkHosts`` for the classes we know."""
     for pkg in TRIDENT_PACKAGES + KAFKA_PACKAGES + CORE_SPOUT_PACKAGES:
         if class_name.startswith(pkg) and "." not in class_name[len(pkg):]:
@@ -94,7 +94,7 @@ class ComponentResolver(ClientComponents):
     # construction -----------------------------------------------------------
     def build(self, comp: Mapping[str, Any], where: str) -> Resolved:
         class_name = str(comp.get("className", ""))
-        simple = _simple_name(class_name) or client_builder_name(class_name)
+        simple = simple_name(class_name) or client_builder_name(class_name)
         args = [self.value(a, where) for a in (comp.get("constructorArgs") or [])]
         props: Dict[str, Any] = {}
         for prop in comp.get("properties") or []:
@@ -231,7 +231,7 @@ class ComponentResolver(ClientComponents):
                                            where: str) -> Resolved:
         inner = self._wrapped(args, "KeyValueSchemeAsMultiScheme", where)
         if inner.kind == "scheme_single" and inner.data == "string" and \
-                _simple_name(self._class_of(args[0])) == "StringKeyValueScheme":
+                simple_name(self._class_of(args[0])) == "StringKeyValueScheme":
             return self._scheme("string_key_value")
         return self._user_scheme(inner, where)
 
@@ -239,7 +239,7 @@ class ComponentResolver(ClientComponents):
                                                   methods: List[Any], factory: Any,
                                                   where: str) -> Resolved:
         inner = self._wrapped(args, "MessageMetadataSchemeAsMultiScheme", where)
-        if _simple_name(self._class_of(inner)) == "StringMessageAndMetadataScheme":
+        if simple_name(self._class_of(inner)) == "StringMessageAndMetadataScheme":
             return self._scheme("message_metadata")
         return self._user_scheme(inner, where)
 

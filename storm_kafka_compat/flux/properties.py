@@ -12,7 +12,7 @@ from storm_kafka_compat.config import (AUTH_KEYS, SCHEME_NAMES, STORM_SCHEME_CLA
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.settings import add_java_client_setting
 from storm_kafka_compat.flux.common import Conversion, load_properties
-from storm_kafka_compat.flux.components import _simple_name, python_placeholder
+from storm_kafka_compat.flux.components import simple_name, python_placeholder
 
 
 # --- .properties to CONFIG -----------------------------------------------------------------
@@ -91,7 +91,7 @@ def _to_type(value: str, java_type: str, key: str) -> Any:
 def _scheme_from_text(value: str, key: str, unmapped: List[str], ported: List[str]) -> str:
     text = value.strip()
     simple = text.rsplit(".", 1)[-1] if "." in text and ":" not in text else text
-    if ":" not in text and simple in SCHEME_CLASSES and (_simple_name(text) or text == simple):
+    if ":" not in text and simple in SCHEME_CLASSES and (simple_name(text) or text == simple):
         return SCHEME_CLASSES[simple]
     if is_callable_ref(text) or text in SCHEME_NAMES:
         return text

@@ -48,9 +48,9 @@ DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: fetch.wait.max.ms). Kafka waits this long only when less than the minimum bytes
 #: are available, so with data nothing is delayed; an idle partition is then asked
 #: once per 100 ms instead of busy-polled as storm-kafka does with fetchMaxWait 0 and
-#: minFetchByte 0 (STORM-1680/STORM-1674). tansu 0.6 also needs it: at 0 ms it
-#: returns no partition data, at 1 ms one record per fetch (about 50 records/s), at
-#: 100 ms everything available (measured).
+#: minFetchByte 0 (STORM-1680/STORM-1674). Some Kafka-protocol brokers need it too:
+#: one measured returned no partition data at 0 ms, one record per fetch at 1 ms and
+#: everything available at 100 ms (docs/testing.md).
 MIN_FETCH_MAX_WAIT_MS = 100
 #: partitions fetched with a consumer of their own per access object (so a partition
 #: keeps its position and prefetched records between fetches); beyond, the least
@@ -60,7 +60,8 @@ MAX_FETCH_CONSUMERS = 8
 #: nothing the log end is asked, so a short round only costs a ListOffsets
 POLL_SLICE_MARGIN_MS = 50
 #: how long to keep polling once the offset is known to be beyond the log end, beyond
-#: the fetch wait (ms): Kafka answers OFFSET_OUT_OF_RANGE there, tansu answers nothing
+#: the fetch wait (ms): Kafka answers OFFSET_OUT_OF_RANGE there, some Kafka-protocol
+#: brokers answer nothing
 BEYOND_END_GRACE_MS = 500
 
 
@@ -175,6 +176,22 @@ class KafkaAccess(Protocol):
 
     def close(self) -> None:
         """Release connections. The object must not be used afterwards."""
+        ...
+
+
+@runtime_checkable
+class DriverKafka(KafkaAccess, Protocol):
+    """The driver's Kafka access (:class:`~storm_kafka_compat.kafka.lazy.LazyKafka`):
+    metadata and log offsets, and the brokers learned on the way, which the
+    executors bootstrap from."""
+
+    @property
+    def bootstrap(self) -> Tuple[str, ...]:
+        """Every broker known so far, sorted (``host:port``)."""
+        ...
+
+    def learn(self, broker: Broker) -> None:
+        """Remember ``broker`` (a partition leader a discovery found)."""
         ...
 
 

@@ -44,9 +44,9 @@ log truncation -> OffsetOutOfRangeError; transport errors, time-outs, unknown
 or leaderless partitions and every error librdkafka flags retriable ->
 FailedFetchError; anything else (authorisation, ...) -> KafkaAccessError.
 
-tansu's defects apply as with kafka-python (see
-:mod:`storm_kafka_compat.kafka.kafka_python`): nothing is answered beyond the
-log end, so this adapter returns ``[]`` there after a grace period.
+A broker that answers nothing beyond the log end instead of
+``OFFSET_OUT_OF_RANGE`` (some Kafka-protocol brokers do; see
+:mod:`storm_kafka_compat.kafka.kafka_python`) gets ``[]`` there after a grace period.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def map_error(error: Any, *, topic: Optional[str], partition: Optional[int],
     from confluent_kafka import KafkaError as E
     code = error.code()
     where = f"{topic}/{partition}" if partition is not None else f"{topic}"
-    kw = dict(topic=topic, partition=partition, offset=offset)
+    kw: Dict[str, Any] = dict(topic=topic, partition=partition, offset=offset)
     text = f"{error.name()}: {error.str()}"
     if code in (E.OFFSET_OUT_OF_RANGE, E._AUTO_OFFSET_RESET):
         return OffsetOutOfRangeError(
@@ -305,7 +305,8 @@ class ConfluentAccess:
         Waits for the first record (at most one poll slice), then takes what
         librdkafka already holds without waiting. With none, the log end is
         asked once: at the end ``[]`` is returned, beyond it ``[]`` after a grace
-        period (tansu; Kafka answers OFFSET_OUT_OF_RANGE), below it polling goes
+        period (a broker answering nothing; Kafka answers OFFSET_OUT_OF_RANGE), below
+        it polling goes
         on until ``socketTimeoutMs``, then FailedFetchError.
         """
         if (max_messages is not None and max_messages <= 0) or (
@@ -480,7 +481,7 @@ class ConfluentAccess:
         reassigned = False
         while True:
             remaining = deadline - self._clock()
-            got = c.consume(1, max(0.0, min(remaining, self._slice_s)))
+            got: List[Any] = c.consume(1, max(0.0, min(remaining, self._slice_s)))
             if got:
                 err = got[0].error()
                 if err is None:
@@ -511,8 +512,8 @@ class ConfluentAccess:
                                                + BEYOND_END_GRACE_MS) / 1000.0
             elif offset > end and self._clock() >= grace_until:
                 log.warning("offset %d of %s/%d is beyond the log end %d and the broker "
-                            "answered no OFFSET_OUT_OF_RANGE (tansu does this); returning "
-                            "nothing", offset, topic, partition, end)
+                            "answered no OFFSET_OUT_OF_RANGE; returning nothing", offset,
+                            topic, partition, end)
                 return [], None
             if self._clock() >= deadline:
                 raise self._timeout(topic, partition, offset)

@@ -28,7 +28,8 @@ coordinator before each new attempt; any other error fails at once.
 Against Apache Kafka 0.9.0.1 (tests/integration/test_kafka09_groups.py), the
 commit metadata string is kept and read back exactly.
 
-Against tansu 0.6 (the embedded broker), measured:
+Against Kafka-protocol brokers that are not Apache Kafka, measured (the test
+broker of docs/testing.md):
 
 * OffsetCommit and OffsetFetch work; **the commit metadata string is not
   kept** (OffsetFetch answers ``null``), so :meth:`read_many` reports ``""``;
@@ -44,15 +45,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
 from storm_kafka_compat.errors import ActiveGroupError, ConfigError, GroupAccessError
+from storm_kafka_compat.offsets.store import Committed
+from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TopicPartitionKey = Tuple[str, int]
 #: ``(offset, metadata)``: the committed next offset to read and its metadata string
-Committed = Tuple[int, str]
 
 #: how long the admin client may try to reach a bootstrap server (ms)
 DEFAULT_BOOTSTRAP_TIMEOUT_MS = 10_000
@@ -137,11 +138,12 @@ def _admin_class() -> Any:
 
     class _Admin(KafkaAdminClient):  # type: ignore[misc]
         """KafkaAdminClient that keeps authorized-operation codes it cannot
-        decode (tansu answers codes kafka-python 3.0 rejects)."""
+        decode (some brokers answer codes kafka-python 3.0 rejects)."""
 
         def _process_acl_operations(self, obj: Dict[str, Any]) -> Dict[str, Any]:
             try:
-                return super()._process_acl_operations(obj)
+                processed: Dict[str, Any] = super()._process_acl_operations(obj)
+                return processed
             except ValueError:
                 return obj
 
@@ -203,8 +205,8 @@ class KafkaGroupOffsets:
 
     # --- public API ---------------------------------------------------------------
 
-    def read_many(self, partitions: Iterable[TopicPartitionKey]
-                  ) -> Dict[TopicPartitionKey, Optional[Committed]]:
+    def read_many(self, partitions: Iterable[TopicPartition]
+                  ) -> Dict[TopicPartition, Optional[Committed]]:
         """The group's committed offset of every partition.
 
         Parameters
@@ -217,23 +219,23 @@ class KafkaGroupOffsets:
             ``(topic, partition) -> (offset, metadata)`` with ``offset`` the
             next offset to read, or ``None`` when the group has no commit for it.
         """
-        from kafka import TopicPartition
-        keys = [(str(t), int(p)) for t, p in partitions]
+        from kafka import TopicPartition as KafkaTopicPartition
+        keys = [TopicPartition(str(t), int(p)) for t, p in partitions]
         if not keys:
             return {}
-        tps = [TopicPartition(t, p) for t, p in keys]
+        tps = [KafkaTopicPartition(t, p) for t, p in keys]
         answer = self._retrying("reading committed offsets", lambda: self._admin.list_group_offsets(
             {self.group_id: tps}).get(self.group_id, {}))
-        out: Dict[TopicPartitionKey, Optional[Committed]] = {}
-        for (t, p), tp in zip(keys, tps):
+        out: Dict[TopicPartition, Optional[Committed]] = {}
+        for key, tp in zip(keys, tps, strict=True):
             found = answer.get(tp)
             if found is None or found.offset is None or found.offset < 0:
-                out[(t, p)] = None
+                out[key] = None
             else:
-                out[(t, p)] = (int(found.offset), found.metadata or "")
+                out[key] = (int(found.offset), found.metadata or "")
         return out
 
-    def write_many(self, offsets: Mapping[TopicPartitionKey, Committed]) -> int:
+    def write_many(self, offsets: Mapping[TopicPartition, Committed]) -> int:
         """Commit explicit offsets with their metadata strings (one OffsetCommit;
         returns the round trips, 1, or 0 when there is nothing to commit).
 
@@ -251,7 +253,7 @@ class KafkaGroupOffsets:
             An offset is negative, or the broker refused a partition (the
             message lists each partition and Kafka's error).
         """
-        from kafka import TopicPartition
+        from kafka import TopicPartition as KafkaTopicPartition
         from kafka.structs import OffsetAndMetadata
         if not offsets:
             return 0
@@ -267,11 +269,11 @@ class KafkaGroupOffsets:
                 f"Kafka consumer group {self.group_id!r} has {len(members)} active member(s) "
                 f"({', '.join(members[:3])}{', ...' if len(members) > 3 else ''}); stop its "
                 "consumers before writing its offsets", group_id=self.group_id, members=members)
-        request = {TopicPartition(t, int(p)): OffsetAndMetadata(int(o), str(m or ""), -1)
+        request = {KafkaTopicPartition(t, int(p)): OffsetAndMetadata(int(o), str(m or ""), -1)
                    for (t, p), (o, m) in offsets.items()}
 
         def alter() -> Dict[Any, Any]:
-            result = self._admin.alter_group_offsets(self.group_id, request)
+            result: Dict[Any, Any] = self._admin.alter_group_offsets(self.group_id, request)
             # an OffsetCommit answers coordinator errors per partition
             retry = [(tp, err) for tp, err in result.items() if is_retriable_coordinator_error(err)]
             if retry:
@@ -300,7 +302,8 @@ class KafkaGroupOffsets:
         empty, dead or unknown)."""
 
         def describe() -> Dict[str, Any]:
-            found = self._admin.describe_groups([self.group_id]).get(self.group_id, {})
+            found: Dict[str, Any] = self._admin.describe_groups([self.group_id]).get(
+                self.group_id, {})
             if is_retriable_coordinator_error(found.get("error")):
                 raise _CoordinatorNotReady(str(found["error"]))
             return found

@@ -35,15 +35,15 @@ policy (``OffsetResetStrategy.NONE``) and ``poll`` raises
 silently. Other settings of the job's ``kafka`` mapping (security:
 ``security_protocol``, ``ssl_*``, ``sasl_*``, ...) are passed through.
 
-Against tansu (the embedded broker) be aware that:
+Against Kafka-protocol brokers that are not Apache Kafka be aware that (the
+test broker's defects are listed in docs/testing.md):
 
-* a fetch beyond the log end returns nothing there: tansu never answers
-  ``OFFSET_OUT_OF_RANGE``, so this adapter returns ``[]``;
-* the log end offset (high watermark) is exact only when every record batch
-  holds one record (see :func:`storm_kafka_compat.servers.tansu.produce_exact`);
-* ListOffsets by timestamp (tansu 0.6.0) answered the log start for every
-  timestamp we tried, so timestamp starts are tested against ScriptedKafka and
-  real Kafka only.
+* a broker that never answers ``OFFSET_OUT_OF_RANGE`` returns nothing for a
+  fetch beyond the log end, so this adapter returns ``[]`` there;
+* a broker may report a high watermark that lags what it holds when record
+  batches hold several records;
+* ListOffsets by timestamp may answer the log start for every timestamp, so
+  timestamp starts are tested against ScriptedKafka and real Kafka only.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -201,8 +201,8 @@ class KafkaPythonAccess:
 
         Polls until records arrive. With none, the log end is asked once:
         at the end ``[]`` is returned; beyond it Kafka answers
-        ``OFFSET_OUT_OF_RANGE`` (raised as OffsetOutOfRangeError) while tansu
-        answers nothing (``[]`` after one more poll round, logged at WARN);
+        ``OFFSET_OUT_OF_RANGE`` (raised as OffsetOutOfRangeError) while a broker
+        that answers nothing gets ``[]`` after one more poll round, logged at WARN;
         below it polling goes on until ``socketTimeoutMs``, then
         FailedFetchError.
         """
@@ -250,8 +250,8 @@ class KafkaPythonAccess:
                                                    + BEYOND_END_GRACE_MS) / 1000.0
                 elif offset > end and self._clock() >= grace_until:
                     log.warning("offset %d of %s/%d is beyond the log end %d and the "
-                                "broker answered no OFFSET_OUT_OF_RANGE (tansu does "
-                                "this); returning nothing", offset, topic, partition, end)
+                                "broker answered no OFFSET_OUT_OF_RANGE; returning "
+                                "nothing", offset, topic, partition, end)
                     return []
                 if self._clock() >= deadline:
                     raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
@@ -407,14 +407,14 @@ class _ErrorMap:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(self, etype: Any, exc: Optional[BaseException], tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, KafkaAccessError):
             if exc is not None:
                 self.owner._forget_positions(self.topic, self.partition)
             return False
         import kafka.errors as Errors
         where = f"{self.topic}/{self.partition}" if self.partition is not None else f"{self.topic}"
-        kw = dict(topic=self.topic, partition=self.partition, offset=self.offset)
+        kw: Dict[str, Any] = dict(topic=self.topic, partition=self.partition, offset=self.offset)
         self.owner._forget_positions(self.topic, self.partition)
         if isinstance(exc, Errors.OffsetOutOfRangeError):
             raise OffsetOutOfRangeError(

@@ -8,27 +8,35 @@ brokers known when it is first needed -- the configured bootstrap servers, the
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from storm_kafka_compat.config import BootstrapHosts, Broker, JobConfig, StaticHosts
 from storm_kafka_compat.errors import StateError
+from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+
+#: how a LazyKafka builds its client from the bootstrap list (tests: a scripted Kafka)
+KafkaFactory = Callable[[List[str]], KafkaAccess]
 
 
 class LazyKafka:
-    """A KafkaAccess built on first use from the known brokers (leaders found by
-    the discovery) or the configured bootstrap servers."""
+    """A :class:`~storm_kafka_compat.kafka.client.DriverKafka` built on first use from
+    the known brokers (leaders found by the discovery) or the configured bootstrap
+    servers (a storm-kafka-client job's ``kafkaSpout.bootstrapServers`` included)."""
 
-    def __init__(self, job: JobConfig, factory: Optional[Callable[[List[str]], Any]] = None) -> None:
+    def __init__(self, job: JobConfig, factory: Optional[KafkaFactory] = None) -> None:
         self.job = job
         self.factory = factory
         self.brokers: Set[str] = set()
-        self._access: Any = None
+        self._access: Optional[KafkaAccess] = None
         hosts = job.spout.hosts
         if isinstance(hosts, BootstrapHosts):
             self.brokers.update(hosts.servers)
         elif isinstance(hosts, StaticHosts):
             self.brokers.update(str(b) for b in hosts.partitions.values())
         self.brokers.update(job.kafka_settings.bootstrap_servers)
+        if job.uses_kafka_offsets and job.kafka_spout is not None:
+            # the group's brokers are where a storm-kafka-client job's metadata comes from
+            self.brokers.update(job.kafka_spout.bootstrap_servers)
 
     def learn(self, broker: Broker) -> None:
         self.brokers.add(str(broker))
@@ -37,7 +45,7 @@ class LazyKafka:
     def bootstrap(self) -> Tuple[str, ...]:
         return tuple(sorted(self.brokers))
 
-    def get(self) -> Any:
+    def get(self) -> KafkaAccess:
         if self._access is None:
             if not self.brokers:
                 raise StateError("no Kafka broker known yet: discovery found no leader")
@@ -49,8 +57,23 @@ class LazyKafka:
                                                  self.job.kafka_settings.for_kafka_python())
         return self._access
 
-    def __getattr__(self, name: str) -> Any:     # offset_for, fetch, leaders, topics
-        return getattr(self.get(), name)
+    def offset_for(self, topic: str, partition: int, time: int) -> int:
+        return self.get().offset_for(topic, partition, time)
+
+    def fetch(self, topic: str, partition: int, offset: int, *,
+              max_messages: Optional[int] = None, max_offset: Optional[int] = None,
+              raw: bool = False) -> List[KafkaMessage]:
+        return self.get().fetch(topic, partition, offset, max_messages=max_messages,
+                                max_offset=max_offset, raw=raw)
+
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        return self.get().fetched_log_end(topic, partition)
+
+    def leaders(self, topic: str) -> Dict[int, Broker]:
+        return self.get().leaders(topic)
+
+    def topics(self) -> List[str]:
+        return self.get().topics()
 
     def close(self) -> None:
         if self._access is not None:

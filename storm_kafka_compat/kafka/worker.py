@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any, Dict, Sequence, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.kafka.client import KafkaAccess
 
-_CLIENTS: Dict[Any, Any] = {}
+_CLIENTS: Dict[Tuple[Any, ...], KafkaAccess] = {}
 
 
 def worker_kafka(backend: str, bootstrap: Sequence[str], spout: SpoutConfig,
-                 kafka_conf: Tuple[Tuple[str, Any], ...]) -> Any:
+                 kafka_conf: Tuple[Tuple[str, Any], ...]) -> KafkaAccess:
     """The cached :class:`~storm_kafka_compat.kafka.client.KafkaAccess` for these settings.
 
     ``kafka_conf`` is the backend's own settings as sorted pairs

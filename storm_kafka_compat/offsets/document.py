@@ -244,7 +244,8 @@ class _Lexer:
             if esc in _SIMPLE_ESCAPES:
                 out.append(_SIMPLE_ESCAPES[esc])
                 self.pos += 2
-            elif esc == "u" and len(text) >= self.pos + 6 and set(text[self.pos + 2:self.pos + 6]) <= _HEX:
+            elif (esc == "u" and len(text) >= self.pos + 6
+                  and set(text[self.pos + 2:self.pos + 6]) <= _HEX):
                 out.append(chr(int(text[self.pos + 2:self.pos + 6], 16)))
                 self.pos += 6
             else:

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Set
+from typing import Iterable, List, Optional, Set
 
 from storm_kafka_compat.errors import OwnershipConflictError
+from storm_kafka_compat.offsets.store import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,8 @@ class OwnershipConflict:
         return OwnershipConflictError(self.message, zk_path=self.zk_path)
 
 
-def check_owner(store: Any, paths: Iterable[str], topology_id: str) -> List[OwnershipConflict]:
+def check_owner(store: DocumentStore, paths: Iterable[str], topology_id: str
+                ) -> List[OwnershipConflict]:
     """Read ``paths`` and return those whose document names another topology.
 
     Parameters
@@ -118,7 +120,7 @@ class OwnershipGuard:
         #: conflicts seen so far (a metric)
         self.conflicts = 0
 
-    def check(self, store: Any, paths: Iterable[str]) -> List[OwnershipConflict]:
+    def check(self, store: DocumentStore, paths: Iterable[str]) -> List[OwnershipConflict]:
         """Conflicts among ``paths`` that this job wrote last (others are not read)."""
         mine = [p for p in paths if p in self._ours]
         found = check_owner(store, mine, self.topology_id)

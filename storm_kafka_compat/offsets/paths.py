@@ -69,6 +69,22 @@ def partition_path(zk_root: str, spout_id: str, partition: int,
     return f"{root}/{topic}/{node}"
 
 
+def document_path(zk_root: Optional[str], spout_id: Optional[str], partition: int,
+                  topic: Optional[str] = None) -> str:
+    """:func:`partition_path` of a CONFIG's ``spout.zkRoot`` and ``spout.id``.
+
+    Raises
+    ------
+    ConfigError
+        The CONFIG names no documents (a Kafka-store job without zkRoot/id).
+    """
+    if zk_root is None or spout_id is None:
+        raise ConfigError("this CONFIG names no ZooKeeper documents: it keeps its offsets in "
+                          "a Kafka consumer group; add spout.zkRoot and spout.id to read or "
+                          "write documents (offsets migrate)", key="spout.zkRoot", value=None)
+    return partition_path(zk_root, spout_id, partition, topic=topic)
+
+
 def parse_partition_node(name: str) -> Optional[int]:
     """Return N for a node named ``partition_<N>``, else None.
 

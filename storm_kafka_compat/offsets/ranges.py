@@ -188,6 +188,11 @@ def coalesce(offsets: Iterable[int]) -> List[Range]:
     return out
 
 
+def count_offsets(ranges: Iterable[Range]) -> int:
+    """How many offsets disjoint ``[start, end)`` ranges hold."""
+    return sum(e - s for s, e in ranges)
+
+
 def append_ranges(into: List[Range], more: Iterable[Range]) -> None:
     """Append ascending ``more`` to ascending ``into``, joining a range that starts
     where the previous one ends (the chunks of one task's batch)."""

@@ -1,34 +1,73 @@
-"""The offset-store protocol: read many, write many, close.
+"""The offset-store protocols: read many, write many, close.
 
-Two stores keep a spout's positions and implement it:
+Two stores keep a spout's positions:
 
-* :class:`~storm_kafka_compat.offsets.zkstore.ZkStateStore` -- storm-kafka's JSON
-  documents in ZooKeeper, keyed by path (``bytes`` in, parsed
-  :class:`~storm_kafka_compat.offsets.document.StoredDocument` out);
-* :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets` -- a Kafka
-  consumer group's commits, keyed by ``(topic, partition)``, valued
-  ``(next offset, metadata)``.
+* :class:`DocumentStore` -- storm-kafka's JSON documents in ZooKeeper, keyed by
+  path (``bytes`` in, parsed :class:`~storm_kafka_compat.offsets.document.StoredDocument`
+  out): :class:`~storm_kafka_compat.offsets.zkstore.ZkStateStore`, and
+  :class:`~storm_kafka_compat.trident.store.TridentStateStore` for a topology moved
+  from Trident;
+* :class:`GroupStore` -- a Kafka consumer group's commits, keyed by
+  :class:`~storm_kafka_compat.structs.TopicPartition`, valued ``(next offset,
+  metadata)``: :class:`~storm_kafka_compat.kafka.groups.KafkaGroupOffsets`.
 
 ``write_many`` returns the round trips it took; both raise a
 :class:`~storm_kafka_compat.errors.StormKafkaCompatError` on failure and then
 have written nothing the caller may count on. The in-memory doubles in
-:mod:`storm_kafka_compat.testing` implement the same protocol.
+:mod:`storm_kafka_compat.testing` implement the same protocols.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, runtime_checkable
+from typing import (Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar,
+                    runtime_checkable)
+
+from storm_kafka_compat.offsets.document import StoredDocument
+from storm_kafka_compat.structs import TopicPartition
+
+K = TypeVar("K")
+R = TypeVar("R")
+W = TypeVar("W", contravariant=True)
 
 
 @runtime_checkable
-class OffsetStore(Protocol):
-    """Positions by key, read and written in batches."""
+class OffsetStore(Protocol[K, R, W]):
+    """Positions by key ``K``, read as ``R`` and written as ``W``, in batches."""
 
-    def read_many(self, keys: Iterable[Any]) -> Dict[Any, Optional[Any]]:
+    def read_many(self, keys: Iterable[K], /) -> Dict[K, Optional[R]]:
         """What is stored for each key (None where nothing is)."""
+        ...
 
-    def write_many(self, items: Mapping[Any, Any]) -> int:
+    def write_many(self, items: Mapping[K, W], /) -> int:
         """Store every item; return the round trips taken."""
+        ...
 
     def close(self) -> None:
         """Release the connection; idempotent."""
+        ...
+
+
+@runtime_checkable
+class DocumentStore(OffsetStore[str, StoredDocument, bytes], Protocol):
+    """storm-kafka's documents by ZooKeeper path."""
+
+    def read(self, path: str, /) -> Optional[StoredDocument]:
+        """The document at ``path``, parsed by Storm's rules; None when there is none."""
+        ...
+
+    def children(self, path: str, /) -> Optional[List[str]]:
+        """The names under ``path``, sorted; None when ``path`` does not exist."""
+        ...
+
+
+#: what a consumer group holds for a partition: the next offset and the commit metadata
+Committed = Tuple[int, str]
+
+
+@runtime_checkable
+class GroupStore(OffsetStore[TopicPartition, Committed, Committed], Protocol):
+    """A Kafka consumer group's commits by partition."""
+
+    def active_members(self) -> List[str]:
+        """The member ids of the group's live consumers (their offsets are theirs)."""
+        ...

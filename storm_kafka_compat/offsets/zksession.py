@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (AuthFailedError, ConnectionLoss, KazooException, NoAuthError,
@@ -29,6 +29,7 @@ from kazoo.security import make_digest_acl
 from storm_kafka_compat.config import ZkAuth
 from storm_kafka_compat.errors import ConfigError, StateError, ZooKeeperUnavailableError
 
+T = TypeVar("T")
 logger = logging.getLogger("storm_kafka_compat.offsets.zkstore")
 
 #: how long kazoo waits between reconnection attempts at most (s)
@@ -192,7 +193,7 @@ class ZkSession:
             f"storm.zookeeper.port (or spout.zkServers/zkPort), that ZooKeeper runs there, "
             f"and that this host can reach it", zk_path=path, hosts=self.hosts)
 
-    def _retrying(self, what: str, path: str, attempt: Callable[[], Any]) -> Any:
+    def _retrying(self, what: str, path: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` with Storm's RetryNTimes semantics; a ZooKeeper never
         reached since the store was created fails after one connection timeout."""
         last: BaseException = _NotConnected("no attempt made")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Self, Set, Tuple
 
 from kazoo.exceptions import (NoAuthError, NodeExistsError, NoNodeError, RolledBackError,
                               RuntimeInconsistency)
@@ -90,7 +90,7 @@ class ZkStateStore(ZkSession):
 
     @classmethod
     def from_config(cls, spout: SpoutConfig, topology: TopologyConfig,
-                    **kwargs: Any) -> "ZkStateStore":
+                    **kwargs: Any) -> Self:
         """Build the store storm-kafka's ``KafkaSpout.open`` would build.
 
         Servers are ``spout.zkServers``, or ``storm.zookeeper.servers`` when that is
@@ -105,12 +105,6 @@ class ZkStateStore(ZkSession):
                               "or storm.zookeeper.servers", key="spout.zkServers",
                               value=servers)
         hosts = ",".join(s if re.search(r":\d+$", s) else f"{s}:{port}" for s in servers)
-        if getattr(topology, "trident_tx_state_id", None) and cls is ZkStateStore:
-            from storm_kafka_compat.trident.store import TridentStateStore  # moved from Trident's Kafka spouts
-            return TridentStateStore.from_config(spout, topology, **kwargs).configure_trident(
-                zk_root=spout.zk_root, spout_id=spout.id, topic=spout.topic,
-                wildcard=topology.wildcard_match, tx_state_id=topology.trident_tx_state_id,
-                transactional_root=topology.transactional_root)
         return cls(hosts,
                    session_timeout_ms=topology.zookeeper_session_timeout_ms,
                    connection_timeout_ms=topology.zookeeper_connection_timeout_ms,
@@ -341,7 +335,8 @@ class ZkStateStore(ZkSession):
                     else:
                         tx.create(path, data, acl=self._acl)
                 try:
-                    return self._send(tx.commit_async())
+                    answers: List[Any] = self._send(tx.commit_async())
+                    return answers
                 except (NoNodeError, NodeExistsError) as exc:
                     # the server may report a failed multi in the reply header
                     return [exc]

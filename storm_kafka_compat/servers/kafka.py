@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, _java, free_port
+from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, java_binary, free_port
 from storm_kafka_compat.errors import KafkaUnavailableError
 from storm_kafka_compat.servers.kafka_clients import Message, log_range, produce
 from storm_kafka_compat.servers.kafka_versions import (DISTRIBUTIONS, KAFKA_09,
@@ -93,7 +93,7 @@ class EmbeddedKafka(ServerProcess):
         security settings go in ``settings``. 0.11+ brokers only.
     """
 
-    def __init__(self, broker_id: int, zookeeper_connect: str, base_dir: os.PathLike, *,
+    def __init__(self, broker_id: int, zookeeper_connect: str, base_dir: "os.PathLike[str]", *,
                  port: Optional[int] = None, settings: Mapping[str, Any] = {},
                  start_timeout_s: float = 60.0, heap_mb: int = 256,
                  distribution: KafkaDistribution = KAFKA_09,
@@ -167,7 +167,7 @@ class EmbeddedKafka(ServerProcess):
 
     def command(self) -> List[str]:
         """The command line :meth:`start` runs."""
-        return [_java(), f"-Xmx{self.heap_mb}m", "-Xss512k", "-XX:+UseSerialGC",
+        return [java_binary(), f"-Xmx{self.heap_mb}m", "-Xss512k", "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                 *getattr(self, "_logging_flags", []),
                 f"-Dkafka.logs.dir={self.base_dir}",
@@ -191,8 +191,7 @@ class EmbeddedKafka(ServerProcess):
             # the marker is looked for in what this start writes, not an earlier start's
             self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
             self._launch(f"starting {self.name}")
-            logger.info("%s starting (pid %d, log %s)", self.name, self._process.pid,
-                        self.log_path)
+            logger.info("%s starting (pid %s, log %s)", self.name, self.pid, self.log_path)
         self._wait_ready(lambda: self._started_marker() and self._port_open(),
                          self.start_timeout_s, "register and listen", KafkaUnavailableError)
         return self
@@ -258,7 +257,7 @@ class KafkaCluster:
         start (in ZooKeeper for 3.9, at storage format time for KRaft).
     """
 
-    def __init__(self, brokers: int = 1, base_dir: Optional[os.PathLike] = None, *,
+    def __init__(self, brokers: int = 1, base_dir: Optional["os.PathLike[str]"] = None, *,
                  chroot: str = "", settings: Mapping[str, Any] = {},
                  zookeeper: Optional[EmbeddedZooKeeper] = None,
                  distribution: KafkaDistribution = KAFKA_09,
@@ -603,7 +602,7 @@ class KafkaCluster:
             leaders = {p: known.get(p, -1) if self.distribution.admin_api
                        else self.leader(topic, p) for p in range(partitions)}
             live = set(self.live_brokers())
-            if all(l in live and l not in exclude for l in leaders.values()) \
+            if all(b in live and b not in exclude for b in leaders.values()) \
                     and self._metadata_agrees(topic, leaders):
                 return leaders
             if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.servers.zookeeper import _java
+from storm_kafka_compat.servers.zookeeper import java_binary
 from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
 
 
@@ -55,7 +55,7 @@ def missing_prerequisite() -> Optional[str]:
     """Why real Kafka cannot run here (no ``java``, no cached package and no ``npm``),
     or None. Tests skip with this reason."""
     try:
-        _java()
+        java_binary()
     except EmbeddedServerError as exc:
         return str(exc)
     if not (_package_dir() / "kafka" / "libs").is_dir() and shutil.which("npm") is None:
@@ -130,7 +130,7 @@ def kafka_classpath() -> str:
     return os.pathsep.join(jars)
 
 
-_LOG4J = """\
+LOG4J_PROPERTIES = """\
 log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
 log4j.appender.stdout.layout=org.apache.log4j.PatternLayout

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from storm_kafka_compat.errors import KafkaUnavailableError
 from storm_kafka_compat.servers import kafka_package, maven
 from storm_kafka_compat.servers.maven import Artifact, MavenBundle
-from storm_kafka_compat.servers.zookeeper import _java
+from storm_kafka_compat.servers.zookeeper import java_binary
 
 if TYPE_CHECKING:                     # pragma: no cover - typing only
     from storm_kafka_compat.servers.kafka import EmbeddedKafka
@@ -104,7 +104,7 @@ class KafkaDistribution:
         KafkaUnavailableError
             The tool exited non-zero (the message holds its output).
         """
-        command = [_java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        command = [java_binary(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                    "-cp", self.classpath(), main_class, *args]
         proc = subprocess.run(command, cwd=str(cwd), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -320,7 +320,7 @@ def _masked(args: Sequence[str]) -> List[str]:
     return [re.sub(r"password=[^,\]]*", "password=***", a) for a in args]
 
 
-_LOG4J1 = kafka_package._LOG4J
+_LOG4J1 = kafka_package.LOG4J_PROPERTIES
 
 _LOG4J2 = """\
 status = warn

@@ -32,7 +32,7 @@ from xml.sax.saxutils import escape
 
 from storm_kafka_compat.errors import EmbeddedServerError
 from storm_kafka_compat.servers.kafka_package import cache_dir
-from storm_kafka_compat.servers.zookeeper import _java
+from storm_kafka_compat.servers.zookeeper import java_binary
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def missing_prerequisite(bundle: Optional[MavenBundle] = None) -> Optional[str]:
     """Why Maven-served jars cannot be used here (no ``java``, or no ``mvn`` and
     nothing cached), or None. Tests skip with this reason."""
     try:
-        _java()
+        java_binary()
     except EmbeddedServerError as exc:
         return str(exc)
     if bundle is not None and _resolved(bundle):
@@ -223,7 +223,7 @@ def _maven_errors(output: str) -> str:
     return " | ".join(lines[:4]) or output.strip()[-600:]
 
 
-def classpath(bundle: MavenBundle, extra: Sequence[os.PathLike] = ()) -> str:
+def classpath(bundle: MavenBundle, extra: Sequence["os.PathLike[str]"] = ()) -> str:
     """The bundle's jars (resolved on first use) as a class path, ``extra`` first."""
     jars = resolve(bundle)
     entries = [str(p) for p in extra]

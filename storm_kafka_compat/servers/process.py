@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable, List, Optional
+from typing import Callable, Dict, IO, List, Optional
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class ServerProcess:
     def __init__(self, base_dir: Path, log_path: Path) -> None:
         self.base_dir = Path(base_dir)
         self.log_path = Path(log_path)
-        self._process: Optional[subprocess.Popen] = None
+        self._process: Optional["subprocess.Popen[bytes]"] = None
         self._log_file: Optional[IO[bytes]] = None
         self._lock = threading.Lock()
         atexit.register(self._atexit)
@@ -45,7 +45,7 @@ class ServerProcess:
     @property
     def pid(self) -> Optional[int]:
         """PID of the process, or None when not running."""
-        return self._process.pid if self.running else None
+        return self._process.pid if self._process is not None and self.running else None
 
     @property
     def running(self) -> bool:
@@ -56,7 +56,7 @@ class ServerProcess:
         """The command line that starts the server."""
         raise NotImplementedError
 
-    def environment(self) -> Optional[dict]:
+    def environment(self) -> Optional[Dict[str, str]]:
         """The environment of the process; None inherits this process's.
 
         Given to ``Popen`` as it is: servers are started from several threads at

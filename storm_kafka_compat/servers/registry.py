@@ -19,7 +19,7 @@ import base64
 import json
 import time
 import uuid
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Type
 
 from storm_kafka_compat.discovery import registry as paths
 
@@ -236,7 +236,8 @@ def delete_topic(client: Any, topic: str, *, path: str = "/brokers",
     _delete_tree(client, paths.topic_path(path, topic), timeout_s, NoNodeError)
 
 
-def _delete_tree(client: Any, zpath: str, timeout_s: float, no_node: type) -> None:
+def _delete_tree(client: Any, zpath: str, timeout_s: float,
+                 no_node: Type[BaseException]) -> None:
     try:
         children = client.get_children_async(zpath).get(timeout=timeout_s)
     except no_node:

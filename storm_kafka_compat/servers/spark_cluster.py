@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from storm_kafka_compat.errors import EmbeddedServerError
 from storm_kafka_compat.servers.process import ServerProcess
@@ -39,7 +39,7 @@ def spark_class() -> str:
     return str(path)
 
 
-def _env() -> dict:
+def _env() -> Dict[str, str]:
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1")
     env.pop("PYSPARK_GATEWAY_PORT", None)
     return env
@@ -48,7 +48,7 @@ def _env() -> dict:
 class _SparkDaemon(ServerProcess):
     """One Spark master or worker JVM."""
 
-    def environment(self) -> dict:  # the daemons want loopback and no daemonizing
+    def environment(self) -> Dict[str, str]:  # the daemons want loopback, no daemonizing
         return _env()
 
     def _log_says(self, text: str) -> bool:
@@ -111,7 +111,7 @@ class SparkCluster:
     """A master and ``workers`` workers (``cores`` each) under ``base_dir``."""
 
     def __init__(self, workers: int = 2, *, cores: int = 1, memory: str = "1g",
-                 base_dir: Optional[os.PathLike] = None) -> None:
+                 base_dir: Optional["os.PathLike[str]"] = None) -> None:
         self._tmp = None if base_dir else tempfile.TemporaryDirectory(prefix="skc-spark-")
         self.base_dir = Path(base_dir) if base_dir else Path(self._tmp.name)  # type: ignore
         self.base_dir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any, Iterable, List, Optional
+from typing import Any, Dict, IO, Iterable, List, Optional
 
 from storm_kafka_compat.errors import BrokerUnavailableError
 from storm_kafka_compat.servers.kafka_clients import Message
@@ -88,18 +88,18 @@ class EmbeddedTansu:
     """
 
     def __init__(self, port: Optional[int] = None, *, host: str = "127.0.0.1",
-                 log_path: Optional[os.PathLike] = None, start_timeout_s: float = 15.0,
-                 binary: Optional[os.PathLike] = None) -> None:
+                 log_path: Optional["os.PathLike[str]"] = None, start_timeout_s: float = 15.0,
+                 binary: Optional["os.PathLike[str]"] = None) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.binary = Path(binary) if binary else tansu_binary()
-        self._tmpdir: Optional[tempfile.TemporaryDirectory] = None
+        self._tmpdir: Optional["tempfile.TemporaryDirectory[str]"] = None
         if log_path is None:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="tansu-")
             log_path = Path(self._tmpdir.name) / "tansu.log"
         self.log_path = Path(log_path)
         self.start_timeout_s = start_timeout_s
-        self._proc: Optional[subprocess.Popen] = None
+        self._proc: Optional["subprocess.Popen[bytes]"] = None
         self._log_file: Optional[IO[bytes]] = None
         self.paused = False
 
@@ -301,7 +301,7 @@ def _produce_confluent(bootstrap: str, topic: str, items: List[Message],
                          "max.in.flight.requests.per.connection": 1,
                          "client.id": "skc-produce-exact"})
     for partition, key, value in items:
-        kwargs: dict = {"partition": partition, "on_delivery": on_delivery}
+        kwargs: Dict[str, Any] = {"partition": partition, "on_delivery": on_delivery}
         if timestamp_ms is not None:
             kwargs["timestamp"] = timestamp_ms
         while True:

@@ -45,7 +45,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     """Return a TCP port that is free on ``host`` right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) -> str:
@@ -89,7 +89,8 @@ def zookeeper_classpath() -> str:
         f"or Debian's 'zookeeper' package ({DEBIAN_ZOOKEEPER_JAR})")
 
 
-def _java() -> str:
+def java_binary() -> str:
+    """The ``java`` that runs the embedded servers (:func:`jdk_tool`)."""
     return jdk_tool("java", "to run the embedded servers")
 
 
@@ -144,7 +145,7 @@ class EmbeddedZooKeeper(ServerProcess):
         Maximum JVM heap.
     """
 
-    def __init__(self, port: Optional[int] = None, base_dir: Optional[os.PathLike] = None, *,
+    def __init__(self, port: Optional[int] = None, base_dir: Optional["os.PathLike[str]"] = None, *,
                  tick_time_ms: int = 500, min_session_timeout_ms: int = 1000,
                  max_session_timeout_ms: int = 60000, start_timeout_s: float = 30.0,
                  heap_mb: int = 256) -> None:
@@ -190,7 +191,7 @@ class EmbeddedZooKeeper(ServerProcess):
 
     def command(self) -> List[str]:
         return [
-            _java(),
+            java_binary(),
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
@@ -227,8 +228,8 @@ class EmbeddedZooKeeper(ServerProcess):
                 return self
             self._write_config()
             self._launch(f"starting ZooKeeper on {self.connect_string}")
-            logger.info("ZooKeeper starting on %s (pid %d, log %s)",
-                        self.connect_string, self._process.pid, self.log_path)
+            logger.info("ZooKeeper starting on %s (pid %s, log %s)",
+                        self.connect_string, self.pid, self.log_path)
         self._wait_ready(self.is_ready, self.start_timeout_s, "answer 'ruok'",
                          EmbeddedServerError)
         return self
@@ -260,7 +261,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         prog="python -m storm_kafka_compat.servers.zookeeper",
         description="Run a ZooKeeper server on 127.0.0.1 from pyspark's jars.")
     parser.add_argument("--port", type=int, default=None, help="client port (default: a free one)")
-    parser.add_argument("--dir", default=None, help="config/data/log directory (default: temporary)")
+    parser.add_argument("--dir", default=None,
+                        help="config/data/log directory (default: temporary)")
     args = parser.parse_args(argv)
     server = EmbeddedZooKeeper(port=args.port, base_dir=args.dir)
     stop = threading.Event()

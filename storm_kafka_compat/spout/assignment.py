@@ -28,18 +28,20 @@ This module is pure: time is passed in (epoch ms).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Generic, List, Optional, Sequence, TypeVar
 
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
 from storm_kafka_compat.errors import ConfigError, CoordinatorError, KafkaAccessError
+from storm_kafka_compat.structs import TopicPartition
 
 #: errors a refresh survives once a first refresh succeeded (see the module docstring)
 RETRIABLE_REFRESH_ERRORS = (CoordinatorError, KafkaAccessError)
 
 log = logging.getLogger(__name__)
 
-PartitionKey = Tuple[str, int]
 T = TypeVar("T")
+#: what the assignment keeps per partition (the spout's partition states)
+M = TypeVar("M")
 
 
 def partitions_for_task(partitions: Sequence[T], task_index: int, total_tasks: int) -> List[T]:
@@ -81,11 +83,7 @@ def partitions_for_task(partitions: Sequence[T], task_index: int, total_tasks: i
     return mine
 
 
-ManagerFactory = Callable[[PartitionInfo], Any]
-RemovedCallback = Callable[[PartitionInfo, Any], None]
-
-
-class Assignment:
+class Assignment(Generic[M]):
     """This task's share of a discovery's partitions, one manager per partition.
 
     Parameters
@@ -104,8 +102,8 @@ class Assignment:
     with ``None`` (a fixed list) only the first refresh does anything.
     """
 
-    def __init__(self, discovery: Discovery, *, manager_factory: ManagerFactory,
-                 on_removed: Optional[RemovedCallback] = None,
+    def __init__(self, discovery: Discovery, *, manager_factory: Callable[[PartitionInfo], M],
+                 on_removed: Optional[Callable[[PartitionInfo, M], None]] = None,
                  task_index: int = 0, total_tasks: int = 1) -> None:
         self.discovery = discovery
         self._factory = manager_factory
@@ -113,8 +111,8 @@ class Assignment:
         self.task_index = task_index
         self.total_tasks = total_tasks
         self.refresh_freq_ms = discovery.refresh_freq_ms
-        self._managers: Dict[PartitionKey, Any] = {}
-        self._infos: Dict[PartitionKey, PartitionInfo] = {}
+        self._managers: Dict[TopicPartition, M] = {}
+        self._infos: Dict[TopicPartition, PartitionInfo] = {}
         self._last_refresh_ms: Optional[int] = None
         self.refresh_count = 0
         #: refreshes that failed and were survived (kept the last good assignment)
@@ -149,7 +147,7 @@ class Assignment:
             log.info("no longer managing %s/%d (leader %s)", key[0], key[1], info.leader)
             if self._on_removed is not None:
                 self._on_removed(info, manager)
-        managers: Dict[PartitionKey, Any] = {}
+        managers: Dict[TopicPartition, M] = {}
         for key, info in wanted.items():
             if key in self._managers:
                 old = self._infos[key]
@@ -182,7 +180,8 @@ class Assignment:
         Returns whether a refresh happened.
         """
         due = self._last_refresh_ms is None or (
-            self.refresh_freq_ms is not None and now_ms - self._last_refresh_ms > self.refresh_freq_ms)
+            self.refresh_freq_ms is not None
+            and now_ms - self._last_refresh_ms > self.refresh_freq_ms)
         if due:
             self._last_refresh_ms = now_ms
             self.safe_refresh()
@@ -215,11 +214,11 @@ class Assignment:
         self.last_refresh_error = None
         return True
 
-    def managed(self) -> Dict[PartitionKey, Any]:
+    def managed(self) -> Dict[TopicPartition, M]:
         """This task's managers by ``(topic, partition)``, in discovery order."""
         return dict(self._managers)
 
-    def partition_info(self, key: PartitionKey) -> PartitionInfo:
+    def partition_info(self, key: TopicPartition) -> PartitionInfo:
         """The current :class:`PartitionInfo` of a managed partition.
 
         Raises ``KeyError`` when the partition is not managed by this task.

@@ -1,8 +1,8 @@
 """storm-kafka 1.2.x ``PartitionManager`` as pure logic, split for a driver loop.
 
-In Storm one executor thread fetches, emits and receives acks. Here the driver
+In Storm one executor thread fetches, emits and receives acks. Here the spout
 plans a fetch (:meth:`PartitionManager.plan_fetch`), an executor fetches and
-processes it, and the driver applies what came back: the offsets taken
+processes it, and the spout applies what came back: the offsets taken
 (:meth:`fetched`), acks (:meth:`ack`, :meth:`ack_ranges`), fails (:meth:`fail`)
 or an out-of-range answer (:meth:`out_of_range`). Commits read
 :meth:`commit_offset`. No I/O happens here; time comes from an injected clock.
@@ -34,73 +34,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from storm_kafka_compat.config import Broker, SpoutConfig
 from storm_kafka_compat.errors import TooManyFailuresError
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range
+from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.structs import TopicPartition
 from storm_kafka_compat.spout.retry import (Clock, FailedMsgRetryManager, load_retry_manager,
                                             monotonic_ms)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FetchPlan:
-    """What one partition fetches next: the one plan type, from the managers to the
-    executors' filter.
-
-    ``offset`` is the first offset to read. In retry mode only the offsets in
-    ``reemit`` (ascending) are taken, and reading may stop after the last one; in
-    new mode every offset from ``offset`` is taken, at most ``max_messages``, and
-    never at or past ``bound`` when one is set (storm-kafka-client's AT_MOST_ONCE
-    commits ``bound`` before the fetch runs).
-    """
-
-    topic: str
-    partition: int
-    offset: int
-    retry: bool = False
-    reemit: Tuple[int, ...] = ()
-    max_messages: Optional[int] = None
-    bound: Optional[int] = None
-
-    @classmethod
-    def at(cls, offset: int, *, reemit: Optional[Iterable[int]] = None,
-           max_messages: Optional[int] = None) -> "FetchPlan":
-        """A plan of no particular partition: new data from ``offset``, or with
-        ``reemit`` a retry of those offsets (tests, and callers holding an offset)."""
-        if reemit is not None:
-            return cls("", -1, offset, True, tuple(sorted(reemit)), max_messages)
-        return cls("", -1, offset, max_messages=max_messages)
-
-    @property
-    def max_offset(self) -> Optional[int]:
-        """Exclusive upper bound of the offsets this plan can take, if known."""
-        if self.bound is not None:
-            return self.bound
-        return self.reemit[-1] + 1 if self.retry and self.reemit else None
-
-    @property
-    def reemit_set(self) -> Optional[frozenset]:
-        """The offsets a retry takes; None in new mode (every offset from ``offset``)."""
-        if not self.retry:
-            return None
-        cached = self.__dict__.get("_rs")
-        if cached is None:
-            cached = frozenset(self.reemit)
-            object.__setattr__(self, "_rs", cached)
-        return cached
-
-    def takes(self, offset: int) -> bool:
-        """Whether a fetched message at ``offset`` is taken under this plan."""
-        if offset < self.offset:
-            return False
-        if self.bound is not None and offset >= self.bound:
-            return False
-        if self.retry:
-            return offset in self.reemit_set  # type: ignore[operator]
-        return True
 
 
 @dataclass
@@ -174,8 +118,8 @@ class PartitionManager:
 
     # --- identity ---------------------------------------------------------------
     @property
-    def key(self) -> Tuple[str, int]:
-        return (self.topic, self.partition)
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
     def set_leader(self, leader: Broker) -> None:
         """A leader change keeps all in-memory state (STORM-2296, matched on
@@ -373,7 +317,7 @@ class PartitionManager:
         self.total_lost += lost
         return lost
 
-    def _clear_retries_from(self, bound: int) -> set:
+    def _clear_retries_from(self, bound: int) -> Set[int]:
         clear_from = getattr(self.retry, "clear_offsets_from", None)
         if clear_from is not None:
             return set(clear_from(bound))
@@ -417,23 +361,3 @@ class PartitionManager:
         values = self.counters.as_metrics()
         self.counters = PartitionCounters()
         return values
-
-
-class CommitTimer:
-    """``KafkaSpout``'s commit timing: the first check commits, later ones when
-    more than ``interval_ms`` passed (strictly) or the clock went backwards."""
-
-    def __init__(self, interval_ms: int) -> None:
-        self.interval_ms = interval_ms
-        self.last_ms = 0
-        self._never = True
-
-    def due(self, now_ms: int) -> bool:
-        if self._never:
-            return True
-        elapsed = now_ms - self.last_ms
-        return elapsed > self.interval_ms or elapsed < 0
-
-    def committed(self, now_ms: int) -> None:
-        self.last_ms = now_ms
-        self._never = False

@@ -10,7 +10,7 @@ per-topic totals, and the whole metric is None unless every partition has data.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import NO_OFFSET
 
@@ -72,7 +72,8 @@ def kafka_offset_metric(samples: Iterable[OffsetSample]) -> Optional[Dict[str, i
     return out
 
 
-def kafka_partition_metric(per_partition: Iterable[tuple]) -> Dict[str, Any]:
+def kafka_partition_metric(per_partition: Iterable[Tuple[str, int, bool, Mapping[str, Any]]]
+                           ) -> Dict[str, Any]:
     """``kafkaPartition`` from ``(topic, partition, wildcard, values)`` where
     ``values`` is :meth:`PartitionManager.take_metrics`'s mapping."""
     out: Dict[str, Any] = {}

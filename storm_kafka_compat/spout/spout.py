@@ -1,10 +1,22 @@
-"""The driver-side spout: one implementation, two offset policies.
+"""The driver-side spout: it owns the batch. One implementation, two offset policies.
 
 The spout keeps this task's partitions (an
-:class:`~storm_kafka_compat.spout.assignment.Assignment` over the runtime's
-discovery), one :class:`~storm_kafka_compat.spout.state.PartitionState` per
-partition, and commits every partition whose offset moved. What differs between
-storm-kafka's KafkaSpout and storm-kafka-client's is an :class:`OffsetPolicy`:
+:class:`~storm_kafka_compat.spout.assignment.Assignment` over the job's
+discovery) and one :class:`~storm_kafka_compat.spout.state.PartitionState` per
+partition, and does every chore of their state, as Storm's KafkaSpout does:
+
+* :meth:`Spout.plan` refreshes the partitions when due, fails the tuple trees
+  open longer than ``topology.message.timeout.secs``, and plans one fetch per
+  partition (due retries first, then new data, capped by backpressure);
+* :meth:`Spout.apply` applies what a batch brought back
+  (:class:`~storm_kafka_compat.spout.batch.BatchResult`): offsets taken, acks,
+  fails, trees still open, an out-of-range answer (the spout asks Kafka for the
+  log range itself) and the tasks' failures;
+* :meth:`Spout.maybe_commit` commits on its own timer, and :meth:`final_commit`
+  on shutdown, every partition whose offset moved.
+
+What differs between storm-kafka's KafkaSpout and storm-kafka-client's is an
+:class:`OffsetPolicy`:
 
 * :class:`~storm_kafka_compat.spout.legacy.ZkDocuments` -- the start-up decision
   of storm-kafka on the partition's ZooKeeper document, PartitionManager, and
@@ -20,18 +32,22 @@ next commit retries it) and is counted and reported, never dropped.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.errors import StormKafkaCompatError
+from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
+from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
-from storm_kafka_compat.spout.retry import monotonic_ms
-from storm_kafka_compat.spout.state import PartitionState
+from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                            PartitionResult)
+from storm_kafka_compat.spout.retry import Clock, monotonic_ms
+from storm_kafka_compat.spout.state import PartitionStart, PartitionState
+from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
-
-Key = Tuple[str, int]
 
 
 @dataclass
@@ -43,44 +59,109 @@ class CommitReport:
     error: Optional[str] = None
 
 
+class CommitTimer:
+    """``KafkaSpout``'s commit timing: the first check commits, later ones when
+    more than ``interval_ms`` passed (strictly) or the clock went backwards."""
+
+    def __init__(self, interval_ms: int) -> None:
+        self.interval_ms = interval_ms
+        self.last_ms = 0
+        self._never = True
+
+    def due(self, now_ms: int) -> bool:
+        if self._never:
+            return True
+        elapsed = now_ms - self.last_ms
+        return elapsed > self.interval_ms or elapsed < 0
+
+    def committed(self, now_ms: int) -> None:
+        self.last_ms = now_ms
+        self._never = False
+
+
+@dataclass
+class SpoutCounts:
+    """What the spout did over its life: commits, failures, timeouts, and per
+    partition the messages processed, acked and failed."""
+
+    commits: int = 0
+    commit_round_trips: int = 0
+    #: every commit that failed (periodic, final, a revoked partition's, and
+    #: storm-kafka-client's AT_MOST_ONCE commits before a fetch)
+    commit_failures: int = 0
+    fetch_failures: int = 0
+    timeouts: int = 0
+    processed: Dict[TopicPartition, int] = field(default_factory=dict)
+    acked: Dict[TopicPartition, int] = field(default_factory=dict)
+    failed: Dict[TopicPartition, int] = field(default_factory=dict)
+
+    def add(self, result: PartitionResult, taken: int) -> None:
+        key = result.key
+        self.processed[key] = self.processed.get(key, 0) + taken
+        self.acked[key] = self.acked.get(key, 0) + result.acked_count
+        if result.failed:
+            self.failed[key] = self.failed.get(key, 0) + len(result.failed)
+
+
 class OffsetPolicy(Protocol):
     """How a spout flavour starts a partition and commits offsets."""
 
-    #: names the store in messages ("ZooKeeper", "group g")
-    store_name: str
-    #: how often the driver commits (ms): stateUpdateIntervalMs or offsetCommitPeriodMs
-    commit_interval_ms: int
-    #: documents another job wrote under this job's paths (the ZooKeeper ownership guard)
-    conflicts: int
-    #: commit a partition when it is revoked (storm-kafka always; storm-kafka-client
-    #: with AT_LEAST_ONCE)
-    commits_on_revoke: bool
+    @property
+    def store_name(self) -> str:
+        """Names the store in messages ("ZooKeeper", "group g")."""
+        ...
 
-    def start(self, spout: "Spout", info: PartitionInfo) -> Tuple[Any, PartitionState]:
+    @property
+    def commit_interval_ms(self) -> int:
+        """How often the spout commits (ms): stateUpdateIntervalMs or offsetCommitPeriodMs."""
+        ...
+
+    @property
+    def conflicts(self) -> int:
+        """Documents another job wrote under this job's paths (the ZooKeeper ownership
+        guard)."""
+        ...
+
+    @property
+    def commits_on_revoke(self) -> bool:
+        """Commit a partition when it is revoked (storm-kafka always; storm-kafka-client
+        with AT_LEAST_ONCE)."""
+        ...
+
+    def start(self, spout: "Spout", info: PartitionInfo) -> Tuple[PartitionStart, PartitionState]:
         """The start decision for ``info`` and the partition's new state."""
+        ...
 
     def write(self, due: Sequence[Tuple[PartitionState, int]]) -> int:
         """Store ``(state, offset)`` pairs; return the round trips. Raises a
         :class:`~storm_kafka_compat.errors.StormKafkaCompatError` on failure."""
+        ...
 
-    def storm_conf(self) -> Dict[str, Any]:
+    def storm_conf(self) -> Dict[str, object]:
         """Extra topology settings the bolts see."""
+        ...
 
-    def kafka_offset_metric(self, spout: "Spout", offset_for: Callable[[str, int, int], int]
+    def kafka_offset_metric(self, managers: Dict[TopicPartition, PartitionState]
                             ) -> Optional[Dict[str, int]]:
         """The policy's own ``kafkaOffset`` data point, or None for storm-kafka's."""
+        ...
 
     def close(self) -> None:
         """Release what the policy built."""
+        ...
 
 
 class Spout:
-    """The spout's state on the driver.
+    """The spout's state on the driver, and every chore of it.
 
     Parameters
     ----------
-    runtime : Runtime
-        The job's store, Kafka access, discovery and topology id.
+    job : JobConfig
+    kafka : DriverKafka
+        The driver's Kafka access: leaders are learned into it, and the log range
+        of an out-of-range partition is asked there.
+    discovery : Discovery
+        Where this task's partitions come from (closed with the spout).
     policy : OffsetPolicy
     clock : callable returning int ms, optional
         For the retry managers (monotonic by default).
@@ -88,18 +169,23 @@ class Spout:
         This spout task among the spout's tasks.
     """
 
-    def __init__(self, runtime: Any, policy: OffsetPolicy, *,
-                 clock: Optional[Callable[[], int]] = None, task_index: int = 0,
-                 total_tasks: int = 1) -> None:
-        self.runtime = runtime
-        self.job = runtime.job
-        self.kafka = runtime.kafka
-        self.topology_id = runtime.topology_id
+    def __init__(self, job: JobConfig, kafka: DriverKafka, discovery: Discovery,
+                 policy: OffsetPolicy, *, clock: Optional[Clock] = None,
+                 task_index: int = 0, total_tasks: int = 1) -> None:
+        self.job = job
+        self.kafka = kafka
         self.policy = policy
         self.clock = clock or monotonic_ms
-        self.decisions: Dict[Key, Any] = {}
-        self.commit_failures = 0
-        self.assignment = Assignment(runtime.discovery(), manager_factory=self._new_manager,
+        self.decisions: Dict[TopicPartition, PartitionStart] = {}
+        self.counts = SpoutCounts()
+        self.timer = CommitTimer(policy.commit_interval_ms)
+        #: (partition, offset) of each tuple tree still open -> when its batch came back (ms)
+        self._open_trees: Dict[Tuple[TopicPartition, int], int] = {}
+        #: partitions whose last new-data fetch brought nothing
+        self._caught_up: Dict[TopicPartition, bool] = {}
+        #: partitions whose task failed, and how many batches in a row
+        self._task_errors: Dict[TopicPartition, int] = {}
+        self.assignment = Assignment(discovery, manager_factory=self._new_manager,
                                      on_removed=self._removed, task_index=task_index,
                                      total_tasks=total_tasks)
 
@@ -114,32 +200,28 @@ class Spout:
         if self.policy.commits_on_revoke:
             self.commit_managers([state])
 
-    def managers(self) -> Dict[Key, PartitionState]:
+    def managers(self) -> Dict[TopicPartition, PartitionState]:
         """This task's partitions, in discovery order."""
         return self.assignment.managed()
 
     def maybe_refresh(self, now_ms: int) -> bool:
+        """Refresh the partitions when due (the first call always does: a wrong topic
+        or host fails there)."""
         return self.assignment.maybe_refresh(now_ms)
 
-    def storm_conf(self) -> Dict[str, Any]:
+    def storm_conf(self) -> Dict[str, object]:
         """The topology settings the bolts' ``prepare`` sees."""
         t = self.job.topology
-        conf = {"topology.name": t.name, "topology.message.timeout.secs": t.message_timeout_secs,
-                "topology.max.spout.pending": t.max_spout_pending,
-                "kafka.topic.wildcard.match": t.wildcard_match}
+        conf: Dict[str, object] = {
+            "topology.name": t.name, "topology.message.timeout.secs": t.message_timeout_secs,
+            "topology.max.spout.pending": t.max_spout_pending,
+            "kafka.topic.wildcard.match": t.wildcard_match}
         conf.update(self.policy.storm_conf())
         return conf
 
-    # --- metrics -----------------------------------------------------------------------------
-    def kafka_offset_metric(self, offset_for: Callable[[str, int, int], int]
-                            ) -> Optional[Dict[str, int]]:
-        """The policy's ``kafkaOffset`` data point; None means storm-kafka's, which
-        the driver computes from its own log-range samples."""
-        return self.policy.kafka_offset_metric(self, offset_for)
-
     @property
     def commit_interval_ms(self) -> int:
-        """How often the driver commits: storm-kafka's ``stateUpdateIntervalMs``,
+        """How often the spout commits: storm-kafka's ``stateUpdateIntervalMs``,
         storm-kafka-client's ``offsetCommitPeriodMs``."""
         return self.policy.commit_interval_ms
 
@@ -148,7 +230,148 @@ class Spout:
         """Documents another job wrote under this job's paths (ZooKeeper store only)."""
         return self.policy.conflicts
 
+    def kafka_offset_metric(self) -> Optional[Dict[str, int]]:
+        """The policy's ``kafkaOffset`` data point; None means storm-kafka's, which
+        the driver computes from its own log-range samples."""
+        return self.policy.kafka_offset_metric(self.managers())
+
+    # --- the batch -------------------------------------------------------------------------
+    def plan(self, now_ms: int, max_messages: int) -> BatchPlan:
+        """The next batch: refresh the partitions when due, fail the trees that timed
+        out, then one fetch per partition (due retries first, else new data from the
+        emitted position), at most ``max_messages`` new messages each and within
+        ``topology.max.spout.pending``."""
+        self.maybe_refresh(now_ms)
+        self.expire_open_trees(now_ms)
+        managers = self.managers()
+        if not managers:
+            return BatchPlan()
+        cap = max_messages
+        spout_pending = self.job.topology.max_spout_pending
+        if spout_pending is not None:
+            room = spout_pending - sum(pm.pending_count for pm in managers.values())
+            if room <= 0:
+                return BatchPlan()
+            cap = min(cap, max(1, math.ceil(room / len(managers))))
+        plans: List[FetchPlan] = []
+        for pm in managers.values():
+            plan = pm.plan_fetch(max_messages=cap)
+            if plan is not None:
+                plans.append(plan)
+        return BatchPlan(tuple(plans))
+
+    def apply(self, result: BatchResult, now_ms: int, *, max_task_errors: int) -> int:
+        """Apply a batch's result to the partitions; return the messages taken.
+
+        ``now_ms`` is when the result came back: open tuple trees time out
+        ``topology.message.timeout.secs`` after it, and until then their offsets stay
+        pending (they hold the commit back). A fetch failure refreshes the
+        partitions. A partition whose task failed ``max_task_errors`` batches in a row
+        ends the run (:class:`~storm_kafka_compat.errors.PipelineError`).
+        """
+        managers = self.managers()
+        taken = 0
+        refresh = False
+        for r in result:
+            pm = managers.get(r.key)
+            if pm is None:
+                log.info("%s is no longer assigned; dropping its batch result", r.key)
+            elif r.failure is not None and r.failure.kind.task_error:
+                self._task_failed(r, max_task_errors)
+            else:
+                self._task_errors.pop(r.key, None)
+                if r.failure is None:
+                    taken += self._settle(pm, r, now_ms)
+                else:
+                    refresh |= self._fetch_failed(pm, r)
+        if refresh:
+            self.assignment.on_fetch_failure()
+        return taken
+
+    def _task_failed(self, r: PartitionResult, max_task_errors: int) -> None:
+        assert r.failure is not None
+        n = self._task_errors[r.key] = self._task_errors.get(r.key, 0) + 1
+        log.error("task for %s failed (%d in a row): %s", r.key, n, r.failure.message)
+        if r.failure.traceback:
+            log.info("the task's traceback (%s):\n%s", r.key, r.failure.traceback.rstrip())
+        if n >= max_task_errors:
+            raise PipelineError(f"the task for {r.key} failed {n} batches in a row: "
+                                f"{r.failure.message}; {r.failure.kind.hint}")
+
+    def _fetch_failed(self, pm: PartitionState, r: PartitionResult) -> bool:
+        """An out-of-range answer or a failed fetch; True when the partitions should
+        be refreshed."""
+        assert r.failure is not None
+        if r.failure.kind is FailureKind.OUT_OF_RANGE:
+            if not self.job.spout.use_start_offset_time_if_offset_out_of_range:
+                log.warning("%s: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so this "
+                            "is a fetch failure", r.key, r.failure.message)
+                self.counts.fetch_failures += 1
+                return True
+            try:
+                earliest = self.kafka.offset_for(r.key.topic, r.key.partition, EARLIEST_TIME)
+                latest = self.kafka.offset_for(r.key.topic, r.key.partition, LATEST_TIME)
+            except KafkaAccessError as exc:
+                # the leader is moving (an unclean election truncated the log): the
+                # partition stays where it is and the next batch asks again
+                log.warning("%s: out of range, and its log range cannot be asked (%s); "
+                            "refreshing partitions", r.key, exc)
+                self.counts.fetch_failures += 1
+                return True
+            pm.out_of_range(r.plan, earliest, latest)
+            return False
+        log.warning("fetch failed for %s: %s; refreshing partitions", r.key, r.failure.message)
+        self.counts.fetch_failures += 1
+        return True
+
+    def _settle(self, pm: PartitionState, r: PartitionResult, now_ms: int) -> int:
+        """Apply a task's outcome: the offsets taken, acks, fails, open trees."""
+        pm.fetched(r.plan, r.taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
+        if not r.taken and not r.plan.retry:       # nothing new: the common idle case
+            self._caught_up[r.key] = True
+            return 0
+        if r.acked:
+            pm.ack_ranges(r.acked)
+        for offset in r.failed:
+            pm.fail(offset)
+        for offset in r.open_trees:
+            self._open_trees[(r.key, offset)] = now_ms
+        n = r.taken_count
+        self.counts.add(r, n)
+        if not r.plan.retry:
+            self._caught_up[r.key] = n == 0
+        return n
+
+    def expire_open_trees(self, now_ms: int) -> int:
+        """Fail tuple trees open longer than ``topology.message.timeout.secs``."""
+        timeout_s = self.job.topology.message_timeout_secs
+        expired = [k for k, t in self._open_trees.items() if now_ms - t >= timeout_s * 1000]
+        managers = self.managers()
+        for key, offset in expired:
+            del self._open_trees[(key, offset)]
+            pm = managers.get(key)
+            if pm is not None:
+                log.info("%s offset %d timed out after %d s; failing it", key, offset, timeout_s)
+                pm.fail(offset)
+        self.counts.timeouts += len(expired)
+        return len(expired)
+
+    def caught_up(self) -> bool:
+        """Every partition has nothing pending, no tree open, and its last fetch of new
+        data brought nothing."""
+        managers = self.managers()
+        return bool(managers) and not self._open_trees and all(
+            self._caught_up.get(k, False) and not pm.has_work() for k, pm in managers.items())
+
     # --- commits ---------------------------------------------------------------------------
+    def maybe_commit(self, now_ms: int) -> Optional[CommitReport]:
+        """Commit when the commit timer says so; the report, or None when not due."""
+        if not self.timer.due(now_ms):
+            return None
+        report = self.commit()
+        self.timer.committed(now_ms)
+        return report
+
     def commit_managers(self, managers: List[PartitionState]) -> CommitReport:
         """Store every partition whose offset changed, in as few round trips as the
         store allows."""
@@ -158,16 +381,32 @@ class Spout:
         try:
             trips = self.policy.write(due)
         except StormKafkaCompatError as exc:
-            self.commit_failures += 1
+            self.counts.commit_failures += 1
             log.error("commit of %d partitions to %s failed: %s; keeping the state in memory "
                       "and retrying at the next commit", len(due), self.policy.store_name, exc)
             return CommitReport(error=str(exc))
         for pm, off in due:
             pm.mark_committed(off)
+        self.counts.commits += len(due)
+        self.counts.commit_round_trips += trips
         return CommitReport(written=len(due), round_trips=trips)
 
     def commit(self) -> CommitReport:
         return self.commit_managers(list(self.managers().values()))
+
+    def final_commit(self, attempts: int, sleep: Callable[[float], None]) -> bool:
+        """Commit on shutdown, retrying a failed write ``attempts`` times
+        (``storm.zookeeper.retry.interval`` apart); False when it still failed (the
+        uncommitted progress is processed again on the next start)."""
+        interval_s = self.job.topology.zookeeper_retry_interval_ms / 1000.0
+        for attempt in range(1, attempts + 1):
+            if not self.commit().error:
+                return True
+            if attempt < attempts:
+                sleep(interval_s)
+        log.error("final commit failed %d times; the uncommitted progress will be processed "
+                  "again on the next start (at-least-once is kept)", attempts)
+        return False
 
     def release(self) -> None:
         """Release the assignment and the policy without writing (the caller committed)."""

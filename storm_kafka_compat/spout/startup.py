@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Dict, Optional, Protocol
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, SpoutConfig
 from storm_kafka_compat.errors import CorruptStateError
@@ -37,12 +37,20 @@ DECISIONS = (RESUME, NO_STATE, IGNORE_ZK_OFFSETS, MAX_OFFSET_BEHIND, INVALID_STA
 
 
 class StoredState(Protocol):
-    """What the decision reads from a stored document (see state.document)."""
+    """What the decision reads from a stored document
+    (:class:`~storm_kafka_compat.offsets.document.StoredDocument`)."""
 
-    data: bytes
-    topology_id: Optional[str]
-    offset: Optional[int]
-    problem: Optional[str]
+    @property
+    def data(self) -> bytes: ...
+
+    @property
+    def topology_id(self) -> Optional[str]: ...
+
+    @property
+    def offset(self) -> Optional[int]: ...
+
+    @property
+    def problem(self) -> Optional[str]: ...
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,7 @@ class OutsideLog:
                 f"messages in [{self.earliest}, {self.latest}): `offsets reset --to-earliest` "
                 "reads them")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Dict[str, Any]:
         return {"where": self.where, "skipped": self.skipped, "moves_to": self.moves_to,
                 "note": self.note}
 

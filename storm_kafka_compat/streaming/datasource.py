@@ -27,11 +27,14 @@ Where positions come from and go to:
   :class:`~storm_kafka_compat.runtime.Runtime`.
 * ``latestOffset``: the log end (Kafka's high watermark), capped by
   ``maxOffsetsPerTrigger`` (``ReadMaxRows``) and ``maxMessagesPerPartition``.
-  tansu's high watermark is exact only when every record batch holds one
-  record (``servers.tansu.produce_exact``); with batched producers it lags
-  and the source does not see the tail until the watermark moves.
-* ``read``: on the executors, fetches ``[start, end)`` with the configured
-  backend's client and stops by offset, never by an empty poll.
+  A broker whose high watermark lags what it holds shows the tail late: the
+  source reads up to the watermark.
+* ``read``: on the executors, reads ``[start, end)`` with the engine's
+  partition reader (:class:`~storm_kafka_compat.engine.reader.PartitionReader`)
+  and the configured backend's client, and stops by offset, never by an empty
+  poll. The job's settings travel with the pickled reader (Spark pickles a
+  reader built from the same options); a partition of a batch carries its
+  topic, partition, offsets and the brokers the driver learned.
 * ``commit(end)``: writes the documents for ``end``. Spark calls it one batch
   late and never for the last batch, so :func:`with_zk_commit` (a
   ``foreachBatch`` wrapper) and :func:`commit_batch` write the documents for a
@@ -40,11 +43,11 @@ Where positions come from and go to:
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
+                    Tuple)
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -54,51 +57,43 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX, SpoutConfig
+from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.kafka.worker import worker_kafka
+from storm_kafka_compat.engine.reader import KAFKA_SCHEMA_DDL, PartitionReader, kafka_row
 from storm_kafka_compat.errors import DataLossError, OffsetOutOfRangeError
+from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+from storm_kafka_compat.kafka.lazy import KafkaFactory
+from storm_kafka_compat.kafka.worker import worker_kafka
+from storm_kafka_compat.offsets.store import DocumentStore
 from storm_kafka_compat.streaming.options import SOURCE_NAME, job_from_options
-from storm_kafka_compat.streaming.positions import (Key, OffsetMap, ZkPositions, batch_positions,
+from storm_kafka_compat.streaming.positions import (OffsetMap, ZkPositions, batch_positions,
                                                     cap_ends, from_offset_map, to_offset_map)
+from storm_kafka_compat.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 log = logging.getLogger(__name__)
 
-#: Spark's Kafka source row schema (``includeHeaders=true`` form)
-KAFKA_SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
-                    "timestamp timestamp, timestampType int, "
-                    "headers array<struct<key: string, value: binary>>")
-KAFKA_COLUMNS: Tuple[str, ...] = ("key", "value", "topic", "partition", "offset", "timestamp",
-                                  "timestampType", "headers")
-
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
 # --- executor side -----------------------------------------------------------------------
 
-def kafka_row(m: Any) -> Tuple[Any, ...]:
-    """A KafkaMessage as a row of :data:`KAFKA_SCHEMA_DDL`."""
-    ts = _EPOCH + datetime.timedelta(milliseconds=m.timestamp)
-    headers = [(k, v) for k, v in m.headers] if m.headers else []
-    return (m.key, m.value, m.topic, m.partition, m.offset, ts, m.timestamp_type, headers)
-
-
-def read_range(kafka: Any, topic: str, partition: int, start: int, end: int, *,
-               fail_on_data_loss: bool = True) -> Iterator[Any]:
-    """Every message of ``[start, end)``, fetching until ``end`` (not until an empty poll).
+def read_range(kafka: KafkaAccess, topic: str, partition: int, start: int, end: int, *,
+               fail_on_data_loss: bool = True) -> Iterator[KafkaMessage]:
+    """Every message of ``[start, end)``, reading until ``end`` (not until an empty poll).
 
     A fetch that returns nothing below ``end`` means the log ends early
     (truncation): the range stops there with a warning. Offsets deleted by
     retention raise :class:`DataLossError` unless ``fail_on_data_loss`` is false,
     which skips to the log start.
     """
-    pos = start
-    while pos < end:
+    reader = PartitionReader(kafka, topic, partition, start, max_offset=end,
+                             stop_at_log_end=False)
+    while reader.position < end:
         try:
-            messages = kafka.fetch(topic, partition, pos, max_offset=end)
+            messages = reader.fetch()
         except OffsetOutOfRangeError as exc:
+            pos = reader.position
             earliest = kafka.offset_for(topic, partition, EARLIEST_TIME)
             if fail_on_data_loss or earliest <= pos:
                 raise DataLossError(
@@ -107,33 +102,24 @@ def read_range(kafka: Any, topic: str, partition: int, start: int, end: int, *,
                     f"start {earliest}") from exc
             log.warning("%s/%d: offsets %d..%d were deleted; skipping to %d", topic, partition,
                         pos, earliest - 1, earliest)
-            pos = earliest
+            reader.skip_to(earliest)
             continue
         if not messages:
             log.warning("%s/%d: the log ends at %d, before the batch end %d; the rest is "
-                        "not read", topic, partition, pos, end)
+                        "not read", topic, partition, reader.position, end)
             return
-        for m in messages:
-            if m.offset >= end:
-                return
-            yield m
-        pos = messages[-1].offset + 1
+        yield from messages
 
 
 class KafkaRange(InputPartition):
-    """One partition's offsets ``[start, end)`` of one batch (pickled to an executor)."""
+    """One partition's offsets ``[start, end)`` of one batch, and the brokers to read
+    them from (pickled to an executor; the job's settings come with the reader)."""
 
     def __init__(self, topic: str, partition: int, start: int, end: int,
-                 bootstrap: Tuple[str, ...], spout: SpoutConfig,
-                 kafka_conf: Tuple[Tuple[str, Any], ...], fail_on_data_loss: bool,
-                 backend: str = "kafka-python") -> None:
+                 bootstrap: Tuple[str, ...]) -> None:
         super().__init__((topic, partition, start, end))
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.bootstrap = bootstrap
-        self.spout = spout
-        self.kafka_conf = kafka_conf
-        self.fail_on_data_loss = fail_on_data_loss
-        self.backend = backend
 
 
 # --- the stream reader -----------------------------------------------------------------------
@@ -146,14 +132,14 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     executors from a pickled copy that carries no connections.
     """
 
-    def __init__(self, options: Mapping[str, Any], *, store: Any = None,
-                 kafka_factory: Optional[Callable[[List[str]], Any]] = None) -> None:
+    def __init__(self, options: Mapping[str, Any], *, store: Optional[DocumentStore] = None,
+                 kafka_factory: Optional[KafkaFactory] = None) -> None:
         self.job, self.source = job_from_options(options)
         self._store = store
         self._kafka_factory = kafka_factory
         self._positions: Optional[ZkPositions] = None
-        self._starts: Dict[Key, int] = {}
-        self._target: Optional[Dict[Key, int]] = None
+        self._starts: Dict[TopicPartition, int] = {}
+        self._target: Optional[Dict[TopicPartition, int]] = None
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
@@ -219,8 +205,6 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         starts, ends = from_offset_map(start), from_offset_map(end)
         infos = self.positions.partitions()          # leaders known before the bootstrap list
         bootstrap = self.positions.kafka.bootstrap
-        backend = self.job.kafka_settings.backend
-        kafka_conf = tuple(sorted(self.job.kafka_settings.for_backend(backend).items()))
         out = []
         for key, stop in sorted(ends.items()):
             if key in starts:
@@ -229,15 +213,16 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 info = infos.get(key)
                 begin = self._start_for(info) if info is not None else stop
             if stop > begin:
-                out.append(KafkaRange(key[0], key[1], begin, stop, bootstrap, self.job.spout,
-                                      kafka_conf, self.source.fail_on_data_loss, backend))
+                out.append(KafkaRange(key[0], key[1], begin, stop, bootstrap))
         return out
 
-    def read(self, partition: KafkaRange) -> Iterator[Tuple[Any, ...]]:
-        kafka = worker_kafka(partition.backend, partition.bootstrap, partition.spout,
-                             partition.kafka_conf)
+    def read(self, partition: InputPartition) -> Iterator[Tuple[Any, ...]]:
+        assert isinstance(partition, KafkaRange)
+        settings = self.job.kafka_settings
+        kafka = worker_kafka(settings.backend, partition.bootstrap, self.job.spout,
+                             tuple(sorted(settings.for_backend().items())))
         for m in read_range(kafka, partition.topic, partition.partition, partition.start,
-                            partition.end, fail_on_data_loss=partition.fail_on_data_loss):
+                            partition.end, fail_on_data_loss=self.source.fail_on_data_loss):
             yield kafka_row(m)
 
     def commit(self, end: Dict[str, Any]) -> None:
@@ -264,7 +249,7 @@ class StormKafkaDataSource(DataSource):
         return StormKafkaStreamReader(self.options)
 
 
-def register(spark: Any) -> None:
+def register(spark: "SparkSession") -> None:
     """Register ``format("storm-kafka")`` with ``spark``."""
     spark.dataSource.register(StormKafkaDataSource)
 
@@ -285,17 +270,17 @@ def _positions_for(options: Mapping[str, Any]) -> ZkPositions:
         return positions
 
 
-def batch_max_offsets(df: Any) -> Dict[Key, int]:
+def batch_max_offsets(df: "DataFrame") -> Dict[TopicPartition, int]:
     """Highest offset per ``(topic, partition)`` in ``df`` (an aggregation; only one
     row per partition reaches the driver)."""
     from pyspark.sql import functions as F
     rows = df.groupBy("topic", "partition").agg(F.max("offset").alias("max_offset")).collect()
-    return {(r["topic"], int(r["partition"])): int(r["max_offset"]) for r in rows
+    return {TopicPartition(r["topic"], int(r["partition"])): int(r["max_offset"]) for r in rows
             if r["max_offset"] is not None}
 
 
 def commit_batch(batch: Any, options: Mapping[str, Any], *,
-                 positions: Optional[ZkPositions] = None) -> Dict[Key, int]:
+                 positions: Optional[ZkPositions] = None) -> Dict[TopicPartition, int]:
     """Write the storm-kafka documents for a processed batch.
 
     Parameters
@@ -316,7 +301,7 @@ def commit_batch(batch: Any, options: Mapping[str, Any], *,
         older positions are not written).
     """
     if isinstance(batch, Mapping):
-        offsets = {(str(t), int(p)): int(o) for (t, p), o in batch.items()}
+        offsets = {TopicPartition(str(t), int(p)): int(o) for (t, p), o in batch.items()}
     else:
         offsets = batch_positions(batch_max_offsets(batch))
     return (positions or _positions_for(options)).write(offsets)
@@ -332,7 +317,7 @@ def with_zk_commit(function: Callable[[Any, int], Any], options: Mapping[str, An
     so Kafka is read once. When the function raises, nothing is written and
     Spark fails the query (it re-runs the batch from its checkpoint on restart).
     """
-    def run(df: Any, batch_id: int) -> None:
+    def run(df: "DataFrame", batch_id: int) -> None:
         if cache:
             df = df.persist()
         try:

@@ -7,7 +7,7 @@ turned into a :class:`~storm_kafka_compat.config.JobConfig`. Pure.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import (AUTH_KEYS, SPOUT_FIELDS, TOPOLOGY_FIELDS, JobConfig,
@@ -128,28 +128,61 @@ def job_from_options(options: Mapping[str, Any]) -> Tuple[JobConfig, SourceOptio
     ConfigError
         Unknown option (the message lists the valid ones) or a bad value.
     """
+    base = _config_file(options)
+    sections = _Sections(spout=dict(base.get("spout") or {}),
+                         topology=dict(base.get("topology") or {}),
+                         kafka=dict(base.get("kafka") or {}))
     names = _option_names()
-    base: Dict[str, Any] = {}
-    config_path = next((v for k, v in options.items() if k.lower() == "config"), None)
-    if config_path:
-        with open(config_path, encoding="utf-8") as fh:
-            loaded = parse_yaml(fh.read(), source=str(config_path))
-        if not isinstance(loaded, Mapping):
-            raise ConfigError(f"option config={config_path!r}: the file is not a CONFIG mapping",
-                              key="config", value=config_path)
-        base = {k: dict(v) if isinstance(v, Mapping) else v for k, v in loaded.items()}
-    spout: Dict[str, Any] = dict(base.get("spout") or {})
-    topology: Dict[str, Any] = dict(base.get("topology") or {})
-    kafka: Dict[str, Any] = dict(base.get("kafka") or {})
-    hosts: Dict[str, Any] = {}
-    source: Dict[str, str] = {}
     for raw_key, text in options.items():
+        if raw_key.lower() != "config":
+            sections.take(raw_key, text, names)
+    hosts = sections.hosts
+    if hosts:
+        kinds = [k for k in ("zk", "static", "bootstrap") if k in hosts]
+        merged = dict(base.get("hosts") or {}) if not kinds else {}
+        merged.update(hosts)
+        hosts = merged
+    else:
+        hosts = dict(base.get("hosts") or {})
+    d: Dict[str, Any] = {"spout": sections.spout, "hosts": hosts or None,
+                         "topology": sections.topology or None}
+    if sections.kafka:
+        d["kafka"] = sections.kafka
+    if base.get("spark") is not None:
+        d["spark"] = base["spark"]
+    return job_config_from_dict(d), _source_options(sections.source)
+
+
+def _config_file(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The CONFIG file named by the ``config`` option (the other options override its
+    fields), or nothing."""
+    config_path = next((v for k, v in options.items() if k.lower() == "config"), None)
+    if not config_path:
+        return {}
+    with open(config_path, encoding="utf-8") as fh:
+        loaded = parse_yaml(fh.read(), source=str(config_path))
+    if not isinstance(loaded, Mapping):
+        raise ConfigError(f"option config={config_path!r}: the file is not a CONFIG mapping",
+                          key="config", value=config_path)
+    return {k: dict(v) if isinstance(v, Mapping) else v for k, v in loaded.items()}
+
+
+@dataclass
+class _Sections:
+    """The options sorted into the CONFIG's sections."""
+
+    spout: Dict[str, Any]
+    topology: Dict[str, Any]
+    kafka: Dict[str, Any]
+    hosts: Dict[str, Any] = field(default_factory=dict)
+    source: Dict[str, str] = field(default_factory=dict)
+
+    def take(self, raw_key: str, text: Any, names: Mapping[str, Tuple[str, Any]]) -> None:
+        """Put one option where it belongs, typed as the config loader checks it."""
         low = raw_key.lower()
-        if low == "config":
-            continue
         if low.startswith("kafka.") and low not in names:
-            kafka[raw_key[len("kafka."):]] = _client_value(text)
-            continue
+            self.kafka[raw_key[len("kafka."):]] = _client_value(text)
+            return
         entry = names.get(low)
         if entry is None:
             valid = sorted({s.storm_name for s in SPOUT_FIELDS} | set(_HOSTS_OPTIONS.values())
@@ -160,44 +193,37 @@ def job_from_options(options: Mapping[str, Any]) -> Tuple[JobConfig, SourceOptio
                               allowed=valid)
         section, what = entry
         if section in ("spout", "topology"):
-            target = spout if section == "spout" else topology
+            target = self.spout if section == "spout" else self.topology
             for name in what.names:          # an option overrides the file's field
                 target.pop(name, None)
             target[what.storm_name] = _typed(text, what.java_type, raw_key)
         elif section == "auth":
-            topology[what] = _typed(text, "boolean", raw_key) if what == "acl" else text
+            self.topology[what] = _typed(text, "boolean", raw_key) if what == "acl" else text
         elif section == "hosts":
-            if what == "static":
-                hosts[what] = _static_table(text)
-            elif what == "refreshFreqSecs":
-                hosts[what] = _typed(text, "int", raw_key)
-            elif what == "useTopicNameForPartitionPathId":
-                hosts[what] = _typed(text, "boolean", raw_key)
-            else:
-                hosts[what] = text
+            self.hosts[what] = _host_value(what, text, raw_key)
         else:
-            source[what] = text
-    if hosts:
-        kinds = [k for k in ("zk", "static", "bootstrap") if k in hosts]
-        merged = dict(base.get("hosts") or {}) if not kinds else {}
-        merged.update(hosts)
-        hosts = merged
-    else:
-        hosts = dict(base.get("hosts") or {})
-    d = {"spout": spout, "hosts": hosts or None, "topology": topology or None}
-    if kafka:
-        d["kafka"] = kafka
-    if base.get("spark") is not None:
-        d["spark"] = base["spark"]
-    job = job_config_from_dict(d)
+            self.source[what] = text
 
+
+def _host_value(what: str, text: Any, raw_key: str) -> Any:
+    if what == "static":
+        return _static_table(text)
+    if what == "refreshFreqSecs":
+        return _typed(text, "int", raw_key)
+    if what == "useTopicNameForPartitionPathId":
+        return _typed(text, "boolean", raw_key)
+    return text
+
+
+def _source_options(source: Mapping[str, str]) -> SourceOptions:
+    """``maxMessagesPerPartition``, ``maxOffsetsPerTrigger`` (>= 1) and ``failOnDataLoss``."""
     def count(name: str) -> Optional[int]:
         if name not in source:
             return None
-        value = _typed(source[name], "long", name)
+        value = int(_typed(source[name], "long", name))
         if value < 1:
             raise ConfigError(f"option {name}={value} must be >= 1", key=name, value=value)
         return value
 
-    fail = _typed(source.get("failOnDataLoss", "true"), "boolean", "failOnDataLoss")
-    return job, SourceOptions(count("maxMessagesPerPartition"), count("maxOffsetsPerTrigger"), fail)
+    fail = bool(_typed(source.get("failOnDataLoss", "true"), "boolean", "failOnDataLoss"))
+    return SourceOptions(count("maxMessagesPerPartition"), count("maxOffsetsPerTrigger"), fail)

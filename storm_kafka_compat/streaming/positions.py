@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Unpack
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.spout.assignment import Assignment
+from storm_kafka_compat.structs import TopicPartition
 
 
 log = logging.getLogger(__name__)
 
-Key = Tuple[str, int]
 #: Spark offsets of this source: ``{"topic": {"0": next offset, ...}}`` (Spark's
 #: KafkaSourceOffset JSON form)
 OffsetMap = Dict[str, Dict[str, int]]
@@ -27,7 +27,7 @@ OffsetMap = Dict[str, Dict[str, int]]
 
 # --- offset arithmetic (pure) ---------------------------------------------------------------
 
-def to_offset_map(positions: Mapping[Key, int]) -> OffsetMap:
+def to_offset_map(positions: Mapping[TopicPartition, int]) -> OffsetMap:
     """``{(topic, p): n}`` -> Spark's JSON form ``{"topic": {"p": n}}``."""
     out: OffsetMap = {}
     for (topic, partition), offset in sorted(positions.items()):
@@ -35,15 +35,16 @@ def to_offset_map(positions: Mapping[Key, int]) -> OffsetMap:
     return out
 
 
-def from_offset_map(offsets: Optional[Mapping[str, Mapping[str, int]]]) -> Dict[Key, int]:
+def from_offset_map(offsets: Optional[Mapping[str, Mapping[str, int]]]
+                    ) -> Dict[TopicPartition, int]:
     """Spark's JSON form -> ``{(topic, p): n}``."""
-    return {(topic, int(p)): int(o) for topic, parts in (offsets or {}).items()
+    return {TopicPartition(topic, int(p)): int(o) for topic, parts in (offsets or {}).items()
             for p, o in parts.items()}
 
 
-def cap_ends(starts: Mapping[Key, int], ends: Mapping[Key, int], *,
+def cap_ends(starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], *,
              max_rows: Optional[int] = None,
-             per_partition: Optional[int] = None) -> Dict[Key, int]:
+             per_partition: Optional[int] = None) -> Dict[TopicPartition, int]:
     """Batch end per partition: the log end, capped.
 
     ``per_partition`` caps each partition's share; ``max_rows`` caps the total,
@@ -52,8 +53,8 @@ def cap_ends(starts: Mapping[Key, int], ends: Mapping[Key, int], *,
     small partition never starves; the total may then exceed ``max_rows`` by
     at most the number of partitions). Ends never go below starts.
     """
-    out: Dict[Key, int] = {}
-    backlog: Dict[Key, int] = {}
+    out: Dict[TopicPartition, int] = {}
+    backlog: Dict[TopicPartition, int] = {}
     for key, end in ends.items():
         start = starts.get(key, end)
         n = max(0, end - start)
@@ -69,7 +70,7 @@ def cap_ends(starts: Mapping[Key, int], ends: Mapping[Key, int], *,
     return out
 
 
-def batch_positions(max_offsets: Mapping[Key, int]) -> Dict[Key, int]:
+def batch_positions(max_offsets: Mapping[TopicPartition, int]) -> Dict[TopicPartition, int]:
     """Highest offset read per partition -> the next offset to read (the document offset)."""
     return {key: int(o) + 1 for key, o in max_offsets.items()}
 
@@ -88,7 +89,8 @@ class ZkPositions:
         ``registry_reader``) when omitted, and then closed by :meth:`close`.
     """
 
-    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None, **parts: Any) -> None:
+    def __init__(self, job: JobConfig, *, runtime: Optional[Runtime] = None,
+                 **parts: Unpack[RuntimeParts]) -> None:
         self.job = job
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(job, **parts)
@@ -97,14 +99,14 @@ class ZkPositions:
         self.topology_id = self.runtime.topology_id
         # the discovery's partitions, re-asked every refreshFreqSecs; no managers here
         self.assignment = Assignment(self.runtime.discovery(), manager_factory=self._learn)
-        self.decisions: Dict[Key, StartDecision] = {}
+        self.decisions: Dict[TopicPartition, StartDecision] = {}
         self._lock = threading.Lock()
 
     def _learn(self, info: PartitionInfo) -> PartitionInfo:
         self.kafka.learn(info.leader)
         return info
 
-    def partitions(self, now_ms: Optional[int] = None) -> Dict[Key, PartitionInfo]:
+    def partitions(self, now_ms: Optional[int] = None) -> Dict[TopicPartition, PartitionInfo]:
         """The partitions the discovery finds (refreshed every ``refreshFreqSecs``)."""
         import time
         self.assignment.maybe_refresh(int(time.monotonic() * 1000) if now_ms is None else now_ms)
@@ -140,7 +142,7 @@ class ZkPositions:
             start = latest
         return start
 
-    def log_ends(self, infos: Sequence[PartitionInfo]) -> Dict[Key, int]:
+    def log_ends(self, infos: Sequence[PartitionInfo]) -> Dict[TopicPartition, int]:
         """Kafka's log end (high watermark) per partition."""
         return {i.key: self.kafka.offset_for(i.topic, i.partition, LATEST_TIME) for i in infos}
 
@@ -150,7 +152,7 @@ class ZkPositions:
                                broker_host=info.leader.host, broker_port=info.leader.port,
                                topic=info.topic)
 
-    def write(self, positions: Mapping[Key, int]) -> Dict[Key, int]:
+    def write(self, positions: Mapping[TopicPartition, int]) -> Dict[TopicPartition, int]:
         """Write the documents for ``positions`` (next offsets to read).
 
         A document is written only when it changes, and a document this
@@ -162,7 +164,7 @@ class ZkPositions:
             paths = {key: self.path(infos[key]) for key in positions if key in infos}
             stored_docs = self.store.read_many(list(paths.values()))
             docs: Dict[str, bytes] = {}
-            written: Dict[Key, int] = {}
+            written: Dict[TopicPartition, int] = {}
             for key, offset in sorted(positions.items()):
                 info = infos.get(key)
                 if info is None:

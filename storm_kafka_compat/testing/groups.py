@@ -13,10 +13,10 @@ not for production.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional
 
-Key = Tuple[str, int]
-Committed = Tuple[int, str]
+from storm_kafka_compat.offsets.store import Committed, GroupStore
+from storm_kafka_compat.structs import TopicPartition
 
 
 class MemoryGroupOffsets:
@@ -26,17 +26,18 @@ class MemoryGroupOffsets:
     ``commits`` records every commit made.
     """
 
-    def __init__(self, offsets: Optional[Mapping[Key, Committed]] = None) -> None:
-        self.offsets: Dict[Key, Committed] = dict(offsets or {})
-        self.commits: List[Dict[Key, Committed]] = []
+    def __init__(self, offsets: Optional[Mapping[TopicPartition, Committed]] = None) -> None:
+        self.offsets: Dict[TopicPartition, Committed] = dict(offsets or {})
+        self.commits: List[Dict[TopicPartition, Committed]] = []
         self.fail_next = 0
         self.error: Exception = RuntimeError("commit refused")
         self.closed = False
 
-    def read_many(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
-        return {k: self.offsets.get(k) for k in partitions}
+    def read_many(self, partitions: Iterable[TopicPartition]
+                  ) -> Dict[TopicPartition, Optional[Committed]]:
+        return {TopicPartition(*k): self.offsets.get(k) for k in partitions}
 
-    def write_many(self, offsets: Mapping[Key, Committed]) -> int:
+    def write_many(self, offsets: Mapping[TopicPartition, Committed]) -> int:
         if self.fail_next:
             self.fail_next -= 1
             raise self.error
@@ -54,11 +55,12 @@ class MemoryGroupOffsets:
 class MetadataKeepingGroups:
     """A group adapter that restores commit metadata the broker dropped."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: GroupStore) -> None:
         self.inner = inner
-        self._metadata: Dict[Key, Committed] = {}
+        self._metadata: Dict[TopicPartition, Committed] = {}
 
-    def read_many(self, partitions: Iterable[Key]) -> Dict[Key, Optional[Committed]]:
+    def read_many(self, partitions: Iterable[TopicPartition]
+                  ) -> Dict[TopicPartition, Optional[Committed]]:
         out = self.inner.read_many(partitions)
         for key, found in out.items():
             mine = self._metadata.get(key)
@@ -66,7 +68,7 @@ class MetadataKeepingGroups:
                 out[key] = (found[0], mine[1])
         return out
 
-    def write_many(self, offsets: Mapping[Key, Committed]) -> int:
+    def write_many(self, offsets: Mapping[TopicPartition, Committed]) -> int:
         trips = self.inner.write_many(offsets)
         self._metadata.update(offsets)
         return trips

@@ -7,7 +7,7 @@ and ``fail_reads`` make the next calls raise ZooKeeperUnavailableError.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Mapping, Optional
+from typing import Dict, Iterable, List, Mapping, Optional
 
 from storm_kafka_compat.errors import ZooKeeperUnavailableError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
@@ -41,6 +41,11 @@ class MemoryStateStore:
         self.round_trips += 1
         self.writes += len(docs)
         return 1
+
+    def children(self, path: str) -> Optional[List[str]]:
+        prefix = path.rstrip("/") + "/"
+        names = {p[len(prefix):].split("/")[0] for p in self.docs if p.startswith(prefix)}
+        return sorted(names) if names or path in self.docs else None
 
     def write(self, path: str, data: bytes) -> None:
         self.write_many({path: data})

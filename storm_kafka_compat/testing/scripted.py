@@ -41,7 +41,7 @@ import threading
 import time as _time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import (Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple,
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple,
                     Union)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker
@@ -116,7 +116,7 @@ class ScriptedKafka:
         #: every call made through the ``KafkaAccess`` interface, in order:
         #: ``("fetch", topic, partition, offset)``, ``("offset_for", topic,
         #: partition, time)``, ``("leaders", topic)``, ``("topics",)``, ``("close",)``
-        self.calls: List[Tuple] = []
+        self.calls: List[Tuple[Any, ...]] = []
 
     # --- scripting ----------------------------------------------------------
 

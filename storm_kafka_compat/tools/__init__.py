@@ -39,10 +39,10 @@ from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.offsets.document import StoredDocument, document_fields
 from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-PartitionKey = Tuple[str, int]
 
 
 class _OnePartition:
@@ -59,7 +59,7 @@ class _OnePartition:
         return self.info.partition
 
     @property
-    def key(self) -> PartitionKey:
+    def key(self) -> TopicPartition:
         return self.info.key
 
 

@@ -1,8 +1,9 @@
 """The demo: a Storm topology's place in Kafka, picked up by the PySpark pipeline.
 
-Everything runs on loopback: a real ZooKeeper from pyspark's jars and the tansu
-Kafka-protocol broker. The demo writes Kafka's broker registry into ZooKeeper
-(as a ZooKeeper-mode Kafka would), produces a topic, and writes the offset
+Everything runs on loopback, on the servers of :mod:`storm_kafka_compat.embedded`:
+a real ZooKeeper from pyspark's jars and the tansu Kafka-protocol broker. The
+demo writes Kafka's broker registry into ZooKeeper (as a ZooKeeper-mode Kafka
+would), produces a topic, and writes the offset
 documents a storm-kafka 1.2 topology would have left halfway through, byte for
 byte; one partition has no document, as a partition Storm never committed.
 Then the pipeline runs with ZkHosts until it has caught up, and the demo checks
@@ -21,13 +22,18 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 import yaml
 
 from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.offsets.paths import partition_path
+
+if TYPE_CHECKING:
+    from storm_kafka_compat.embedded import EmbeddedServers
+    from storm_kafka_compat.engine.report import RunSummary
 
 log = logging.getLogger(__name__)
 
@@ -76,104 +82,131 @@ def next_steps(kept: Mapping[str, Any]) -> List[str]:
 
 def run_demo(*, messages: int = 2_000, partitions: int = 4,
              log: Callable[[str], None] = lambda s: None,
-             keep_dir: Optional[os.PathLike] = None) -> Dict[str, Any]:
+             keep_dir: Optional["os.PathLike[str] | str"] = None) -> Dict[str, Any]:
     """Run the demo end to end; return the per-partition result and a verdict
     (and, with ``keep_dir``, ``kept``: the servers left running and the CONFIG)."""
-    from kazoo.client import KazooClient
-    from kazoo.retry import KazooRetry
-
-    from storm_kafka_compat.servers.tansu import EmbeddedTansu, create_topic, produce_exact
-    from storm_kafka_compat.servers.registry import write_broker_registry
-    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
-    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.embedded import EmbeddedServers
 
     kept: Optional[Dict[str, Any]] = None
     with contextlib.ExitStack() as stack:
-        if keep_dir is not None:
-            base = Path(keep_dir).resolve()
-            if base.exists() and any(base.iterdir()):
-                from storm_kafka_compat.errors import ConfigError
-                raise ConfigError(
-                    f"--keep {keep_dir}: the directory is not empty (a kept demo? its job.yaml "
-                    f"names the servers); stop those servers and remove it, or give another "
-                    f"directory", key="--keep", value=str(keep_dir))
-            base.mkdir(parents=True, exist_ok=True)
-            zk = EmbeddedZooKeeper(base_dir=base / "zookeeper")
-            broker = EmbeddedTansu(log_path=base / "tansu.log")
-        else:
-            base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skc-demo-")))
-            zk = EmbeddedZooKeeper(base_dir=base)
-            broker = EmbeddedTansu()
-        zk.start()
-        stack.callback(zk.cleanup)          # dropped below when the servers are kept
-        broker.start()
-        stack.callback(broker.stop)
-        log(f"ZooKeeper {zk.connect_string} (pid {zk.pid}), tansu broker {broker.bootstrap} "
-            f"(pid {broker.pid})")
-        create_topic(broker.bootstrap, TOPIC, partitions)
-        produce_exact(broker.bootstrap, TOPIC,
-                      [(i % partitions, f"user{i % 97}".encode(),
-                        f"user=user{i % 97} page=/p/{i % 13}".encode()) for i in range(messages)])
-        log_end = {p: len(range(p, messages, partitions)) for p in range(partitions)}
-
-        client = KazooClient(hosts=zk.connect_string, connection_retry=KazooRetry(
-            max_tries=-1, max_delay=1), command_retry=KazooRetry(max_tries=5))
-        client.start(timeout=15)
-        try:
-            write_broker_registry(client, brokers={1: (broker.host, broker.port)},
-                                  topics={TOPIC: {p: 1 for p in range(partitions)}})
-            # where a storm-kafka topology stopped: partitions 0..n-2 halfway, the last untouched
-            storm_offsets: Dict[int, Any] = {}
-            for p in range(partitions - 1):
-                offset = log_end[p] // 2 + p
-                storm_offsets[p] = offset
-                client.create(partition_path(ZK_ROOT, SPOUT_ID, p), encode_document(
-                    topology_id=STORM_TOPOLOGY_ID, topology_name="clicks", offset=offset,
-                    partition=p, broker_host=broker.host, broker_port=broker.port, topic=TOPIC),
-                    makepath=True)
-            storm_offsets[partitions - 1] = None
-            log(f"seeded {messages} messages in {partitions} partitions and the Storm documents "
-                f"under {ZK_ROOT}/{SPOUT_ID}")
-
-            config = demo_config(zk.connect_string, zk.port)
-            job = job_config_from_dict(config)
-            started = time.monotonic()
-            log("starting Spark and the pipeline (the first Spark start takes a few seconds)")
-            summary = Pipeline(job, progress=log).run(RunOptions(until_caught_up=True))
-            log(f"pipeline {summary.stopped_by} after {time.monotonic() - started:.1f} s: "
-                f"{summary.messages} messages, {summary.batches} batches")
-
-            rows: List[Dict[str, Any]] = []
-            ok = True
-            by_partition = {p.partition: p for p in summary.partitions}
-            for p in range(partitions):
-                data, _ = client.get(partition_path(ZK_ROOT, SPOUT_ID, p))
-                committed = parse_document(data).offset
-                s = by_partition[p]
-                expected_start = storm_offsets[p] if storm_offsets[p] is not None else 0
-                good = (s.resumed_from == expected_start and committed == log_end[p]
-                        and s.processed == log_end[p] - expected_start)
-                ok = ok and good
-                rows.append({"PARTITION": p, "STORM-OFFSET": storm_offsets[p],
-                             "DECISION": s.decision, "RESUMED-FROM": s.resumed_from,
-                             "PROCESSED": s.processed, "LOG-END": log_end[p],
-                             "COMMITTED": committed, "OK": "yes" if good else "NO"})
+        base = _base_dir(keep_dir, stack)
+        servers = EmbeddedServers("tansu", base).start()
+        stack.callback(servers.close)       # dropped below when the servers are kept
+        log(servers.describe())
+        log_end = _seed_topic(servers, messages, partitions)
+        with _zk_client(servers.zk.connect_string) as client:
+            storm_offsets = _seed_storm_documents(client, servers, partitions, log_end)
+            log(f"seeded {messages} messages in {partitions} partitions and the Storm "
+                f"documents under {ZK_ROOT}/{SPOUT_ID}")
+            config = demo_config(servers.zk.connect_string, servers.zk.port)
+            summary = _run_pipeline(config, log)
+            rows = _check(client, summary, storm_offsets, log_end)
             sample = client.get(partition_path(ZK_ROOT, SPOUT_ID, 0))[0].decode()
-        finally:
-            client.stop()
-            client.close()
         if keep_dir is not None:
-            config_path = base / "job.yaml"
-            config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-            zk.detach()
-            broker.detach()
+            kept = _keep(base, config, servers)
             stack.pop_all()                 # the servers outlive this process
-            kept = {"config": str(config_path), "zookeeper": zk.connect_string,
-                    "zookeeper_pid": zk.pid, "broker": broker.bootstrap,
-                    "broker_pid": broker.pid, "dir": str(base)}
+    ok = all(row["OK"] == "yes" for row in rows)
     verdict = ("every partition resumed where Storm stopped and committed the log end; "
                f"document now: {sample}") if ok else "MISMATCH: see the rows marked NO"
     result = {"ok": ok, "partitions": rows, "verdict": verdict, "summary": summary.as_dict()}
     if kept is not None:
         result["kept"] = kept
     return result
+
+
+def _base_dir(keep_dir: Optional["os.PathLike[str] | str"], stack: contextlib.ExitStack) -> Path:
+    """Where the servers live: ``keep_dir`` (new or empty) with ``--keep``, else a
+    temporary directory removed at the end."""
+    if keep_dir is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skc-demo-")))
+    base = Path(keep_dir).resolve()
+    if base.exists() and any(base.iterdir()):
+        raise ConfigError(
+            f"--keep {keep_dir}: the directory is not empty (a kept demo? its job.yaml names "
+            f"the servers); stop those servers and remove it, or give another directory",
+            key="--keep", value=str(keep_dir))
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def _seed_topic(servers: "EmbeddedServers", messages: int, partitions: int) -> Dict[int, int]:
+    """The demo topic with ``messages`` page views; returns each partition's log end."""
+    servers.create(TOPIC, partitions)
+    servers.produce(TOPIC, [(i % partitions, f"user{i % 97}".encode(),
+                             f"user=user{i % 97} page=/p/{i % 13}".encode())
+                            for i in range(messages)])
+    return {p: len(range(p, messages, partitions)) for p in range(partitions)}
+
+
+@contextlib.contextmanager
+def _zk_client(connect: str) -> Iterator[Any]:
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    client = KazooClient(hosts=connect, connection_retry=KazooRetry(max_tries=-1, max_delay=1),
+                         command_retry=KazooRetry(max_tries=5))
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def _seed_storm_documents(client: Any, servers: "EmbeddedServers", partitions: int,
+                          log_end: Mapping[int, int]) -> Dict[int, Optional[int]]:
+    """Kafka's broker registry, and the documents a storm-kafka topology left: partitions
+    0..n-2 halfway, the last one never committed. Returns the Storm offsets."""
+    servers.write_registry(client, TOPIC, partitions)
+    broker = servers.broker
+    storm_offsets: Dict[int, Optional[int]] = {}
+    for p in range(partitions - 1):
+        offset = log_end[p] // 2 + p
+        storm_offsets[p] = offset
+        client.create(partition_path(ZK_ROOT, SPOUT_ID, p), encode_document(
+            topology_id=STORM_TOPOLOGY_ID, topology_name="clicks", offset=offset,
+            partition=p, broker_host=broker.host, broker_port=broker.port, topic=TOPIC),
+            makepath=True)
+    storm_offsets[partitions - 1] = None
+    return storm_offsets
+
+
+def _run_pipeline(config: Mapping[str, Any], log: Callable[[str], None]) -> "RunSummary":
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+
+    started = time.monotonic()
+    log("starting Spark and the pipeline (the first Spark start takes a few seconds)")
+    summary = Pipeline(job_config_from_dict(config), progress=log).run(
+        RunOptions(until_caught_up=True))
+    log(f"pipeline {summary.stopped_by} after {time.monotonic() - started:.1f} s: "
+        f"{summary.messages} messages, {summary.batches} batches")
+    return summary
+
+
+def _check(client: Any, summary: "RunSummary", storm_offsets: Mapping[int, Optional[int]],
+           log_end: Mapping[int, int]) -> List[Dict[str, Any]]:
+    """One row per partition: did it resume where Storm stopped and commit the log end?"""
+    rows: List[Dict[str, Any]] = []
+    by_partition = {p.partition: p for p in summary.partitions}
+    for p, stored in storm_offsets.items():
+        data, _ = client.get(partition_path(ZK_ROOT, SPOUT_ID, p))
+        committed = parse_document(data).offset
+        s = by_partition[p]
+        expected_start = stored if stored is not None else 0
+        good = (s.resumed_from == expected_start and committed == log_end[p]
+                and s.processed == log_end[p] - expected_start)
+        rows.append({"PARTITION": p, "STORM-OFFSET": stored, "DECISION": s.decision,
+                     "RESUMED-FROM": s.resumed_from, "PROCESSED": s.processed,
+                     "LOG-END": log_end[p], "COMMITTED": committed,
+                     "OK": "yes" if good else "NO"})
+    return rows
+
+
+def _keep(base: Path, config: Mapping[str, Any], servers: "EmbeddedServers") -> Dict[str, Any]:
+    """Leave the servers running with the job's CONFIG in ``base``; what ``--keep`` prints."""
+    config_path = base / "job.yaml"
+    config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    servers.detach()
+    return {"config": str(config_path), "zookeeper": servers.zk.connect_string,
+            "zookeeper_pid": servers.zk.pid, "broker": servers.bootstrap,
+            "broker_pid": servers.broker_pid, "dir": str(base)}

@@ -202,8 +202,10 @@ class GroupExplanation:
 
 def explain_group_state(env: ToolEnv, state: GroupPartitionState,
                         topology_id: str) -> GroupExplanation:
-    """Run the storm-kafka-client spout's first-poll decision on one partition of a Kafka-store job."""
+    """Run the storm-kafka-client spout's first-poll decision on one partition of a
+    Kafka-store job."""
     config = env.job.kafka_spout
+    assert config is not None, "a Kafka-store job has a kafkaSpout section"
     earliest = (state.log_start if state.log_start is not None
                 else env.offset_for(state.topic, state.partition, EARLIEST_TIME))
     latest = (state.log_end if state.log_end is not None

@@ -47,7 +47,9 @@ from storm_kafka_compat.config import EARLIEST_TIME, JobConfig, ZkHosts
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.errors import ActiveGroupError
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.tools import PartitionKey, PartitionState, ToolEnv, select_partitions
+from storm_kafka_compat.offsets.store import Committed, DocumentStore, GroupStore
+from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.tools import PartitionState, ToolEnv, select_partitions
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +114,8 @@ class MigrateEntry:
     payload: Optional[bytes] = None
 
     @property
-    def key(self) -> PartitionKey:
-        return (self.topic, self.partition)
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
     def as_dict(self) -> Dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "source": self.source,
@@ -155,7 +157,7 @@ class MigratePlan:
                 "partitions": [e.as_dict() for e in self.entries]}
 
 
-def kafka08_store(env: ToolEnv) -> Tuple[Any, bool]:
+def kafka08_store(env: ToolEnv) -> Tuple[DocumentStore, bool]:
     """The store holding the Kafka 0.8 layout and whether the caller must close it:
     Kafka's ZooKeeper (``hosts.zk``) for ZkHosts, else the offset store."""
     hosts = env.job.spout.hosts
@@ -187,9 +189,9 @@ def _range_problem(offset: int, s: PartitionState) -> Optional[str]:
     return None
 
 
-def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
+def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: GroupStore,
                  layout: str = "storm", zk_group: Optional[str] = None,
-                 zk08: Any = None, topology_id: Optional[str] = None,
+                 zk08: Optional[DocumentStore] = None, topology_id: Optional[str] = None,
                  partitions: Optional[str] = None, owners: bool = False) -> MigratePlan:
     """Plan a migration (nothing is written).
 
@@ -199,8 +201,8 @@ def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
     direction : ``"to-kafka"`` or ``"from-kafka"``
     group : str
         The Kafka consumer group.
-    groups : KafkaGroupOffsets-like
-        ``committed``, ``commit``, ``active_members`` of ``group``.
+    groups : GroupStore
+        ``read_many``, ``write_many``, ``active_members`` of ``group``.
     layout : ``"storm"`` or ``"kafka08"``
         The ZooKeeper side's layout.
     zk_group : str, optional
@@ -214,6 +216,22 @@ def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
     owners : bool
         With ``kafka08`` as the target, also create ``/consumers/<g>/owners/<topic>``.
     """
+    _check_migrate_options(direction, layout, owners)
+    zk_group = (zk_group or group) if layout == "kafka08" else None
+    states = env.states(select_partitions(env.partitions(), partitions))
+    if zk_group is None:
+        zk_side = _storm_side(states)
+    else:
+        zk_side = _kafka08_side(states, zk_group, zk08 if zk08 is not None else env.store)
+    committed = groups.read_many([s.key for s in states])
+    active = list(groups.active_members()) if direction == TO_KAFKA else []
+    entries = [_migrate_entry(env.job, s, direction, group, layout, zk_side[s.key],
+                              committed.get(s.key), topology_id) for s in states]
+    return MigratePlan(direction=direction, group=group, layout=layout, zk_group=zk_group,
+                       entries=entries, active_members=active, owners=owners)
+
+
+def _check_migrate_options(direction: str, layout: str, owners: bool) -> None:
     if direction not in (TO_KAFKA, FROM_KAFKA):
         raise ConfigError(f"direction {direction!r} must be {TO_KAFKA} or {FROM_KAFKA}",
                           value=direction)
@@ -223,119 +241,136 @@ def plan_migrate(env: ToolEnv, *, direction: str, group: str, groups: Any,
     if owners and not (layout == "kafka08" and direction == FROM_KAFKA):
         raise ConfigError("--owners applies only to --from-kafka-group with --layout kafka08",
                           key="--owners", value=True)
-    zk_group = (zk_group or group) if layout == "kafka08" else None
-    zk08 = zk08 if zk08 is not None else env.store
-    infos = select_partitions(env.partitions(), partitions)
-    states = env.states(infos)
-    keys = [s.key for s in states]
-    kafka_side = f"kafka:{group}"
 
-    # the ZooKeeper side: offset and the path it lives at
-    zk_offsets: Dict[PartitionKey, Optional[int]] = {}
-    zk_paths: Dict[PartitionKey, str] = {}
-    zk_problems: Dict[PartitionKey, str] = {}
-    if layout == "storm":
-        for s in states:
-            zk_paths[s.key] = s.zk_path
-            if s.stored is None:
-                zk_offsets[s.key] = None
-                zk_problems[s.key] = "no document"
-            elif s.stored.problem is not None:
-                zk_offsets[s.key] = None
-                zk_problems[s.key] = f"document rejected ({s.stored.problem})"
-            else:
-                zk_offsets[s.key] = s.stored_offset
-    else:
-        assert zk_group is not None
-        for s in states:
-            zk_paths[s.key] = kafka08_offsets_path(zk_group, s.topic, s.partition)
-        raw = zk08.read_many(list(zk_paths.values())) if zk_paths else {}
-        for s in states:
-            doc = raw.get(zk_paths[s.key])
-            if doc is None:
-                zk_offsets[s.key] = None
-                zk_problems[s.key] = "no offsets node"
-            else:
-                zk_offsets[s.key] = parse_kafka08_offset(doc.data)
-                if zk_offsets[s.key] is None:
-                    zk_problems[s.key] = f"offsets node holds {doc.text[:40]!r}, not a decimal"
 
-    committed = groups.read_many(keys)
-    active = list(groups.active_members()) if direction == TO_KAFKA else []
-    entries: List[MigrateEntry] = []
-    start_time = env.job.spout.start_offset_time
+@dataclass(frozen=True)
+class _ZkPosition:
+    """The ZooKeeper side of a partition: where its offset lives, the offset (None
+    when there is none), and why not."""
+
+    path: str
+    offset: Optional[int]
+    problem: Optional[str] = None
+
+
+def _storm_side(states: List[PartitionState]) -> Dict[TopicPartition, _ZkPosition]:
+    """storm-kafka's documents, as the tools read them."""
+    out = {}
     for s in states:
-        k = s.key
-        kafka_now = committed.get(k)
-        if direction == TO_KAFKA:
-            e = MigrateEntry(s.topic, s.partition, zk_paths[k], kafka_side, zk_offsets[k],
-                             kafka_now[0] if kafka_now else None, s.log_start, s.log_end)
+        if s.stored is None:
+            out[s.key] = _ZkPosition(s.zk_path, None, "no document")
+        elif s.stored.problem is not None:
+            out[s.key] = _ZkPosition(s.zk_path, None,
+                                     f"document rejected ({s.stored.problem})")
         else:
-            e = MigrateEntry(s.topic, s.partition, kafka_side, zk_paths[k],
-                             kafka_now[0] if kafka_now else None, zk_offsets[k],
-                             s.log_start, s.log_end)
-        entries.append(e)
-        src = e.source_offset
-        if src is None:
-            e.reason = (zk_problems.get(k, "no offset") if direction == TO_KAFKA
-                        else f"group {group!r} has no commit for it")
-            continue
-        problem = _range_problem(src, s)
-        if problem:
-            e.reason = problem
-            continue
-        if direction == TO_KAFKA:
-            tid = topology_id or s.stored_topology_id or _default_topology_id(env.job, None)
-            e.metadata = commit_metadata(tid)
-            if kafka_now is not None and kafka_now == (src, e.metadata):
-                e.action, e.reason = UNCHANGED, "the group already holds this offset"
-            elif e.target_offset == src:
-                # same offset, other metadata: the first-poll rule reads the metadata
-                # (EARLIEST/LATEST resume only this topology's commits), so rewrite it
-                e.action = MOVE
-                e.reason = (f"the group holds this offset with metadata {kafka_now[1]!r} "
-                            if kafka_now and kafka_now[1] else
-                            "the group holds this offset without metadata ") + \
-                    "; rewritten with the document's topology id"
-            else:
-                e.action, e.reason = MOVE, "" if src > 0 else (
-                    "note: Storm itself reads a stored 0 as no state")
-            continue
-        # FROM_KAFKA
-        if layout == "kafka08":
-            e.payload = str(src).encode("ascii")
-            if e.target_offset == src:
-                e.action, e.reason = UNCHANGED, "the offsets node already holds this offset"
-            else:
-                e.action = MOVE
-            continue
-        if src <= 0 and start_time != EARLIEST_TIME:
-            e.reason = (f"Storm reads offset {src} as no state and would start at "
-                        f"startOffsetTime {start_time}; not written")
-            continue
-        fields = s.stored_fields
-        tid = (topology_id or s.stored_topology_id
-               or metadata_topology_id(kafka_now[1] if kafka_now else None)
-               or _default_topology_id(env.job, None))
-        broker = fields["broker"]
-        host, port = ((broker["host"], broker["port"]) if broker
-                      else (s.info.leader.host, s.info.leader.port))
-        e.payload = encode_document(
-            topology_id=tid, topology_name=fields["topology_name"] or env.job.topology.name,
-            offset=src, partition=s.partition, broker_host=host,
-            broker_port=port if 0 <= port <= 65535 else 0, topic=s.topic)
-        if s.stored is not None and s.stored.data == e.payload:
-            e.action, e.reason = UNCHANGED, "the document already holds this offset"
-        else:
-            e.action = MOVE
-            if src <= 0:
-                e.reason = "note: Storm reads 0 as no state and starts at the log start"
-    return MigratePlan(direction=direction, group=group, layout=layout, zk_group=zk_group,
-                       entries=entries, active_members=active, owners=owners)
+            out[s.key] = _ZkPosition(s.zk_path, s.stored_offset)
+    return out
 
 
-def execute_migrate(env: ToolEnv, plan: MigratePlan, *, groups: Any,
-                    zk08: Any = None) -> MigratePlan:
+def _kafka08_side(states: List[PartitionState], zk_group: str, zk08: DocumentStore
+                  ) -> Dict[TopicPartition, _ZkPosition]:
+    """The Kafka 0.8 consumer's offsets nodes (plain decimal text), one pipelined read."""
+    paths = {s.key: kafka08_offsets_path(zk_group, s.topic, s.partition) for s in states}
+    raw = zk08.read_many(list(paths.values())) if paths else {}
+    out = {}
+    for key, path in paths.items():
+        doc = raw.get(path)
+        if doc is None:
+            out[key] = _ZkPosition(path, None, "no offsets node")
+            continue
+        offset = parse_kafka08_offset(doc.data)
+        out[key] = _ZkPosition(path, offset, None if offset is not None else
+                               f"offsets node holds {doc.text[:40]!r}, not a decimal")
+    return out
+
+
+def _migrate_entry(job: JobConfig, s: PartitionState, direction: str, group: str, layout: str,
+                   zk: _ZkPosition, kafka_now: Optional[Committed],
+                   topology_id: Optional[str]) -> MigrateEntry:
+    """One partition's entry: what moves where, or why not."""
+    kafka_side = f"kafka:{group}"
+    kafka_offset = kafka_now[0] if kafka_now else None
+    if direction == TO_KAFKA:
+        e = MigrateEntry(s.topic, s.partition, zk.path, kafka_side, zk.offset, kafka_offset,
+                         s.log_start, s.log_end)
+    else:
+        e = MigrateEntry(s.topic, s.partition, kafka_side, zk.path, kafka_offset, zk.offset,
+                         s.log_start, s.log_end)
+    src = e.source_offset
+    if src is None:
+        e.reason = ((zk.problem or "no offset") if direction == TO_KAFKA
+                    else f"group {group!r} has no commit for it")
+        return e
+    problem = _range_problem(src, s)
+    if problem:
+        e.reason = problem
+    elif direction == TO_KAFKA:
+        _plan_commit(e, src, kafka_now, topology_id or s.stored_topology_id
+                     or _default_topology_id(job, None))
+    elif layout == "kafka08":
+        _plan_offsets_node(e, src)
+    else:
+        _plan_document(e, job, s, src, kafka_now, topology_id)
+    return e
+
+
+def _plan_commit(e: MigrateEntry, src: int, kafka_now: Optional[Committed],
+                 topology_id: str) -> None:
+    """Into the group: the offset with storm-kafka-client's commit metadata."""
+    e.metadata = commit_metadata(topology_id)
+    if kafka_now is not None and kafka_now == (src, e.metadata):
+        e.action, e.reason = UNCHANGED, "the group already holds this offset"
+    elif e.target_offset == src:
+        # same offset, other metadata: the first-poll rule reads the metadata
+        # (EARLIEST/LATEST resume only this topology's commits), so rewrite it
+        e.action = MOVE
+        e.reason = (f"the group holds this offset with metadata {kafka_now[1]!r} "
+                    if kafka_now and kafka_now[1] else
+                    "the group holds this offset without metadata ") + \
+            "; rewritten with the document's topology id"
+    else:
+        e.action, e.reason = MOVE, "" if src > 0 else (
+            "note: Storm itself reads a stored 0 as no state")
+
+
+def _plan_offsets_node(e: MigrateEntry, src: int) -> None:
+    """Into the Kafka 0.8 layout: the offset as decimal text."""
+    e.payload = str(src).encode("ascii")
+    if e.target_offset == src:
+        e.action, e.reason = UNCHANGED, "the offsets node already holds this offset"
+    else:
+        e.action = MOVE
+
+
+def _plan_document(e: MigrateEntry, job: JobConfig, s: PartitionState, src: int,
+                   kafka_now: Optional[Committed], topology_id: Optional[str]) -> None:
+    """Into storm-kafka's document, byte for byte as Storm writes it."""
+    start_time = job.spout.start_offset_time
+    if src <= 0 and start_time != EARLIEST_TIME:
+        e.reason = (f"Storm reads offset {src} as no state and would start at "
+                    f"startOffsetTime {start_time}; not written")
+        return
+    fields = s.stored_fields
+    tid = (topology_id or s.stored_topology_id
+           or metadata_topology_id(kafka_now[1] if kafka_now else None)
+           or _default_topology_id(job, None))
+    broker = fields["broker"]
+    host, port = ((broker["host"], broker["port"]) if broker
+                  else (s.info.leader.host, s.info.leader.port))
+    e.payload = encode_document(
+        topology_id=tid, topology_name=fields["topology_name"] or job.topology.name,
+        offset=src, partition=s.partition, broker_host=host,
+        broker_port=port if 0 <= port <= 65535 else 0, topic=s.topic)
+    if s.stored is not None and s.stored.data == e.payload:
+        e.action, e.reason = UNCHANGED, "the document already holds this offset"
+    else:
+        e.action = MOVE
+        if src <= 0:
+            e.reason = "note: Storm reads 0 as no state and starts at the log start"
+
+
+def execute_migrate(env: ToolEnv, plan: MigratePlan, *, groups: GroupStore,
+                    zk08: Optional[DocumentStore] = None) -> MigratePlan:
     """Carry out ``plan``'s moves.
 
     Raises

@@ -46,7 +46,7 @@ def requirements() -> List[str]:
         except importlib.metadata.PackageNotFoundError:
             if name in EXECUTOR_REQUIREMENTS:
                 raise ConfigError(f"{name} is not installed here; install storm-kafka-compat "
-                                  "with its dependencies first", key="ship", value=name)
+                                  "with its dependencies first", key="ship", value=name) from None
     return out
 
 
@@ -56,7 +56,7 @@ def spark_settings(archive: Path) -> Dict[str, str]:
             "spark.pyspark.python": "./environment/bin/python"}
 
 
-def build(out_dir: os.PathLike) -> Path:
+def build(out_dir: "os.PathLike[str] | str") -> Path:
     """Build ``out_dir/executor-env.tar.gz``; return its path.
 
     Raises

@@ -406,9 +406,9 @@ class BoltRunner:
         self.bolt = bolt
         self.kind = bolt_kind(bolt)
         if not context.output_fields:
-            context.output_fields = normalize_output_fields(bolt.declare_output_fields()
-                                                            if hasattr(bolt, "declare_output_fields")
-                                                            else ())
+            declared = (bolt.declare_output_fields() if hasattr(bolt, "declare_output_fields")
+                        else ())
+            context.output_fields = normalize_output_fields(declared)
         self.context = context
         self.collector = OutputCollector(context, None, rng)
         self.executed = 0

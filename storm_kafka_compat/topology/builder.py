@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.objects import load_object
@@ -292,7 +292,7 @@ class TopologyBuilder:
         deps = {n: {g.source for g in self._bolts[n].inputs if g.source != self._spout}
                 for n in names}
         order: List[str] = []
-        done: set = set()
+        done: Set[str] = set()
         remaining = names[:]
         while remaining:
             ready = [n for n in remaining if deps[n] <= done]
@@ -308,7 +308,7 @@ class TopologyBuilder:
         return order
 
 
-def _find_cycle(deps: Mapping[str, set]) -> List[str]:
+def _find_cycle(deps: Mapping[str, Set[str]]) -> List[str]:
     start = next(iter(deps))
     path: List[str] = []
     seen: Dict[str, int] = {}
@@ -379,42 +379,48 @@ def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
                             value=bolts)
     builder = TopologyBuilder().set_spout(spout_name, spout_fields)
     for i, b in enumerate(bolts):
-        if not isinstance(b, Mapping):
-            raise TopologyError(f"bolts[{i}] must be a mapping, got {b!r}", key=f"bolts[{i}]")
-        bad = [k for k in b if k not in _BOLT_KEYS]
-        name = b.get("name")
-        key = f"bolts.{name if name else i}"
-        if bad:
-            raise TopologyError(f"{key}: unknown key(s) {bad}; valid: {', '.join(_BOLT_KEYS)}",
-                                key=f"{key}.{bad[0]}", allowed=_BOLT_KEYS)
-        if not name or "bolt" not in b:
-            raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
-                                key=key)
-        kind = b.get("kind")
-        factory = _storm_bolt(b, str(name), key) or load_object(str(b["bolt"]),
-                                                                key=f"{key}.bolt")
-        declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=kind,
-                                    output_fields=b.get("output_fields"))
-        inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
-        for j, inp in enumerate(inputs):
-            if not isinstance(inp, Mapping):
-                raise TopologyError(f"{key}.inputs[{j}] must be a mapping like "
-                                    f"{{from: {spout_name}, grouping: shuffle}}",
-                                    key=f"{key}.inputs")
-            bad = [k for k in inp if k not in _INPUT_KEYS]
-            if bad:
-                raise TopologyError(f"{key}.inputs[{j}]: unknown key(s) {bad}; valid: "
-                                    f"{', '.join(_INPUT_KEYS)}", key=f"{key}.inputs",
-                                    allowed=_INPUT_KEYS)
-            if "from" not in inp:
-                raise TopologyError(f"{key}.inputs[{j}] needs 'from' (a component name)",
-                                    key=f"{key}.inputs.from")
-            fields = inp.get("fields") or ()
-            if isinstance(fields, str):
-                fields = (fields,)
-            declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
-                              fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
+        _add_bolt(builder, b, i, spout_name)
     return builder.build()
+
+
+def _add_bolt(builder: TopologyBuilder, b: Any, i: int, spout_name: str) -> None:
+    """One ``bolts`` entry: the bolt, then its inputs (a shuffle from the spout when
+    none are given)."""
+    if not isinstance(b, Mapping):
+        raise TopologyError(f"bolts[{i}] must be a mapping, got {b!r}", key=f"bolts[{i}]")
+    bad = [k for k in b if k not in _BOLT_KEYS]
+    name = b.get("name")
+    key = f"bolts.{name if name else i}"
+    if bad:
+        raise TopologyError(f"{key}: unknown key(s) {bad}; valid: {', '.join(_BOLT_KEYS)}",
+                            key=f"{key}.{bad[0]}", allowed=_BOLT_KEYS)
+    if not name or "bolt" not in b:
+        raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
+                            key=key)
+    factory = _storm_bolt(b, str(name), key) or load_object(str(b["bolt"]), key=f"{key}.bolt")
+    declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=b.get("kind"),
+                                output_fields=b.get("output_fields"))
+    inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
+    for j, inp in enumerate(inputs):
+        _add_input(declarer, inp, f"{key}.inputs", j, spout_name)
+
+
+def _add_input(declarer: BoltDeclarer, inp: Any, key: str, j: int, spout_name: str) -> None:
+    """One ``inputs`` entry: ``from``, ``grouping`` (shuffle), ``fields``, ``stream``."""
+    if not isinstance(inp, Mapping):
+        raise TopologyError(f"{key}[{j}] must be a mapping like "
+                            f"{{from: {spout_name}, grouping: shuffle}}", key=key)
+    bad = [k for k in inp if k not in _INPUT_KEYS]
+    if bad:
+        raise TopologyError(f"{key}[{j}]: unknown key(s) {bad}; valid: "
+                            f"{', '.join(_INPUT_KEYS)}", key=key, allowed=_INPUT_KEYS)
+    if "from" not in inp:
+        raise TopologyError(f"{key}[{j}] needs 'from' (a component name)", key=f"{key}.from")
+    fields = inp.get("fields") or ()
+    if isinstance(fields, str):
+        fields = (fields,)
+    declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
+                      fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
 
 
 def _storm_bolt(entry: Mapping[str, Any], name: str, key: str) -> Any:

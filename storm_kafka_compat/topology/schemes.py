@@ -64,8 +64,7 @@ __all__ = [
     "Scheme", "MessageLike", "RawScheme", "StringScheme", "KeyValueSchemeAsMultiScheme",
     "RawKeyValueScheme", "StringKeyValueScheme", "StringMessageAndMetadataScheme",
     "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "RecordWithHeadersScheme",
-    "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES",
-    "load_scheme",
+    "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES", "load_scheme",
 ]
 
 

@@ -41,12 +41,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, TypeGuard
 
 from storm_kafka_compat.offsets.document import json_simple_dumps
 
 __all__ = ["DEFAULT_TRANSACTIONAL_ROOT", "TRIDENT_FORMATS", "TridentBatch", "partition_id",
-           "partition_dir", "coordinator_path", "parse_current_tx", "parse_batch", "last_batch", "encode_batch", "java_hashmap_order"]
+           "partition_dir", "coordinator_path", "parse_current_tx", "parse_batch", "last_batch",
+           "encode_batch", "java_hashmap_order"]
 
 DEFAULT_TRANSACTIONAL_ROOT = "/transactional"
 #: ``storm-kafka`` (0.9.x-1.x TridentKafkaEmitter) and ``storm-kafka-client`` (2.x)
@@ -99,23 +100,23 @@ def parse_batch(txid: int, data: bytes) -> Optional[TridentBatch]:
         return None
     if "nextOffset" in doc:
         off, nxt = doc.get("offset"), doc.get("nextOffset")
-        if not (_is_int(off) and _is_int(nxt)):
+        if not _is_int(off) or not _is_int(nxt):
             return None
-        topo = doc.get("topology") if isinstance(doc.get("topology"), dict) else {}
+        topo: Dict[str, Any] = doc["topology"] if isinstance(doc.get("topology"), dict) else {}
         broker = doc.get("broker") if isinstance(doc.get("broker"), dict) else None
         return TridentBatch(txid, off, nxt, topo.get("id") or doc.get("instanceId"),
                             topo.get("name"), doc.get("topic"), doc.get("partition"),
                             (broker["host"], broker["port"]) if broker else None)
     if "lastOffset" in doc:
         first, last = doc.get("firstOffset"), doc.get("lastOffset")
-        if not (_is_int(first) and _is_int(last)):
+        if not _is_int(first) or not _is_int(last):
             return None
         return TridentBatch(txid, first, last + 1, doc.get("topologyId"),
                             fmt="storm-kafka-client")
     return None
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 

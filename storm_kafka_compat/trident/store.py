@@ -5,7 +5,8 @@ under Trident's transactional state (:mod:`storm_kafka_compat.trident.state`), n
 under ``zkRoot/id``. :class:`TridentStateStore` is the ZooKeeper store with one
 difference: a partition without a storm-kafka document at ``zkRoot/id/partition_N``
 reads as the document the Trident emitter would resume from (``offset`` =
-``nextOffset`` of the highest txid below the coordinator's ``currtx``, ``topology.id`` = the Trident topology's id), so
+``nextOffset`` of the highest txid below the coordinator's ``currtx``, ``topology.id``
+= the Trident topology's id), so
 ``run``, ``offsets explain``/``show`` and the Structured Streaming source apply the
 same start-up rules (``ignoreZkOffsets`` compares the topology id, as
 ``TridentKafkaEmitter.doEmitNewPartitionBatch`` does). Once the Spark job commits,
@@ -21,6 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Dict, Iterable, Optional, Tuple
 
+from storm_kafka_compat.config import SpoutConfig, TopologyConfig
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.offsets.document import StoredDocument, encode_document, parse_document
 from storm_kafka_compat.trident.state import (coordinator_path, last_batch, parse_current_tx,
                                               partition_dir)
@@ -41,6 +44,20 @@ class TridentStateStore(ZkStateStore):
     tx_state_id: str = ""
     transactional_root: str = "/transactional"
     trident_format: str = "storm-kafka"
+
+    @classmethod
+    def for_job(cls, spout: SpoutConfig, topology: TopologyConfig) -> "TridentStateStore":
+        """The store of a job moved from Trident (``topology.trident.txStateId``): the
+        ZooKeeper store :meth:`~ZkStateStore.from_config` builds, reading Trident's
+        state where the job has no document yet."""
+        if spout.zk_root is None or spout.id is None or topology.trident_tx_state_id is None:
+            raise ConfigError("a job moved from Trident needs spout.zkRoot, spout.id and "
+                              "topology.trident.txStateId", key="trident.txStateId",
+                              value=topology.trident_tx_state_id)
+        return cls.from_config(spout, topology).configure_trident(
+            zk_root=spout.zk_root, spout_id=spout.id, topic=spout.topic,
+            wildcard=topology.wildcard_match, tx_state_id=topology.trident_tx_state_id,
+            transactional_root=topology.transactional_root)
 
     def configure_trident(self, *, zk_root: str, spout_id: str, topic: str, wildcard: bool,
                           tx_state_id: str, transactional_root: str) -> "TridentStateStore":

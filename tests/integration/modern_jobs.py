@@ -1,6 +1,6 @@
 """Helpers of the ``test_modern_*`` suites (Apache Kafka 3.9 and 4.x): a job CONFIG on
 a modern cluster, a run of the driver loop in this process with the executors' own
-fetch path (``run_task``: the chosen backend, not the driver's client), a
+fetch path (``InProcessRunner``: the chosen backend, not the driver's client), a
 librdkafka producer for what kafka-python's producer is not used for here (headers,
 timestamps, transactions), and Storm's documents.
 """
@@ -12,9 +12,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.executor import run_task
 from storm_kafka_compat.engine.report import RunSummary
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 
 SPOUT_ID = "modern"
 SEEN: List[Tuple[str, int, int, Tuple[Any, ...]]] = []
@@ -59,22 +58,15 @@ def client_job(cluster: Any, topic: str, group: str, backend: str, *,
         "bolt": "tests.integration.modern_jobs:record"})
 
 
-class Executors(InProcess):
-    """A batch's tasks run here as a Spark executor runs them: each through the
-    worker's client of the job's backend (``run_task`` without injected Kafka;
-    ``InProcess`` would fetch with the driver's kafka-python client). No Spark starts."""
-
-    def __call__(self, specs: List[Any]) -> List[Any]:
-        return [run_task(spec) for spec in specs]
-
-
 def run(job: Any, *, max_batches: Optional[int] = None, store: Any = None,
         max_messages: int = 10_000) -> RunSummary:
-    """Run the driver loop until caught up (or ``max_batches``), tasks in this process."""
+    """Run the driver loop until caught up (or ``max_batches``), tasks in this process
+    as a Spark executor runs them: through the worker's client of the job's backend
+    (``InProcessRunner`` without a Kafka of its own)."""
     parts: Dict[str, Any] = {} if store is None else {"store": store}
     options = RunOptions(until_caught_up=max_batches is None, max_batches=max_batches,
                          max_messages_per_partition=max_messages, idle_sleep_ms=50)
-    return Pipeline(job, executor=Executors(), sleep=lambda s: None, **parts).run(options)
+    return Pipeline(job, runner=InProcessRunner(), sleep=lambda s: None, **parts).run(options)
 
 
 def by_partition(summary: RunSummary) -> Dict[int, Any]:

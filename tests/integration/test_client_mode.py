@@ -2,7 +2,7 @@
 groups, each processing guarantee against its promise, each first-poll strategy,
 maxUncommittedOffsets, and a move from the ZooKeeper store to the Kafka store.
 
-The driver loop runs its tasks in this process (``executor=InProcess()``), except the
+The driver loop runs its tasks in this process (``runner=InProcessRunner()``), except the
 last test, which goes through Spark.
 
 tansu 0.6 drops the commit metadata string (OffsetFetch answers null metadata;
@@ -23,7 +23,7 @@ from storm_kafka_compat.testing.groups import MetadataKeepingGroups
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.kafka.lazy import LazyKafka
 
 pytestmark = pytest.mark.integration
@@ -79,23 +79,23 @@ class Clock:
 
 
 def pipeline(j, groups, clock=None):
-    return Pipeline(j, executor=InProcess(), store=object(), sleep=lambda s: None,
+    return Pipeline(j, runner=InProcessRunner(), store=object(), sleep=lambda s: None,
                     clock=clock or Clock(), groups=groups)
 
 
 def step(pipe, now, per_partition=4):
     """One iteration of the driver loop at ``now`` ms (what run() does each batch)."""
     pipe.clock.now = now
-    pipe.spout.maybe_refresh(now)
-    specs = pipe.plan(RunOptions(max_messages_per_partition=per_partition))
-    pipe.apply(pipe.execute(specs), now)
-    pipe.maybe_commit(now)
-    return specs
+    pipe.open()
+    plan = pipe.spout.plan(now, per_partition)
+    pipe.spout.apply(pipe.runner.run(plan), now, max_task_errors=3)
+    pipe.spout.maybe_commit(now)
+    return list(plan)
 
 
 def kill(pipe):
     """Abandon the pipeline like a killed process: no final commit, no close."""
-    pipe.kafka.close()
+    pipe.runtime.kafka.close()
 
 
 def committed(groups, topic, partitions=(0, 1)):
@@ -115,7 +115,6 @@ def test_tansu_drops_commit_metadata(env):
 def test_at_least_once_loses_nothing_across_a_kill_and_restart(tansu, env):
     topic, group, groups = env
     first = pipeline(job(tansu, topic, group, bolt="fail_listed"), groups)
-    first._max_task_errors = 3
     FAIL.add((0, 2))                      # blocks partition 0's commit at 2
     for now in (0, 1500, 1600):           # the commit at 1500 is the last before the kill
         step(first, now)
@@ -154,8 +153,7 @@ def test_at_most_once_never_redelivers_a_committed_offset(tansu, env):
 def test_at_most_once_crash_after_commit_loses_the_batch(tansu, env):
     topic, group, groups = env
     first = pipeline(job(tansu, topic, group, processingGuarantee="AT_MOST_ONCE"), groups)
-    first.spout.maybe_refresh(0)
-    first.plan(RunOptions(max_messages_per_partition=4))   # commits, then the "crash"
+    first.spout.plan(0, 4)                                 # commits, then the "crash"
     kill(first)
     pipeline(job(tansu, topic, group, processingGuarantee="AT_MOST_ONCE",
                  topology_id="clicks-2-200"), groups).run(
@@ -219,7 +217,6 @@ def test_max_uncommitted_offsets_stops_fetching_and_resumes_after_acks(tansu, en
     j = job(tansu, topic, group, bolt="fail_listed", maxUncommittedOffsets=5,
             retry={"initialDelay": "5s", "delayPeriod": "5s", "maxDelay": "5s"})
     pipe = pipeline(j, groups)
-    pipe._max_task_errors = 3
     FAIL.add((0, 0))
     for now in range(0, 3000, 500):
         step(pipe, now, per_partition=3)
@@ -228,7 +225,7 @@ def test_max_uncommitted_offsets_stops_fetching_and_resumes_after_acks(tansu, en
     # 3 + 3 = 6 uncommitted >= 5: paused; the bound is 5 + one poll of 3 - 1 = 7
     assert seen0 == set(range(6)) and p0.paused and p0.uncommitted_count == 6
     assert {o for p, o in SEEN if p == 1} == set(range(15))    # the limit is per partition
-    pipe.maybe_commit(2600, force=True)
+    pipe.spout.commit()
     assert committed(groups, topic) == {0: None, 1: 15}
     FAIL.clear()
     step(pipe, 5000, per_partition=3)      # the retry of 0 is due and within the limit

@@ -12,7 +12,7 @@ import pytest
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.spout.startup import decide_start
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.servers.registry import write_broker_registry
 from tests import bolts
@@ -53,7 +53,7 @@ def test_resumes_a_storm_document_and_storm_resumes_ours(setup, zk_client, zk_ro
     zk_client.create(path0, storm_bytes("clicks-12-1514764800", 13, 0, tansu.host, tansu.port,
                                         topic), makepath=True)
     job = job_config_from_dict(config)
-    summary = Pipeline(job, executor=InProcess(), sleep=lambda s: None).run(
+    summary = Pipeline(job, runner=InProcessRunner(), sleep=lambda s: None).run(
         RunOptions(until_caught_up=True))
 
     by_p = {p.partition: p for p in summary.partitions}

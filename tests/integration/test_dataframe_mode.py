@@ -1,4 +1,4 @@
-"""DataFrame mode on real servers: the driver loop with DataFrameExecutor.
+"""DataFrame mode on real servers: the driver loop with DataFrameRunner.
 
 A batch function that returns acks the batch, one that raises gets the batch
 retried, one that returns failed rows gets only those retried; the documents
@@ -12,8 +12,8 @@ watermark); test_kafka09_spark_sources.py runs DataFrame mode on Apache Kafka
 import pytest
 
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.streaming.datasource import KAFKA_COLUMNS
-from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
+from storm_kafka_compat.engine.reader import KAFKA_COLUMNS
+from storm_kafka_compat.engine.dataframe import DataFrameRunner
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.offsets.document import parse_document
 from tests.integration.conftest_spark import spark  # noqa: F401
@@ -31,10 +31,10 @@ def _job(zk_server, tansu, topic, zk_root, **spout):
 
 
 def _run(job, spark, function):  # noqa: F811
-    executor = DataFrameExecutor(spark, function)
+    executor = DataFrameRunner(spark, function)
     # these tests check what a batch's outcome means, on whole batches; the driver's
     # time-sized batches (on by default for this mode) are tested in test_pacing.py
-    summary = Pipeline(job, spark=spark, executor=executor, sleep=lambda s: None,
+    summary = Pipeline(job, spark=spark, runner=executor, sleep=lambda s: None,
                        pace=False).run(
         RunOptions(until_caught_up=True, max_messages_per_partition=50, idle_sleep_ms=0,
                    max_batches=20))

@@ -16,7 +16,7 @@ from storm_kafka_compat.spout.client.first_poll import CommitMetadata
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import parse_document
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import (KAFKA_09, KAFKA_PYTHON_09, cli, client_job, get,
@@ -153,7 +153,7 @@ def test_first_poll_strategy_reads_the_metadata_the_broker_kept(tmp_path, kafka0
         "spout": {"topic": topic, "zkRoot": "/unused", "id": group, "scheme": "string"},
         "kafka": dict(KAFKA_09),
         "bolt": "tests.integration.test_kafka09_groups:record"})
-    summary = Pipeline(job, executor=InProcess(), store=object(), sleep=lambda s: None).run(
+    summary = Pipeline(job, runner=InProcessRunner(), store=object(), sleep=lambda s: None).run(
         RunOptions(until_caught_up=True, max_messages_per_partition=4))
     assert {p.partition: p.resumed_from for p in summary.partitions} == starts
     assert sorted(SEEN) == [(p, o) for p in range(3) for o in range(starts[p], 10)]

@@ -46,20 +46,18 @@ def storm_bytes(topology_id, name, offset, partition, host, port, topic):
 
 
 class TimedPipeline(Pipeline):
-    """Records how long each batch's Spark job took (the slack of timing checks:
-    a retry or timeout is served by the first batch that starts after it is due)."""
+    """Records how long each batch took (the slack of timing checks: a retry or
+    timeout is served by the first batch that starts after it is due)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.batch_s = []
 
-    def execute(self, specs):
+    def batch(self, options):
         started = time.monotonic()
-        try:
-            return super().execute(specs)
-        finally:
-            if specs:
-                self.batch_s.append(time.monotonic() - started)
+        taken = super().batch(options)
+        self.batch_s.append(time.monotonic() - started)
+        return taken
 
     def slack_s(self):
         return 2 * max(self.batch_s) + 0.5
@@ -124,7 +122,7 @@ def test_fields_grouping_stages_replay_the_root_of_a_failure_two_stages_down(
                                                 for i, s in enumerate(lines)])
     job = make_config(topic, zk_server, zk_root, tansu, topology_spec=bolts.WORD_COUNT_SPEC)
     pipe = Pipeline(job, spark=spark)
-    assert pipe.stage_job().layout.stages == (("split",), ("count",), ("report",))
+    assert pipe.layout.stages == (("split",), ("count",), ("report",))
     summary = pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=50))
     records = spark_records(topic)
     by_message = {(i % 2, i // 2): s.split() for i, s in enumerate(lines)}
@@ -158,12 +156,13 @@ def test_a_never_acked_tuple_replays_after_the_message_timeout(
     path = f"{zk_root}/offsets/spout-1/partition_0"
     seen_commits = []
     pipe = TimedPipeline(job, spark=spark)
-    original = pipe.maybe_commit
+    original = pipe.spout.maybe_commit
 
-    def watch(now_ms, force=False):
-        original(now_ms, force)
+    def watch(now_ms):
+        report = original(now_ms)
         seen_commits.append(pipe.spout.managers()[(topic, 0)].committed_to)
-    pipe.maybe_commit = watch
+        return report
+    pipe.spout.maybe_commit = watch
     summary = pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=50))
     held = sorted(r["time"] for r in spark_records(topic) if r["offset"] == 1)
     assert len(held) == 2
@@ -182,15 +181,11 @@ def test_stop_and_restart_resumes_from_zookeeper_with_bounded_duplicates(
     job = make_config(topic, zk_server, zk_root, tansu,
                       spout={"stateUpdateIntervalMs": 60_000})
 
-    class Killed(Pipeline):
-        """Dies without its final commit (kill -9 after the batches)."""
-
-        def _final_commit(self, options):
-            self.spout.release()
-
-    # run 1: killed after 2 batches; only the first check committed (after batch 1)
-    first = Killed(job, spark=spark).run(RunOptions(max_batches=2,
-                                                    max_messages_per_partition=per_batch))
+    # run 1: killed after 2 batches (kill -9: no final commit); only the first check
+    # committed (after batch 1)
+    killed = Pipeline(job, spark=spark)
+    killed.spout.final_commit = lambda attempts, sleep: True
+    first = killed.run(RunOptions(max_batches=2, max_messages_per_partition=per_batch))
     after_kill = {p: parse_document(doc(zk_client, f"{zk_root}/offsets/spout-1/partition_{p}"))
                   .offset for p in range(4)}
     assert all(0 < after_kill[p] <= per_batch for p in range(4))

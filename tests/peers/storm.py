@@ -34,7 +34,7 @@ from storm_kafka_compat.servers.kafka_package import cache_dir
 from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
                                               classpath, missing_prerequisite, resolve)
 from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import _java
+from storm_kafka_compat.servers.zookeeper import java_binary, jdk_tool
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 
@@ -115,7 +115,7 @@ def peer_classes(bundle: MavenBundle) -> Path:
     target = cache_dir() / "storm-peer" / f"{bundle.name}-{digest}"
     if (target / ".done").exists():
         return target
-    javac = Path(_java()).with_name("javac")
+    javac = jdk_tool("javac", "to compile the Storm peer classes")
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([str(javac), "-nowarn", "--release", str(release), "-cp",
                            classpath(bundle), "-d", str(target), *map(str, sources)],
@@ -277,7 +277,7 @@ class StormLocal(ServerProcess):
         super().__init__(Path(base_dir), Path(base_dir) / "storm.log")
         self.topology = topology
         self.bundle = STORM2 if isinstance(topology, ClientTopology) else STORM1
-        self.java = java or (storm1_java() if self.bundle is STORM1 else _java())
+        self.java = java or (storm1_java() if self.bundle is STORM1 else java_binary())
         self.heap_mb = heap_mb
         self.name = f"Storm {self.bundle.name} LocalCluster ({topology.name})"
         self.spec_path = self.base_dir / f"{topology.name}{topology.suffix}"

@@ -17,7 +17,7 @@ from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.engine.process import BatchOutcome
-from storm_kafka_compat.engine.dag import LocalRuntime, _Dispatcher, _Sink, _runtime
+from storm_kafka_compat.engine.dag import LocalRuntime, TaskDispatcher, AckSink, local_runtime
 from storm_kafka_compat.engine.stage_tasks import SpoutStageResult
 
 
@@ -40,12 +40,12 @@ def run_stage(component: str, task: int, tuples: Sequence[StormTuple], *,
               spout_fields: Optional[Sequence[str]] = None) -> StageResult:
     """Run one bolt task on its routed input; every emit goes to the outbox.
     ``spout_fields`` (the scheme's) are needed when the topology was built without them."""
-    runtime = _runtime(topology, conf, spout_fields)
+    runtime = local_runtime(topology, conf, spout_fields)
     if rng is not None:
         runtime.set_rng(rng)
-    sink = _Sink()
-    dispatcher = _Dispatcher(runtime, sink, 0, frozenset())
-    runtime._bind(dispatcher)
+    sink = AckSink()
+    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset())
+    runtime.bind(dispatcher)
     runner = runtime.runners[component][task]
     c = runner.collector
     before = (runner.executed, c.emitted, c.acked, c.failed)

@@ -4,7 +4,8 @@ import pytest
 
 from storm_kafka_compat.spout.client.config import KafkaSpoutConfig
 from storm_kafka_compat.errors import NoOffsetResetError
-from storm_kafka_compat.spout.client.manager import FetchPlan, ClientPartitionManager
+from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.retry import RetrySettings, TimeInterval
 
 

@@ -5,14 +5,14 @@ import json
 import pytest
 
 from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.client.spout import client_spout
+from storm_kafka_compat.spout.client.spout import GroupCommits
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.errors import GroupAccessError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 
 SEEN = []
 FAIL = set()
@@ -51,8 +51,8 @@ def kafka_with(n, partitions=2):
 
 
 def run(j, kafka, groups, clock=None, **opts):
-    pipe = Pipeline(j, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None, clock=clock,
+    pipe = Pipeline(j, runner=InProcessRunner(kafka), store=object(),
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None, clock=clock,
                     groups=groups)
     opts.setdefault("until_caught_up", True)
     summary = pipe.run(RunOptions(max_messages_per_partition=4, **opts))
@@ -117,13 +117,12 @@ NOW = [0]
 
 
 def step(pipe, now):
-    """One driver iteration (what Pipeline.run does each batch)."""
+    """One driver iteration (what Pipeline.run does each batch), committing every time."""
     NOW[0] = now
-    pipe.spout.maybe_refresh(now)
-    specs = pipe.plan(RunOptions(max_messages_per_partition=4))
-    pipe.apply(pipe.execute(specs), now)
-    pipe.maybe_commit(now, force=True)
-    return specs
+    plan = pipe.spout.plan(now, 4)
+    pipe.spout.apply(pipe.runner.run(plan), now, max_task_errors=3)
+    pipe.spout.commit()
+    return list(plan)
 
 
 def test_max_uncommitted_offsets_pauses_then_resumes():
@@ -131,10 +130,10 @@ def test_max_uncommitted_offsets_pauses_then_resumes():
     FAIL.add((0, 0))
     j = job(bolt="fail_listed", maxUncommittedOffsets=6,
             retry={"initialDelay": "1s", "delayPeriod": "1s", "maxDelay": "1s"})
-    pipe = Pipeline(j, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None, clock=lambda: NOW[0],
+    pipe = Pipeline(j, runner=InProcessRunner(kafka), store=object(),
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None, clock=lambda: NOW[0],
                     groups=groups)
-    pipe._max_task_errors = 3
+    pipe.open()
     for _ in range(5):
         step(pipe, 0)
     pm = pipe.spout.managers()[("orders", 0)]
@@ -142,7 +141,7 @@ def test_max_uncommitted_offsets_pauses_then_resumes():
     assert max(o for _, o in SEEN) == 7 and pm.uncommitted_count == 8 and pm.paused
     assert ("orders", 0) not in groups.offsets and step(pipe, 500) == []
     FAIL.clear()
-    assert step(pipe, 1000)[0].plan.reemit == (0,)   # due retry within the limit
+    assert step(pipe, 1000)[0].reemit == (0,)        # due retry within the limit
     assert groups.offsets[("orders", 0)][0] == 8 and not pm.paused
     for _ in range(10):
         step(pipe, 2000)
@@ -163,7 +162,7 @@ def test_at_most_once_commit_failure_skips_the_fetch():
     groups.fail_next, groups.error = 1, GroupAccessError("refused", group_id="g")
     pipe, summary = run(job(processingGuarantee="AT_MOST_ONCE"), kafka, groups)
     assert sorted(SEEN) == [(0, o) for o in range(10)]
-    assert pipe.spout.commit_failures == 1
+    assert pipe.spout.counts.commit_failures == 1
 
 
 def test_no_guarantee_commits_fetched_offsets_and_never_retries():
@@ -203,4 +202,4 @@ def test_needs_the_kafka_store():
                               "hosts": {"bootstrap": "k:1"}, "topology": {"name": "n"},
                               "kafkaSpout": {"offsetStore": "zookeeper"}})
     with pytest.raises(ConfigError, match="offsetStore: kafka"):
-        client_spout(Runtime(j, kafka=_Lazy(ScriptedKafka()), topology_id="x"))
+        GroupCommits(j, MemoryGroupOffsets, _Lazy(ScriptedKafka()), "x")

@@ -9,8 +9,9 @@ from storm_kafka_compat.config import Broker, job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from storm_kafka_compat.streaming.dataframe import _failed_offsets
-from storm_kafka_compat.streaming.datasource import StormKafkaStreamReader, kafka_row, read_range
+from storm_kafka_compat.engine.dataframe import failed_offsets
+from storm_kafka_compat.engine.reader import kafka_row
+from storm_kafka_compat.streaming.datasource import StormKafkaStreamReader, read_range
 from storm_kafka_compat.streaming.options import job_from_options
 from storm_kafka_compat.streaming.positions import (ZkPositions, batch_positions, cap_ends,
                                                     from_offset_map, to_offset_map)
@@ -156,10 +157,10 @@ def test_zk_positions_overwrite_a_foreign_document_but_not_a_later_own_one():
 
 
 def test_failed_offsets_from_lists_and_dicts():
-    assert _failed_offsets(None) is None
-    assert _failed_offsets([("t", 0, 3), {"topic": "t", "partition": 1, "offset": 4}]) == {
+    assert failed_offsets(None) is None
+    assert failed_offsets([("t", 0, 3), {"topic": "t", "partition": 1, "offset": 4}]) == {
         ("t", 0, 3), ("t", 1, 4)}
-    assert _failed_offsets("ok") is None
+    assert failed_offsets("ok") is None
 
 
 def test_config_dataframe_key():

@@ -7,7 +7,7 @@ import pytest
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
@@ -35,8 +35,8 @@ def clear_seen():
 
 
 def run(j, kafka, store, **opts):
-    pipe = Pipeline(j, executor=InProcess(), store=store, kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None)
+    pipe = Pipeline(j, runner=InProcessRunner(kafka), store=store,
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None)
     return pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=7, **opts))
 
 
@@ -105,7 +105,7 @@ def test_out_of_range_whose_log_range_cannot_be_asked_is_retried_not_fatal():
             raise FailedFetchError("leader moving", topic=topic, partition=partition)
         return real(topic, partition, time)
 
-    pipe = Pipeline(job(partitions=1), executor=InProcess(), store=store,
+    pipe = Pipeline(job(partitions=1), runner=InProcessRunner(kafka), store=store,
                     kafka_factory=lambda boot: kafka, sleep=lambda s: None)
     pipe.spout.maybe_refresh(0)
     kafka.offset_for = offset_for
@@ -153,26 +153,26 @@ def test_an_open_tree_holds_the_commit_until_the_message_timeout_then_replays():
     kafka.create_topic("orders", 1)
     kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
     store, clock = MemoryStateStore(), FakeClock()
-    pipe = Pipeline(topology_job(bolts.HOLD_SPEC), executor=InProcess(), store=store,
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC), runner=InProcessRunner(kafka), store=store,
                     kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
-    assert pipe.stage_job() is None                  # shuffle only: single stage
-    opts = RunOptions()
-    pipe.spout.maybe_refresh(clock())
+    assert pipe.layout is None                       # shuffle only: single stage
+    pipe.open()
+    spout, cap = pipe.spout, RunOptions().max_messages_per_partition
     started = clock()
-    results = pipe.execute(pipe.plan(opts))
-    pipe.apply(results, started)
-    assert results[0].unacked == [1] and results[0].failed == []
-    pm = pipe.spout.managers()[("orders", 0)]
+    result = pipe.runner.run(spout.plan(started, cap))
+    spout.apply(result, started, max_task_errors=3)
+    assert result.partitions[0].open_trees == [1] and result.partitions[0].failed == []
+    pm = spout.managers()[("orders", 0)]
     assert pm.commit_offset() == 1                   # the open tree blocks the commit
     clock.ms = started + 1_999
-    assert pipe.expire_open_trees(clock()) == 0
-    assert pipe.plan(opts)[0].plan.retry is False    # nothing to retry yet
+    assert spout.expire_open_trees(clock()) == 0
+    assert spout.plan(clock(), cap).fetches[0].retry is False    # nothing to retry yet
     clock.ms = started + 2_000
-    assert pipe.expire_open_trees(clock()) == 1
-    plan = pipe.plan(opts)[0].plan
-    assert plan.retry and plan.reemit == (1,)        # replayed from Kafka
-    pipe.apply(pipe.execute([pipe.plan(opts)[0]]), clock())
-    assert pm.commit_offset() == 3 and pipe.summary.timeouts == 1
+    assert spout.expire_open_trees(clock()) == 1
+    plan = spout.plan(clock(), cap)
+    assert plan.fetches[0].retry and plan.fetches[0].reemit == (1,)   # replayed from Kafka
+    spout.apply(pipe.runner.run(plan), clock(), max_task_errors=3)
+    assert pm.commit_offset() == 3 and spout.counts.timeouts == 1
     assert [r["offset"] for r in bolts.SEEN] == [0, 1, 2, 1]
 
 
@@ -181,8 +181,8 @@ def test_run_replays_a_never_acked_tuple_after_the_timeout_and_commits_past_it()
     kafka.create_topic("orders", 1)
     kafka.append("orders", 0, b"ok-0", b"hold-1", b"ok-2")
     store, clock = MemoryStateStore(), FakeClock()
-    pipe = Pipeline(topology_job(bolts.HOLD_SPEC, timeout_s=3), executor=InProcess(), store=store,
-                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
+    pipe = Pipeline(topology_job(bolts.HOLD_SPEC, timeout_s=3), runner=InProcessRunner(kafka),
+                    store=store, kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
     start = clock()
     summary = pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=100))
     assert summary.stopped_by == "caught up" and summary.timeouts == 1
@@ -200,9 +200,10 @@ def test_fields_grouping_runs_as_stages_and_a_failure_two_stages_down_replays_th
     for p, values in lines.items():
         kafka.append("orders", p, *values)
     store = MemoryStateStore()
-    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC, partitions=2), executor=InProcess(),
-                    store=store, kafka_factory=lambda boot: kafka, sleep=lambda s: None)
-    layout = pipe.stage_job().layout
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC, partitions=2),
+                    runner=InProcessRunner(kafka), store=store,
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None)
+    layout = pipe.layout
     assert layout.stages == (("split",), ("count",), ("report",))
     assert layout.slots == ((), (("count", 0), ("count", 1)), (("report", 0),))
     summary = pipe.run(RunOptions(until_caught_up=True))
@@ -227,9 +228,10 @@ def test_fields_grouping_runs_as_stages_and_a_failure_two_stages_down_replays_th
 
 
 def test_forcing_single_stage_keeps_the_per_partition_path():
-    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), executor=InProcess(), store=MemoryStateStore(),
-                    kafka_factory=lambda boot: kafka_with(1, 1), stages=False)
-    assert pipe.stage_job() is None
+    pipe = Pipeline(topology_job(bolts.WORD_COUNT_SPEC), runner=InProcessRunner(),
+                    store=MemoryStateStore(), kafka_factory=lambda boot: kafka_with(1, 1),
+                    stages=False)
+    assert pipe.layout is None
 
 
 # --- Storm semantics of the loop: commit timing, metrics, progress -------------------------
@@ -248,18 +250,18 @@ class StepClock(FakeClock):
 
 def test_commit_timing_first_check_then_strictly_more_than_the_interval():
     kafka, store, clock = kafka_with(0, partitions=1), MemoryStateStore(), FakeClock()
-    pipe = Pipeline(job(partitions=1, state_update_interval_ms=1_000), executor=InProcess(),
-                    store=store, kafka_factory=lambda boot: kafka, clock=clock,
-                    sleep=clock.sleep)
-    pipe.spout.maybe_refresh(clock())
-    opts = RunOptions()
+    pipe = Pipeline(job(partitions=1, state_update_interval_ms=1_000),
+                    runner=InProcessRunner(kafka), store=store,
+                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep)
+    pipe.open()
 
     def batch_then_check(at_ms):
         kafka.append("orders", 0, b"x")
         clock.ms = at_ms
-        pipe.apply(pipe.execute(pipe.plan(opts)), at_ms)
+        plan = pipe.spout.plan(at_ms, 100)
+        pipe.spout.apply(pipe.runner.run(plan), at_ms, max_task_errors=3)
         before = store.writes
-        pipe.maybe_commit(at_ms)
+        pipe.spout.maybe_commit(at_ms)
         return store.writes - before
 
     assert batch_then_check(5_000) == 1        # the first check commits at once
@@ -274,8 +276,8 @@ def test_commit_timing_first_check_then_strictly_more_than_the_interval():
 def test_metrics_every_bucket_with_storm_names_and_a_progress_line():
     kafka, store, clock = kafka_with(40, partitions=2), MemoryStateStore(), StepClock(150)
     records, lines = [], []
-    pipe = Pipeline(job(metrics_time_bucket_size_in_secs=1), executor=InProcess(), store=store,
-                    kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep,
+    pipe = Pipeline(job(metrics_time_bucket_size_in_secs=1), runner=InProcessRunner(kafka),
+                    store=store, kafka_factory=lambda boot: kafka, clock=clock, sleep=clock.sleep,
                     metrics=lambda r: records.append((clock.ms, r)),
                     progress=lines.append)
     summary = pipe.run(RunOptions(until_caught_up=True, max_messages_per_partition=2,
@@ -300,16 +302,16 @@ def test_metrics_every_bucket_with_storm_names_and_a_progress_line():
 def test_no_kafka_offset_data_point_when_storm_reports_null():
     kafka, store = kafka_with(3, partitions=1), MemoryStateStore()
     records = []
-    pipe = Pipeline(job(partitions=1), executor=InProcess(), store=store,
+    pipe = Pipeline(job(partitions=1), runner=InProcessRunner(kafka), store=store,
                     kafka_factory=lambda boot: kafka, metrics=records.append)
     pipe.spout.maybe_refresh(0)
-    pipe.offset_samples = lambda: []                  # no partition has offset data
-    pipe.emit_metrics()
+    pipe.reporter.offset_samples = lambda: []         # no partition has offset data
+    pipe.reporter.emit_metrics()
     assert [r["name"] for r in records] == ["kafkaPartition", "stormKafkaCompat"]
 
 
 def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
-    from storm_kafka_compat.engine.stages import needs_stages, stage_layout
+    from storm_kafka_compat.engine.stage_tasks import needs_stages, stage_layout
     from storm_kafka_compat.topology.builder import from_spec
 
     spec = {"bolts": [
@@ -332,7 +334,7 @@ def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
 
 
 def test_a_failed_spark_job_reports_the_python_error_line():
-    from storm_kafka_compat.engine.driver import _job_error
+    from storm_kafka_compat.engine.runner import spark_job_error as _job_error
 
     text = ("An error occurred while calling o51.collectAndServe.\n"
             "org.apache.spark.SparkException: Job aborted due to stage failure: ...\n"
@@ -346,28 +348,21 @@ def test_a_failed_spark_job_reports_the_python_error_line():
 def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback():
     """A defect in the Kafka client (e.g. the None timestamp of 0.9 records) is named
     as such, with the traceback the driver logs under -v."""
-    from storm_kafka_compat.engine.executor import TaskResult, fetch_plan
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.engine.task import run_task
+    from storm_kafka_compat.engine.worker import WorkerJob
+    from storm_kafka_compat.spout.batch import FailureKind, FetchPlan
 
     class Crashing:
         def fetch(self, *a, **k):
             return int(None)                       # TypeError, as kafka-python gave
 
-    spec = _spec_for_client_crash()
-    result = TaskResult(spec.plan.topic, spec.plan.partition, spec.plan)
-    assert fetch_plan(spec, result, kafka=Crashing()) is None
-    assert result.error == "client_error"
-    assert "inside the kafka-python client (TypeError" in result.error_message
-    assert "int(None)" in result.error_traceback
-
-
-def _spec_for_client_crash():
-    from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.spout.manager import FetchPlan
-    from storm_kafka_compat.engine.executor import TaskSpec
-    plan = FetchPlan("t", 0, 5, max_messages=10)
-    return TaskSpec(plan, ("127.0.0.1:9092",), SpoutConfig(hosts=StaticHosts({}), topic="t",
-                                                       zk_root="/r", id="i"),
-                    "m:f", None, (), (), "kafka-python")
+    job = WorkerJob("crash", SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i"),
+                    ("127.0.0.1:9092",), "kafka-python", bolt="m:f")
+    result = run_task(FetchPlan("t", 0, 5, max_messages=10), job, kafka=Crashing())
+    assert result.taken == [] and result.failure.kind is FailureKind.CLIENT_ERROR
+    assert "inside the kafka-python client (TypeError" in result.failure.message
+    assert "int(None)" in result.failure.traceback
 
 
 def test_offset_samples_stop_asking_after_the_first_failed_lookup():
@@ -376,7 +371,7 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
     from storm_kafka_compat.errors import FailedFetchError
 
     kafka, store = kafka_with(3, partitions=3), MemoryStateStore()
-    pipe = Pipeline(job(partitions=3), executor=InProcess(), store=store,
+    pipe = Pipeline(job(partitions=3), runner=InProcessRunner(kafka), store=store,
                     kafka_factory=lambda boot: kafka)
     pipe.spout.maybe_refresh(0)
     asked = []
@@ -388,7 +383,7 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
         return 0 if time == -2 else 3
 
     kafka.offset_for = offset_for
-    samples = pipe.offset_samples()
+    samples = pipe.reporter.offset_samples()
     assert [(s.partition, s.earliest, s.latest) for s in samples] == [
         (0, 0, 3), (1, None, None), (2, None, None)]
     assert [p for p, _ in asked] == [0, 0, 1]
@@ -400,7 +395,7 @@ def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
 
     kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
     now = [0]
-    pipe = Pipeline(job(partitions=2), executor=InProcess(), store=store,
+    pipe = Pipeline(job(partitions=2), runner=InProcessRunner(kafka), store=store,
                     kafka_factory=lambda boot: kafka, clock=lambda: now[0])
     pipe.spout.maybe_refresh(0)
     asked, broken = [], [True]
@@ -412,20 +407,20 @@ def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
         return 3
 
     kafka.offset_for = offset_for
-    pipe.offset_samples()                                 # fails: paused 5 s
+    pipe.reporter.offset_samples()                                 # fails: paused 5 s
     now[0] = LOOKUP_PAUSE_MS - 1
-    assert all(s.latest is None for s in pipe.offset_samples()) and len(asked) == 1
+    assert all(s.latest is None for s in pipe.reporter.offset_samples()) and len(asked) == 1
     now[0] = LOOKUP_PAUSE_MS
-    pipe.offset_samples()                                 # fails again: paused 10 s
+    pipe.reporter.offset_samples()                                 # fails again: paused 10 s
     now[0] += 2 * LOOKUP_PAUSE_MS - 1
-    pipe.offset_samples()
+    pipe.reporter.offset_samples()
     assert len(asked) == 2
     for _ in range(10):                                   # the pause stops growing
         now[0] += LOOKUP_PAUSE_MAX_MS
-        pipe.offset_samples()
+        pipe.reporter.offset_samples()
     assert asked[-1] - asked[-2] == LOOKUP_PAUSE_MAX_MS
     broken[0] = False
     now[0] += LOOKUP_PAUSE_MAX_MS
-    assert [s.latest for s in pipe.offset_samples()] == [3, 3]
+    assert [s.latest for s in pipe.reporter.offset_samples()] == [3, 3]
     now[0] += 1                                           # a good round: no pause
-    assert [s.latest for s in pipe.offset_samples()] == [3, 3]
+    assert [s.latest for s in pipe.reporter.offset_samples()] == [3, 3]

@@ -4,7 +4,7 @@ from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHost
 from storm_kafka_compat.errors import OffsetOutOfRangeError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
@@ -18,8 +18,8 @@ def job(topic="orders", partitions=1, **spout_kw):
 
 
 def pipeline(j, kafka, store):
-    return Pipeline(j, executor=InProcess(), store=store, kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None)
+    return Pipeline(j, runner=InProcessRunner(kafka), store=store,
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None)
 
 
 def doc(offset, topic="orders", partition=0):
@@ -71,9 +71,11 @@ def test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_
     kafka.set_log_start("orders", 0, 3)
     store = MemoryStateStore({"/kafka/spout1/partition_0": doc(1)})
     p = pipeline(job(partitions=2, use_start_offset_time_if_offset_out_of_range=False), kafka, store)
+    p.spout.maybe_refresh(0)
+    stuck = p.spout.managers()[("orders", 0)]
     summary = p.run(RunOptions(max_batches=4))
     assert summary.fetch_failures >= 4                      # retried every batch, never skipped
-    assert p._last_managers[("orders", 0)].emitted_to == 1   # Storm: stuck at the same offset
+    assert stuck.emitted_to == 1                            # Storm: stuck at the same offset
     assert parse_document(store.docs["/kafka/spout1/partition_1"]).offset == 5   # not starved
 
 
@@ -116,7 +118,8 @@ def test_case_29_applications_split_partitions_by_task_index():
     seen = {}
     for index in (0, 1):
         bolts.SEEN.clear()
-        Pipeline(job(partitions=4), executor=InProcess(), store=store, kafka_factory=lambda b: kafka,
+        Pipeline(job(partitions=4), runner=InProcessRunner(kafka), store=store,
+                 kafka_factory=lambda b: kafka,
                  sleep=lambda s: None,
                  task_index=index, total_tasks=2
                  ).run(RunOptions(until_caught_up=True))

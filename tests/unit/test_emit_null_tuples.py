@@ -4,8 +4,9 @@ import pytest
 
 from storm_kafka_compat.config import SpoutConfig, StaticHosts
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from storm_kafka_compat.spout.manager import FetchPlan
-from storm_kafka_compat.engine.executor import TaskSpec, run_task
+from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.engine.task import run_task
+from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.topology.schemes import EMIT_NULL_TUPLES_KEY
 from tests import bolts
 
@@ -18,9 +19,9 @@ def test_tombstone_is_skipped_or_emitted(emit, seen_values, skipped):
     kafka.create_topic("t", 1)
     kafka.append("t", 0, b"a", None, b"c")
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", scheme="string")
-    spec = TaskSpec(FetchPlan("t", 0, 0), ("k:9092",), spout, "tests.bolts:record",
+    job = WorkerJob(f"null-tuples-{emit}", spout, ("k:9092",), bolt="tests.bolts:record",
                     storm_conf=((EMIT_NULL_TUPLES_KEY, emit),))
-    result = run_task(spec, kafka=kafka)
+    result = run_task(FetchPlan("t", 0, 0), job, kafka=kafka)
     assert [r["value"] for r in bolts.SEEN] == seen_values
     assert result.acked == [(0, 3)] and result.skipped == skipped
 
@@ -40,12 +41,11 @@ def test_a_new_data_plan_is_filled_by_several_fetches_up_to_max_messages():
     kafka.create_topic("t", 1)
     kafka.append("t", 0, *[b"m"] * 20)
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", scheme="string")
-    full = run_task(TaskSpec(FetchPlan("t", 0, 0, max_messages=10), ("k:9092",), spout,
-                             "tests.bolts:record"), kafka=kafka)
+    job = WorkerJob("filled", spout, ("k:9092",), bolt="tests.bolts:record")
+    full = run_task(FetchPlan("t", 0, 0, max_messages=10), job, kafka=kafka)
     assert full.taken == [(0, 10)]                      # 4 fetches, capped at the plan
-    to_end = run_task(TaskSpec(FetchPlan("t", 0, 10), ("k:9092",), spout, "tests.bolts:record"),
-                      kafka=kafka)
+    to_end = run_task(FetchPlan("t", 0, 10), job, kafka=kafka)
     assert to_end.taken == [(10, 20)]                   # stopped by the empty answer at the end
-    retry = run_task(TaskSpec(FetchPlan("t", 0, 2, retry=True, reemit=(2, 9), max_messages=2),
-                              ("k:9092",), spout, "tests.bolts:record"), kafka=kafka)
+    retry = run_task(FetchPlan("t", 0, 2, retry=True, reemit=(2, 9), max_messages=2), job,
+                     kafka=kafka)
     assert retry.taken == [(2, 3)]                      # a retry plan is one fetch

@@ -11,23 +11,32 @@ from typing import Any, List
 
 import pytest
 
-from storm_kafka_compat.config import SpoutConfig, StaticHosts, job_config_from_dict
-from storm_kafka_compat.engine.executor import TaskSpec, run_task, task_budget_s
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.engine.task import run_task
+from storm_kafka_compat.engine.worker import WorkerJob, worker_job
 from storm_kafka_compat.engine.process import process_batch
-from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
 
-def _spout(interval_ms: int = 2000) -> SpoutConfig:
-    return SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
-                       state_update_interval_ms=interval_ms)
+def _job(*, interval_ms: int = 2000, commit_ms: int = 0, trigger_ms: int = 0) -> WorkerJob:
+    """What the driver sends the workers for a job with these intervals."""
+    config = job_config_from_dict({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "i", "stateUpdateIntervalMs": interval_ms},
+        "hosts": {"static": {0: "127.0.0.1:9092"}}, "topology": {"topology.name": "n"},
+        "spark": {"triggerInterval": trigger_ms} if trigger_ms else {}, "bolt": "m:f"})
+    return worker_job(config, _Spout(commit_ms), ("127.0.0.1:9092",), None)
 
 
-def _spec(plan: FetchPlan, *, interval_ms: int = 2000, commit_ms: int = 0,
-          trigger_ms: int = 0) -> TaskSpec:
-    return TaskSpec(plan, ("127.0.0.1:9092",), _spout(interval_ms), "m:f",
-                    commit_interval_ms=commit_ms, trigger_interval_ms=trigger_ms)
+class _Spout:
+    """A spout's commit interval (storm-kafka-client's offsetCommitPeriodMs; 0: none)."""
+
+    def __init__(self, commit_interval_ms: int) -> None:
+        self.commit_interval_ms = commit_interval_ms
+
+    def storm_conf(self) -> dict:
+        return {}
 
 
 @pytest.mark.parametrize("interval_ms,commit_ms,trigger_ms,budget_s", [
@@ -41,9 +50,8 @@ def _spec(plan: FetchPlan, *, interval_ms: int = 2000, commit_ms: int = 0,
 ])
 def test_the_budget_follows_the_commit_interval_unless_a_trigger_interval_is_set(
         interval_ms: int, commit_ms: int, trigger_ms: int, budget_s: float) -> None:
-    spec = _spec(FetchPlan.at(0), interval_ms=interval_ms, commit_ms=commit_ms,
-                 trigger_ms=trigger_ms)
-    assert task_budget_s(spec) == pytest.approx(budget_s)
+    job = _job(interval_ms=interval_ms, commit_ms=commit_ms, trigger_ms=trigger_ms)
+    assert job.budget_s == pytest.approx(budget_s)
 
 
 class _Clock:
@@ -68,10 +76,10 @@ def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms:
     kafka = ScriptedKafka()
     kafka.append("t", 0, *[b"m%d" % i for i in range(5000)])
     clock = _Clock()
-    spec = _spec(FetchPlan("t", 0, 0, max_messages=100_000), trigger_ms=trigger_ms)
-    budget = task_budget_s(spec)
-    result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 0.010),
-                      clock=clock)
+    job = _job(trigger_ms=trigger_ms)
+    budget = job.budget_s
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), job, kafka=kafka,
+                      process=_slow_processor(clock, 0.010), clock=clock)
     taken = sum(e - s for s, e in result.taken)
     # 10 ms a message: about budget / 10 ms taken, the first chunk (16) at least,
     # within one message of the deadline; the next batch fetches the rest again
@@ -89,9 +97,8 @@ def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() 
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(3000)])
     clock = _Clock()
-    spec = _spec(FetchPlan("t", 0, 0, max_messages=2050))
-    result = run_task(spec, kafka=kafka, processor=_slow_processor(clock, 1e-6),
-                      clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=2050), _job(), kafka=kafka,
+                      process=_slow_processor(clock, 1e-6), clock=clock)
     assert result.taken == [(0, 2050)] and result.scanned_to == 2050
     fetches = [c for c in kafka.calls if c[0] == "fetch"]
     assert [c[3] for c in fetches] == list(range(0, 2050, 100))   # one after another
@@ -101,14 +108,14 @@ def test_a_task_that_reaches_the_log_end_stops_there() -> None:
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(250)])
     clock = _Clock()
-    result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
-                      processor=_slow_processor(clock, 1e-6), clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), _job(), kafka=kafka,
+                      process=_slow_processor(clock, 1e-6), clock=clock)
     assert result.taken == [(0, 250)]
 
 
-def test_the_driver_hands_the_trigger_interval_to_every_task() -> None:
+def test_the_driver_sends_the_trigger_interval_with_the_job_once() -> None:
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-    from storm_kafka_compat.engine.stages import InProcess
+    from storm_kafka_compat.testing.inprocess import InProcessRunner
     from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
     kafka = ScriptedKafka()
@@ -121,13 +128,15 @@ def test_the_driver_hands_the_trigger_interval_to_every_task() -> None:
         "topology": {"topology.name": "n", "storm.zookeeper.servers": ["127.0.0.1"]},
         "spark": {"triggerInterval": "3 seconds"},
         "bolt": "tests.bolts:record"})
-    pipe = Pipeline(job, executor=InProcess(), store=MemoryStateStore(),
+    runner = InProcessRunner(kafka)
+    pipe = Pipeline(job, runner=runner, store=MemoryStateStore(),
                     kafka_factory=lambda boot: kafka)
-    pipe.spout.maybe_refresh(pipe.clock())
-    specs = pipe.plan(RunOptions())
-    assert len(specs) == 2
-    assert {s.trigger_interval_ms for s in specs} == {3000}
-    assert {task_budget_s(s) for s in specs} == {3.0}
+    pipe.open()
+    assert runner.job is pipe.worker_job and runner.job.budget_s == 3.0
+    plan = pipe.spout.plan(pipe.clock(), RunOptions().max_messages_per_partition)
+    assert len(plan) == 2                     # the plans carry offsets only
+    pipe.batch(RunOptions())
+    assert runner.job is pipe.worker_job      # not sent again
 
 
 def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_later() -> None:
@@ -143,8 +152,8 @@ def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_lat
         kafka.append("t", 0, *[b"new.."] * 50)    # arrives while the task processes
         return slow(messages, plan)
 
-    result = run_task(_spec(FetchPlan("t", 0, 0, max_messages=100_000)), kafka=kafka,
-                      processor=proc, clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), _job(), kafka=kafka,
+                      process=proc, clock=clock)
     assert result.taken == [(0, 300)]
     assert kafka.fetched_log_end("t", 0) > 300
 
@@ -159,9 +168,9 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
     kafka.compact("t", 0, [5, 6, 7])
     proc = lambda messages, plan: process_batch(messages, scheme=load_scheme("raw"),  # noqa: E731
                                                 bolt=lambda t: None, plan_filter=plan)
-    first = run_task(_spec(FetchPlan("t", 0, 0)), kafka=kafka, processor=proc)
-    assert first.taken == [(0, 5)] and first.scanned_to == 8 and first.error is None
-    again = run_task(_spec(FetchPlan("t", 0, 8)), kafka=kafka, processor=proc)
+    first = run_task(FetchPlan("t", 0, 0), _job(), kafka=kafka, process=proc)
+    assert first.taken == [(0, 5)] and first.scanned_to == 8 and first.failure is None
+    again = run_task(FetchPlan("t", 0, 8), _job(), kafka=kafka, process=proc)
     assert again.taken == [] and again.scanned_to is None     # at the end: nothing passed
-    retry = run_task(_spec(FetchPlan("t", 0, 5, True, (5,), 1)), kafka=kafka, processor=proc)
+    retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), _job(), kafka=kafka, process=proc)
     assert retry.scanned_to is None                           # retries never pass anything

@@ -17,7 +17,7 @@ from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldNameBasedTupleToKafkaMapper,
                                                        FieldNameTopicSelector, serializer_for)
 from storm_kafka_compat.engine.process import process_batch
-from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
 from storm_kafka_compat.errors import TopologyError

@@ -4,7 +4,7 @@ which pipelines are paced."""
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.engine.pacing import FIRST_CAP, BatchPacer, fit
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
 from tests.unit.test_driver_loop import job, kafka_with
@@ -40,25 +40,30 @@ def _word_count_job() -> JobConfig:
 
 def test_a_multi_stage_topology_is_paced_and_a_single_stage_one_is_not() -> None:
     kafka = kafka_with(40)
-    single = Pipeline(job(), executor=InProcess(), store=MemoryStateStore(),
+    single = Pipeline(job(), runner=InProcessRunner(kafka), store=MemoryStateStore(),
                       kafka_factory=lambda boot: kafka)
-    assert single.pacer() is None
-    staged = Pipeline(_word_count_job(), executor=InProcess(), store=MemoryStateStore(),
+    single.open()
+    assert single.pacer is None
+    staged = Pipeline(_word_count_job(), runner=InProcessRunner(kafka), store=MemoryStateStore(),
                       kafka_factory=lambda boot: kafka, sleep=lambda s: None)
-    assert staged.stage_job() is not None and staged.pacer() is not None
-    staged.spout.maybe_refresh(0)
-    first = staged.plan(RunOptions())
-    assert [s.plan.max_messages for s in first] == [FIRST_CAP, FIRST_CAP]
+    staged.open()
+    assert staged.layout is not None and staged.pacer is not None
+    first = staged.spout.plan(0, staged.pacer.cap(2, RunOptions().max_messages_per_partition))
+    assert [p.max_messages for p in first] == [FIRST_CAP, FIRST_CAP]
     summary = staged.run(RunOptions(until_caught_up=True))
     assert summary.messages == 80 and summary.stopped_by == "caught up"
-    assert staged.pacer().cost_ms is not None
-    assert Pipeline(job(), executor=InProcess(), store=MemoryStateStore(), pace=True,
-                    kafka_factory=lambda boot: kafka).pacer() is not None
+    assert staged.pacer.cost_ms is not None
+    forced = Pipeline(job(), runner=InProcessRunner(kafka), store=MemoryStateStore(), pace=True,
+                      kafka_factory=lambda boot: kafka)
+    forced.open()
+    assert forced.pacer is not None
 
 
 def test_the_dataframe_mode_is_paced() -> None:
-    from storm_kafka_compat.streaming.dataframe import DataFrameExecutor
-    executor = DataFrameExecutor(lambda: None, lambda df: None)
-    pipe = Pipeline(job(), executor=executor, store=MemoryStateStore(),
-                    kafka_factory=lambda boot: kafka_with(1))
-    assert executor.whole_batches and pipe.pacer() is not None
+    from storm_kafka_compat.engine.dataframe import DataFrameRunner
+    from storm_kafka_compat.engine.runner import runner_for
+
+    dataframe = JobConfig(spout=job().spout, topology=job().topology, bolt=None,
+                          dataframe="tests.bolts:record")
+    runner = runner_for(dataframe, lambda: None, staged=False)
+    assert isinstance(runner, DataFrameRunner) and runner.whole_batches

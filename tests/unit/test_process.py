@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.spout.manager import FetchPlan
+from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
                                                simple_bolt)
 from storm_kafka_compat.engine.dag import LocalRuntime

@@ -16,7 +16,7 @@ from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_of
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
 from storm_kafka_compat.spout.client.retry import (INT_MAX, RetryService, RetrySettings,
                                                    TimeInterval)
-from storm_kafka_compat.engine.stages import InProcess
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
@@ -187,7 +187,7 @@ def test_client_spout_reports_the_2x_metric_from_its_managers():
     pm.fetched(plan, [(0, 3)], scanned_to=3)
     pm.ack_ranges([(0, 3)])
     spout.commit()
-    m = spout.kafka_offset_metric(kafka.offset_for)
+    m = spout.kafka_offset_metric()
     assert m["orders/partition_0/spoutLag"] == 2
     assert m["orders/partition_0/latestEmittedOffset"] == 2
     assert m["orders/partition_0/latestCompletedOffset"] == 3
@@ -464,11 +464,11 @@ def test_the_driver_sends_the_2x_metric_in_client_mode():
                                 "topology": {"name": "orders", "id": "orders-1-1"},
                                 "bolt": "tests.bolts:record"})
     records: List[dict] = []
-    pipe = Pipeline(job, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None, metrics=records.append,
-                    groups=MemoryGroupOffsets())
+    pipe = Pipeline(job, runner=InProcessRunner(kafka), store=object(),
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None,
+                    metrics=records.append, groups=MemoryGroupOffsets())
     pipe.spout.maybe_refresh(0)
-    pipe.emit_metrics()
+    pipe.reporter.emit_metrics()
     value = [r["value"] for r in records if r["name"] == "kafkaOffset"][-1]
     assert value["orders/partition_0/recordsInPartition"] == 4
     assert value["orders/totalRecordsInPartitions"] == 4
@@ -486,7 +486,7 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     meanwhile is dropped: nothing is committed or retried for it; the assigned partition
     commits as usual."""
     from storm_kafka_compat.engine.driver import Pipeline
-    from storm_kafka_compat.engine.executor import TaskResult
+    from storm_kafka_compat.spout.batch import BatchResult, PartitionResult
 
     kafka = ScriptedKafka()
     for topic in ("kept", "revoked"):
@@ -498,8 +498,8 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
                                                "partitionRefreshPeriodMs": 1},
                                 "topology": {"name": "x", "id": "x-1-1"},
                                 "bolt": "tests.bolts:record"})
-    pipe = Pipeline(job, executor=InProcess(), store=object(), kafka_factory=lambda boot: kafka,
-                    sleep=lambda s: None, groups=groups)
+    pipe = Pipeline(job, runner=InProcessRunner(kafka), store=object(),
+                    kafka_factory=lambda boot: kafka, sleep=lambda s: None, groups=groups)
     pipe.spout.maybe_refresh(0)
     plans = {k: pm.plan_fetch(3) for k, pm in pipe.spout.managers().items()}
     kafka.delete_topic("revoked")
@@ -507,13 +507,13 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     assert list(pipe.spout.managers()) == [("kept", 0)]
     results = []
     for (topic, p), plan in plans.items():
-        r = TaskResult(topic, p, plan, taken=[(0, 3)], scanned_to=3)
+        r = PartitionResult(plan, taken=[(0, 3)], scanned_to=3)
         if outcome == "ack" or topic == "kept":
             r.acked = [(0, 3)]
         else:
             r.acked, r.failed = [(0, 1), (2, 3)], [1]
         results.append(r)
-    pipe.apply(results, now_ms=20)
+    pipe.spout.apply(BatchResult(results), 20, max_task_errors=3)
     pipe.spout.commit()
     assert groups.offsets[("kept", 0)][0] == 3
     assert ("revoked", 0) not in groups.offsets

@@ -15,7 +15,7 @@ import difflib
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.spout.client.first_poll import STRATEGIES, UNCOMMITTED_EARLIEST
@@ -206,6 +206,79 @@ def kafka_spout_config_from_dict(mapping: Any, *, section: str = "kafkaSpout",
     if not isinstance(mapping, Mapping):
         raise ConfigError(f"{section} must be a mapping of KafkaSpoutConfig fields, got "
                           f"{mapping!r}.", key=section, value=mapping)
+    values = _field_values(mapping, section)
+    _take_consumer_properties(values, section)
+    if values.get("topics") and values.get("topic_pattern"):
+        raise ConfigError(f"{section}.topics and {section}.topicPattern are both given; "
+                          "subscribe by names or by a pattern, not both.",
+                          key=f"{section}.topicPattern", value=values["topic_pattern"])
+    if not values.get("topics") and not values.get("topic_pattern") and default_topic:
+        if default_pattern:
+            values["topic_pattern"] = default_topic
+        else:
+            values["topics"] = (default_topic,)
+    if not values.get("bootstrap_servers") and default_servers:
+        values["bootstrap_servers"] = tuple(default_servers)
+    cfg = KafkaSpoutConfig(**values)
+    _check_complete(cfg, section)
+    return cfg
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key} must be a non-empty string, got {value!r}.", key=key,
+                          value=value)
+    return value
+
+
+def _pattern(value: Any, key: str) -> str:
+    try:
+        re.compile(_name(value, key))
+    except re.error as exc:
+        raise ConfigError(f"{key} {value!r} is not a valid regex ({exc}).", key=key,
+                          value=value) from None
+    return str(value)
+
+
+def _topics(value: Any, key: str) -> Tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items or not all(
+            isinstance(t, str) and t.strip() for t in items):
+        raise ConfigError(f"{key} must be a topic name or a non-empty list of them, "
+                          f"got {value!r}.", key=key, value=value)
+    return tuple(t.strip() for t in items)
+
+
+def _consumer(value: Any, key: str) -> Dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must be a mapping of Kafka consumer properties, got "
+                          f"{value!r}.", key=key, value=value)
+    return dict(value)
+
+
+#: attribute -> the checker of its CONFIG value (``checker(value, key)``)
+_CHECKERS: Dict[str, Callable[[Any, str], Any]] = {
+    "offset_store": lambda v, key: _choice(v, key, OFFSET_STORES),
+    "bootstrap_servers": _servers,
+    "group_id": lambda v, key: _name(v, key).strip(),
+    "topic_pattern": _pattern,
+    "topics": _topics,
+    "first_poll_offset_strategy": lambda v, key: _choice(v, key, STRATEGIES),
+    "processing_guarantee": lambda v, key: _choice(v, key, GUARANTEES),
+    "offset_commit_period_ms": lambda v, key: _int(v, key, 1),
+    "poll_timeout_ms": lambda v, key: _int(v, key, 1),
+    "partition_refresh_period_ms": lambda v, key: _int(v, key, 1),
+    "max_uncommitted_offsets": lambda v, key: _int(v, key, 1, INT_MAX),
+    "emit_null_tuples": _bool,
+    "tuple_tracking_enforced": _bool,
+    "retry": retry_settings_from_dict,
+    "consumer": _consumer,
+}
+
+
+def _field_values(mapping: Mapping[Any, Any], section: str) -> Dict[str, Any]:
+    """Every key of the section, checked, by attribute (unknown keys fail and list
+    the valid ones; a key given under two names fails)."""
     valid = tuple(s for s, _, _ in KAFKA_SPOUT_FIELDS)
     values: Dict[str, Any] = {}
     for k, v in mapping.items():
@@ -219,48 +292,15 @@ def kafka_spout_config_from_dict(mapping: Any, *, section: str = "kafkaSpout",
                               allowed=valid)
         if attr in values:
             raise ConfigError(f"{key} is given twice (under two names).", key=key, value=v)
-        if v is None:
-            continue
-        if attr == "offset_store":
-            values[attr] = _choice(v, key, OFFSET_STORES)
-        elif attr == "bootstrap_servers":
-            values[attr] = _servers(v, key)
-        elif attr in ("group_id", "topic_pattern"):
-            if not isinstance(v, str) or not v.strip():
-                raise ConfigError(f"{key} must be a non-empty string, got {v!r}.", key=key,
-                                  value=v)
-            if attr == "topic_pattern":
-                try:
-                    re.compile(v)
-                except re.error as exc:
-                    raise ConfigError(f"{key} {v!r} is not a valid regex ({exc}).", key=key,
-                                      value=v) from None
-            values[attr] = v.strip() if attr == "group_id" else v
-        elif attr == "topics":
-            items = [v] if isinstance(v, str) else v
-            if not isinstance(items, (list, tuple)) or not items or not all(
-                    isinstance(t, str) and t.strip() for t in items):
-                raise ConfigError(f"{key} must be a topic name or a non-empty list of them, "
-                                  f"got {v!r}.", key=key, value=v)
-            values[attr] = tuple(t.strip() for t in items)
-        elif attr == "first_poll_offset_strategy":
-            values[attr] = _choice(v, key, STRATEGIES)
-        elif attr == "processing_guarantee":
-            values[attr] = _choice(v, key, GUARANTEES)
-        elif attr in ("offset_commit_period_ms", "poll_timeout_ms",
-                      "partition_refresh_period_ms"):
-            values[attr] = _int(v, key, 1)
-        elif attr == "max_uncommitted_offsets":
-            values[attr] = _int(v, key, 1, INT_MAX)
-        elif attr in ("emit_null_tuples", "tuple_tracking_enforced"):
-            values[attr] = _bool(v, key)
-        elif attr == "retry":
-            values[attr] = retry_settings_from_dict(v, key)
-        elif attr == "consumer":
-            if not isinstance(v, Mapping):
-                raise ConfigError(f"{key} must be a mapping of Kafka consumer properties, got "
-                                  f"{v!r}.", key=key, value=v)
-            values[attr] = dict(v)
+        if v is not None:
+            values[attr] = _CHECKERS[attr](v, key)
+    return values
+
+
+def _take_consumer_properties(values: Dict[str, Any], section: str) -> None:
+    """The consumer properties the spout reads itself (``group.id``,
+    ``bootstrap.servers``) move to their fields; ``enable.auto.commit`` is refused and
+    ``max.poll.records``/``auto.offset.reset`` are checked."""
     consumer = dict(values.get("consumer", {}))
     if "enable.auto.commit" in consumer:
         raise ConfigError(
@@ -287,18 +327,11 @@ def kafka_spout_config_from_dict(mapping: Any, *, section: str = "kafkaSpout",
                           "latest or none.", key=f"{section}.consumer.auto.offset.reset",
                           value=reset)
     values["consumer"] = consumer
-    if values.get("topics") and values.get("topic_pattern"):
-        raise ConfigError(f"{section}.topics and {section}.topicPattern are both given; "
-                          "subscribe by names or by a pattern, not both.",
-                          key=f"{section}.topicPattern", value=values["topic_pattern"])
-    if not values.get("topics") and not values.get("topic_pattern") and default_topic:
-        if default_pattern:
-            values["topic_pattern"] = default_topic
-        else:
-            values["topics"] = (default_topic,)
-    if not values.get("bootstrap_servers") and default_servers:
-        values["bootstrap_servers"] = tuple(default_servers)
-    cfg = KafkaSpoutConfig(**values)
+
+
+def _check_complete(cfg: KafkaSpoutConfig, section: str) -> None:
+    """A Kafka store needs a group, servers and a subscription; a reset policy that
+    goes against the guarantee is warned about."""
     if cfg.uses_kafka_store:
         if not cfg.group_id:
             raise missing_group_error(section)
@@ -318,7 +351,6 @@ def kafka_spout_config_from_dict(mapping: Any, *, section: str = "kafkaSpout",
                                                                                    "none"):
         log.warning("%s: auto.offset.reset is %s under AT_LEAST_ONCE: messages may be "
                     "skipped after an out-of-range reset", section, cfg.auto_offset_reset)
-    return cfg
 
 
 def migration_hint(start_offset_time: int, ignore_zk_offsets: bool) -> str:

@@ -1,6 +1,6 @@
 """One partition of storm-kafka-client's ``KafkaSpout`` on the driver engine.
 
-:class:`ClientPartitionManager` has the interface the driver loop uses on the
+:class:`ClientPartitionManager` has the interface the spout uses on the
 legacy :class:`~storm_kafka_compat.spout.manager.PartitionManager`
 (``plan_fetch``, ``fetched``, ``ack``/``ack_ranges``, ``fail``,
 ``out_of_range``, ``commit_offset``/``mark_committed`` ...), with
@@ -33,13 +33,16 @@ import logging
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import Broker
-from storm_kafka_compat.spout.manager import FetchPlan, PartitionCounters
+from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.spout.manager import PartitionCounters
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range, overlap
 from storm_kafka_compat.spout.client.config import (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE,
                                                     KafkaSpoutConfig)
 from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
-from storm_kafka_compat.spout.client.retry import Clock, RetryService
+from storm_kafka_compat.spout.client.retry import RetryService
+from storm_kafka_compat.spout.retry import Clock
+from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +110,8 @@ class ClientPartitionManager:
 
     # --- identity ------------------------------------------------------------------
     @property
-    def key(self) -> Tuple[str, int]:
-        return (self.topic, self.partition)
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
     @property
     def tracked(self) -> bool:

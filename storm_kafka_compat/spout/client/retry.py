@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from storm_kafka_compat.errors import ConfigError
-
-Clock = Callable[[], int]
+from storm_kafka_compat.spout.retry import Clock
 
 #: Java ``Integer.MAX_VALUE``: the default ``maxRetries`` (retry forever)
 INT_MAX = 2**31 - 1

@@ -1,0 +1,173 @@
+"""The servers and in-memory doubles the ``demo`` and ``bench`` commands run on.
+
+The one product module that reaches :mod:`storm_kafka_compat.servers` (servers
+started on loopback for the demo, the benchmark and the tests) and
+:mod:`storm_kafka_compat.testing` (the in-memory doubles the planning benchmark
+drives the real spout with). Nothing under engine/, spout/, offsets/, kafka/,
+discovery/, topology/ or streaming/ imports either; the commands import this.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple
+
+from storm_kafka_compat.config import Broker, JobConfig
+
+if TYPE_CHECKING:
+    from storm_kafka_compat.servers.kafka import KafkaCluster
+    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+    from storm_kafka_compat.servers.tansu import EmbeddedTansu
+    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.spout.spout import Spout
+
+#: the brokers the commands can start: a real Apache Kafka 0.9.0.1, or tansu (fast,
+#: in memory; its defects are listed in docs/testing.md)
+BROKERS = ("kafka09", "tansu")
+
+#: (partition, key, value) as the producers take them
+Message = Tuple[int, Optional[bytes], Optional[bytes]]
+
+
+def missing_kafka09() -> Optional[str]:
+    """Why the Apache Kafka 0.9.0.1 broker cannot start here (no Java, no npm and
+    nothing cached), or None."""
+    from storm_kafka_compat.servers.kafka_package import missing_prerequisite
+    return missing_prerequisite()
+
+
+class EmbeddedServers:
+    """ZooKeeper and one broker on loopback, stopped by their PIDs on exit.
+
+    Parameters
+    ----------
+    broker : str
+        ``kafka09`` (a real Apache Kafka 0.9.0.1 broker with its own ZooKeeper) or
+        ``tansu``.
+    base_dir : path
+        Where the servers keep their data and logs.
+    """
+
+    def __init__(self, broker: str, base_dir: "os.PathLike[str] | str") -> None:
+        if broker not in BROKERS:
+            raise ValueError(f"broker {broker!r} is not one of {', '.join(BROKERS)}")
+        self.name = broker
+        base = Path(base_dir)
+        self._cluster: Optional["KafkaCluster"] = None
+        self._tansu: Optional["EmbeddedTansu"] = None
+        #: the ``kafka`` mapping every client of the broker needs
+        self.kafka: Dict[str, Any] = {}
+        if broker == "kafka09":
+            from storm_kafka_compat.servers.kafka import KafkaCluster
+            self._cluster = KafkaCluster(1, base)
+            self.zk: "EmbeddedZooKeeper" = self._cluster.zookeeper
+            self.kafka = {"api_version": "0.9"}
+        else:
+            from storm_kafka_compat.servers.tansu import EmbeddedTansu
+            from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+            self.zk = EmbeddedZooKeeper(base_dir=base / "zookeeper")
+            self._tansu = EmbeddedTansu(log_path=base / "tansu.log")
+
+    def start(self) -> "EmbeddedServers":
+        if self._cluster is not None:
+            self._cluster.start()
+        else:
+            assert self._tansu is not None
+            self.zk.start()
+            self._tansu.start()
+        return self
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+        else:
+            assert self._tansu is not None
+            self._tansu.close()
+            self.zk.cleanup()
+
+    def detach(self) -> None:
+        """Leave the servers running after this process (``demo --keep``)."""
+        self.zk.detach()
+        if self._cluster is not None:
+            for b in self._cluster.brokers:
+                b.detach()
+        else:
+            assert self._tansu is not None
+            self._tansu.detach()
+
+    def __enter__(self) -> "EmbeddedServers":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def bootstrap(self) -> str:
+        if self._cluster is not None:
+            return str(self._cluster.bootstrap)
+        assert self._tansu is not None
+        return self._tansu.bootstrap
+
+    @property
+    def broker(self) -> Broker:
+        """The broker's address (for documents and Kafka's registry)."""
+        host, _, port = self.bootstrap.split(",")[0].rpartition(":")
+        return Broker(host, int(port))
+
+    @property
+    def broker_pid(self) -> Optional[int]:
+        if self._cluster is not None:
+            return self._cluster.brokers[0].pid
+        assert self._tansu is not None
+        return self._tansu.pid
+
+    def describe(self) -> str:
+        kind = "Apache Kafka 0.9.0.1" if self._cluster is not None else "tansu"
+        return (f"ZooKeeper {self.zk.connect_string} (pid {self.zk.pid}), {kind} "
+                f"{self.bootstrap} (pid {self.broker_pid})")
+
+    def create(self, topic: str, partitions: int) -> None:
+        if self._cluster is not None:
+            self._cluster.create_topic(topic, partitions)
+        else:
+            from storm_kafka_compat.servers.tansu import create_topic
+            create_topic(self.bootstrap, topic, partitions)
+
+    def produce(self, topic: str, messages: Iterable[Message]) -> int:
+        """A batching producer on Kafka; one record per batch on tansu (its high
+        watermark is wrong otherwise)."""
+        if self._cluster is not None:
+            from storm_kafka_compat.servers.kafka_clients import produce
+            return int(produce(self.bootstrap, topic, messages))
+        from storm_kafka_compat.servers.tansu import produce_exact
+        return int(produce_exact(self.bootstrap, topic, messages))
+
+    def write_registry(self, client: Any, topic: str, partitions: int) -> None:
+        """Kafka's broker registry for ``topic``, as a ZooKeeper-mode Kafka writes it
+        (the real broker writes its own)."""
+        if self._cluster is not None:
+            return
+        from storm_kafka_compat.servers.registry import write_broker_registry
+        b = self.broker
+        write_broker_registry(client, brokers={1: (b.host, b.port)},
+                              topics={topic: {p: 1 for p in range(partitions)}})
+
+
+def spark_cluster(workers: int) -> "SparkCluster":
+    """A standalone Spark cluster of ``workers`` one-core workers on loopback."""
+    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+    return SparkCluster(workers)
+
+
+def simulated_spout(job: JobConfig, partitions: int) -> "Spout":
+    """The real spout of ``job`` over a simulated broker whose ``job.spout.topic``
+    has ``partitions`` empty partitions, and an in-memory document store (no I/O:
+    what the planning benchmark measures)."""
+    from storm_kafka_compat.runtime import Runtime
+    from storm_kafka_compat.testing.memory_store import MemoryStateStore
+    from storm_kafka_compat.testing.scripted import ScriptedKafka
+
+    kafka = ScriptedKafka()
+    kafka.create_topic(job.spout.topic, partitions)
+    return Runtime(job, store=MemoryStateStore(), kafka_factory=lambda boot: kafka).spout()

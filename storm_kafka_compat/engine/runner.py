@@ -1,0 +1,177 @@
+"""The runner seam: how a batch's fetch plans run on the executors and come back.
+
+A :class:`Runner` gets the job once (:meth:`Runner.start`: the
+:class:`~storm_kafka_compat.engine.worker.WorkerJob`, broadcast to the workers)
+and then one :class:`~storm_kafka_compat.spout.batch.BatchPlan` per batch, and
+brings back a :class:`~storm_kafka_compat.spout.batch.BatchResult`. The runners:
+
+* :class:`SparkRunner` -- one Spark task per slice of plans, each reading,
+  processing and acking its partitions (:mod:`.task`);
+* :class:`StagedSparkRunner` -- a bolt topology whose groupings cross
+  partitions, as several Spark stages (:mod:`.stages`);
+* :class:`~storm_kafka_compat.engine.dataframe.DataFrameRunner` -- the
+  DataFrame mode: each batch to a user function as one DataFrame;
+* :class:`~storm_kafka_compat.testing.inprocess.InProcessRunner` -- every task
+  in this process, without Spark (tests, and the planning benchmark).
+
+:func:`runner_for` is the one place a job picks its runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import TYPE_CHECKING, Callable, Optional, Protocol
+
+from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.engine.stages import run_stages_spark
+from storm_kafka_compat.engine.task import run_tasks
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FailureKind, TaskFailure
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark import Broadcast
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("storm_kafka_compat.engine.driver")
+
+#: the Spark session of a run, made on first use
+SparkGetter = Callable[[], "SparkSession"]
+
+
+class Runner(Protocol):
+    """Runs one batch's fetch plans and brings back their results."""
+
+    @property
+    def whole_batches(self) -> bool:
+        """The batch is processed whole (several stages, a user function): the
+        driver then sizes batches by time (:mod:`.pacing`)."""
+        ...
+
+    @property
+    def spark_context(self) -> Optional["SparkContext"]:
+        """The SparkContext the runner uses (made on first use), None without Spark."""
+        ...
+
+    def start(self, job: WorkerJob) -> None:
+        """Send ``job`` to the workers (again when the driver learned new brokers)."""
+        ...
+
+    def run(self, plan: BatchPlan) -> BatchResult:
+        """Run one batch; one result per plan."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop the batch in flight (called from a signal handler's thread)."""
+        ...
+
+    def close(self) -> None:
+        """Release what :meth:`start` sent."""
+        ...
+
+
+def spark_job_error(exc: BaseException) -> str:
+    """The telling line of a failed Spark job (the Python error of the worker
+    when there is one, not py4j's first line)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b:", line)
+              and not line.startswith(("py4j.", "org.apache", "java."))]
+    if python:
+        return python[-1]
+    return lines[0] if lines else repr(exc)
+
+
+class SparkRunner:
+    """Single-stage batches on Spark: the plans are split over at most
+    ``spark.tasks`` (else ``defaultParallelism``) tasks, each reading and
+    processing its partitions. A failed Spark job fails every partition of the
+    batch (a task error, counted towards giving the partition up).
+
+    Parameters
+    ----------
+    spark : callable returning a SparkSession
+        Called on first use.
+    tasks : int, optional
+        The most Spark tasks of a batch.
+    """
+
+    whole_batches = False
+
+    def __init__(self, spark: SparkGetter, *, tasks: Optional[int] = None) -> None:
+        self._spark = spark
+        self.tasks = tasks
+        self._job: Optional["Broadcast[WorkerJob]"] = None
+
+    @property
+    def spark_context(self) -> "SparkContext":
+        return self._spark().sparkContext
+
+    @property
+    def job(self) -> "Broadcast[WorkerJob]":
+        if self._job is None:
+            raise RuntimeError("the runner was not started: call start(job) first")
+        return self._job
+
+    def start(self, job: WorkerJob) -> None:
+        self.close()
+        self._job = self.spark_context.broadcast(job)
+
+    def slices(self, plan: BatchPlan) -> int:
+        return min(len(plan), self.tasks or self.spark_context.defaultParallelism)
+
+    def run(self, plan: BatchPlan) -> BatchResult:
+        if not len(plan):
+            return BatchResult()
+        try:
+            return self._run(plan)
+        except Exception as exc:  # Py4JJavaError: a task died (worker crash, import error)
+            message = spark_job_error(exc)
+            log.error("the Spark job of this batch failed: %s", message)
+            return BatchResult.failed(plan, TaskFailure(FailureKind.BOLT_ERROR,
+                                                        f"Spark job failed: {message}"))
+
+    def _run(self, plan: BatchPlan) -> BatchResult:
+        job = self.job
+        results = (self.spark_context.parallelize(list(plan), self.slices(plan))
+                   .mapPartitions(lambda it: run_tasks(it, job.value)).collect())
+        return BatchResult(results)
+
+    def cancel(self) -> None:
+        sc = self.spark_context
+        # off the signal handler: the main thread is inside a py4j call
+        threading.Thread(target=sc.cancelAllJobs, name="cancel-batch", daemon=True).start()
+
+    def close(self) -> None:
+        if self._job is not None:
+            job, self._job = self._job, None
+            try:
+                job.unpersist()
+            except Exception:  # noqa: BLE001 - the SparkContext may be gone already
+                log.debug("unpersisting the job's broadcast failed", exc_info=True)
+
+
+class StagedSparkRunner(SparkRunner):
+    """A bolt topology whose groupings cross partitions, as one Spark job of
+    several stages per batch (:func:`~storm_kafka_compat.engine.stages.run_stages_spark`)."""
+
+    whole_batches = True
+
+    def _run(self, plan: BatchPlan) -> BatchResult:
+        job = self.job
+        layout = job.value.layout
+        if layout is None:
+            raise ValueError("the staged runner needs a job with a stage layout")
+        return run_stages_spark(self.spark_context, plan, job, layout, self.slices(plan))
+
+
+def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:
+    """The runner ``job`` calls for: the DataFrame mode for ``dataframe:``, the
+    staged runner for a topology cut into stages, else single-stage tasks."""
+    if job.dataframe is not None:
+        from storm_kafka_compat.engine.dataframe import DataFrameRunner
+        return DataFrameRunner.from_config(job, spark)
+    if staged:
+        return StagedSparkRunner(spark, tasks=job.spark.tasks)
+    return SparkRunner(spark, tasks=job.spark.tasks)

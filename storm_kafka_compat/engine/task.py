@@ -1,0 +1,152 @@
+"""What runs inside a single-stage Spark task: read the planned range, apply the
+scheme, run the bolts, and return only what the driver needs.
+
+No message passes through the driver. A task gets a list of
+:class:`~storm_kafka_compat.spout.batch.FetchPlan` (one per planned partition)
+and the job's :class:`~storm_kafka_compat.engine.worker.WorkerJob`, and yields
+one :class:`~storm_kafka_compat.spout.batch.PartitionResult` each: the offset
+ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
+open when the task ended (they stay pending and time out on the driver), or the
+task's failure as a value. Topologies that need several Spark stages run
+through :mod:`storm_kafka_compat.engine.stages` instead.
+
+The scheme, the bolt or topology and the Kafka client are built once per Python
+worker and job (:meth:`WorkerJob.per_worker`), so a reused worker does not
+reconnect or re-import each batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Iterable, Iterator, List, Optional
+
+from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.engine.process import BatchOutcome, process_batch
+from storm_kafka_compat.engine.reader import PartitionReader
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.offsets.ranges import append_ranges
+from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, PartitionResult, TaskFailure
+from storm_kafka_compat.topology.schemes import MessageLike
+
+log = logging.getLogger(__name__)
+
+#: messages processed before the first look at the clock: small, so a slow bolt
+#: (10 ms a tuple) cannot overrun the budget much before its cost is known
+FIRST_CHUNK = 16
+
+#: processes a chunk of fetched messages under a plan
+Processor = Callable[[List[MessageLike], FetchPlan], BatchOutcome]
+
+
+def processor(job: WorkerJob) -> Processor:
+    """The job's processor on this worker: the scheme, then the simple bolt or the
+    bolt topology in this task (built once per worker)."""
+    def build() -> Processor:
+        scheme = job.scheme()
+        if job.topology_spec is not None:
+            topology = job.topology()
+            conf = dict(job.storm_conf)
+
+            def run_topology(messages: List[MessageLike], plan: FetchPlan) -> BatchOutcome:
+                return process_batch(messages, scheme=scheme, topology=topology,
+                                     plan_filter=plan, now_ms=int(time.time() * 1000),
+                                     conf=conf)
+            return run_topology
+        if not job.bolt:
+            raise ValueError("no bolt configured: set `bolt: module:callable`")
+        bolt = load_object(job.bolt, key="bolt")
+
+        def run_bolt(messages: List[MessageLike], plan: FetchPlan) -> BatchOutcome:
+            return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
+        return run_bolt
+    return job.per_worker("processor", build)
+
+
+def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = None,
+             process: Optional[Processor] = None,
+             clock: Callable[[], float] = time.monotonic) -> PartitionResult:
+    """Read and process one plan until its end or the task budget.
+
+    As a consumer loop does: one broker fetch, process it, fetch the next one
+    (the client's next request is already on its way while this one is
+    processed), until the plan's ``max_messages``, the log end the first fetch
+    reported or the budget (``job.budget_s``). Processing goes in chunks sized
+    from the measured cost per message, so a slow bolt stops within about one
+    message of the budget; messages fetched but not reached are not taken, and
+    the next batch fetches them again. A retry plan is one fetch, processed
+    whole, as in storm-kafka. ``kafka``/``process`` are injectable for tests.
+    """
+    result = PartitionResult(plan)
+    started = clock()
+    reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(), plan,
+                                      client=job.backend, clock=clock)
+    messages, result.failure = reader.first_fetch()
+    result.latency_ms = reader.latency_ms
+    if not messages:
+        return passed(reader, result)
+    proc = process if process is not None else processor(job)
+    if plan.retry:
+        add_outcome(result, proc(messages, plan))
+        return result
+    deadline = started + job.budget_s
+    per_message: Optional[float] = None
+    while messages:
+        i, n = 0, len(messages)
+        while i < n:
+            now = clock()
+            chunk = FIRST_CHUNK if per_message is None else \
+                max(1, int((deadline - now) / per_message))
+            part = messages[i:i + chunk]
+            add_outcome(result, proc(part, plan))
+            i += len(part)
+            done = clock()
+            per_message = max((done - now) / len(part), 1e-7)
+            if done >= deadline:
+                return result
+        messages = reader.fetch_more()
+    return passed(reader, result)
+
+
+def passed(reader: PartitionReader, result: PartitionResult) -> PartitionResult:
+    """A reading of new data that ended on an empty answer with the client past what
+    was taken (the log ended with transaction markers or aborted records): report
+    where it stands as ``scanned_to``, so that the partition's position, and its
+    commit, pass those entries."""
+    if result.plan.retry or reader.passed_to is None:
+        return result
+    reached = result.scanned_to if result.scanned_to is not None else result.plan.offset
+    if reader.passed_to > reached:
+        result.scanned_to = reader.passed_to
+    return result
+
+
+def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
+    """Fold one chunk's :class:`~storm_kafka_compat.engine.process.BatchOutcome`
+    into the task's result."""
+    append_ranges(result.taken, outcome.taken)
+    append_ranges(result.acked, outcome.acked)
+    result.failed.extend(outcome.failed)
+    result.open_trees.extend(outcome.incomplete)
+    if outcome.scanned_to is not None:
+        result.scanned_to = outcome.scanned_to
+    result.skipped += outcome.skipped_null
+    result.tuples += outcome.stage_counts.get("spout", {}).get("emitted", 0)
+
+
+def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob) -> Iterator[PartitionResult]:
+    """The ``mapPartitions`` function: every plan of this Spark partition in turn."""
+    for plan in plans:
+        try:
+            yield run_task(plan, job)
+        except Exception as exc:  # never lose the other partitions' results
+            yield bolt_error(plan, exc)
+
+
+def bolt_error(plan: FetchPlan, exc: BaseException) -> PartitionResult:
+    """The result of a task whose scheme or bolts raised ``exc`` (call it in the
+    ``except`` block: the traceback goes back to the driver)."""
+    log.exception("task for %s/%d failed", plan.topic, plan.partition)
+    return PartitionResult(plan, failure=TaskFailure.caught(
+        FailureKind.BOLT_ERROR, f"{type(exc).__name__}: {exc}"))

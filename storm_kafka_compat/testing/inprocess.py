@@ -1,0 +1,81 @@
+"""A runner without Spark: every task of a batch in this process.
+
+``Pipeline(job, runner=InProcessRunner(kafka))`` runs the driver loop with the
+single-stage tasks (:func:`~storm_kafka_compat.engine.task.run_task`) or every
+stage of a multi-stage topology (:mod:`~storm_kafka_compat.engine.stages`),
+partitioned as Spark would, reading with ``kafka`` (a
+:class:`~storm_kafka_compat.testing.scripted.ScriptedKafka`, say) or, without
+one, with the client a Spark worker would build from the job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from storm_kafka_compat.engine.stages import (Record, StagePartitioner, bolt_stage, fold_acker,
+                                              settle, spout_stage, unresolved)
+from storm_kafka_compat.engine.task import run_task
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
+
+
+def run_stages_local(plan: BatchPlan, job: WorkerJob, *,
+                     kafka: Optional[KafkaAccess] = None) -> BatchResult:
+    """Every stage of ``job``'s layout in this process, partitioned as Spark would."""
+    layout = job.layout
+    if layout is None:
+        raise ValueError("the job has no stage layout")
+    records: List[Record] = list(spout_stage(plan, job, kafka=kafka))
+    for stage in range(1, len(layout.stages)):
+        partitioner = StagePartitioner.of(layout, stage)
+        parts: List[List[Record]] = [[] for _ in range(partitioner.passthrough + 1)]
+        for rec in records:
+            parts[partitioner(rec[0])].append(rec)
+        records = [out for part in parts for out in bolt_stage(part, job, stage)]
+    folded: Dict[Tuple[Any, ...], Any] = {}
+    for key, value in records:
+        if key[0] == "a" and key in folded:
+            folded[key] = fold_acker(folded[key], value)
+        else:
+            folded[key] = value
+    return settle([r for r in folded.items() if unresolved(r)])
+
+
+class InProcessRunner:
+    """A :class:`~storm_kafka_compat.engine.runner.Runner` that runs every task in
+    this process, without Spark.
+
+    Parameters
+    ----------
+    kafka : KafkaAccess, optional
+        What the tasks read with; by default the worker client the job names.
+    """
+
+    spark_context = None
+
+    def __init__(self, kafka: Optional[KafkaAccess] = None) -> None:
+        self.kafka = kafka
+        self.job: Optional[WorkerJob] = None
+
+    @property
+    def whole_batches(self) -> bool:
+        """A multi-stage batch is processed whole, as on Spark."""
+        return self.job is not None and self.job.layout is not None
+
+    def start(self, job: WorkerJob) -> None:
+        self.job = job
+
+    def run(self, plan: BatchPlan) -> BatchResult:
+        job = self.job
+        if job is None:
+            raise RuntimeError("the runner was not started: call start(job) first")
+        if job.layout is not None:
+            return run_stages_local(plan, job, kafka=self.kafka)
+        return BatchResult([run_task(p, job, kafka=self.kafka) for p in plan])
+
+    def cancel(self) -> None:
+        """Nothing runs in the background to cancel."""
+
+    def close(self) -> None:
+        self.job = None

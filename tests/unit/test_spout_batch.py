@@ -1,0 +1,124 @@
+"""The batch contract and its two ends without Spark: what a task brings back
+(values, picklable), the spout applying it, the job the workers get once, and the
+one partition reader."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
+from storm_kafka_compat.engine import worker
+from storm_kafka_compat.engine.reader import PartitionReader
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError, PipelineError
+from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                            PartitionResult, TaskFailure)
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+
+
+def _spout(kafka: ScriptedKafka, **spout_kw: object):
+    hosts = StaticHosts({0: Broker("k1", 9092)})
+    job = JobConfig(spout=SpoutConfig(hosts=hosts, topic="t", zk_root="/r", id="s",
+                                      **spout_kw),
+                    topology=TopologyConfig(name="n", id="n-1-1"), bolt="tests.bolts:record")
+    spout = Runtime(job, store=MemoryStateStore(), kafka_factory=lambda boot: kafka).spout()
+    spout.maybe_refresh(0)
+    return spout
+
+
+def _kafka(n: int = 10) -> ScriptedKafka:
+    kafka = ScriptedKafka()
+    kafka.create_topic("t", 1)
+    kafka.append("t", 0, *[b"x"] * n)
+    return kafka
+
+
+def _failed(plan: FetchPlan, kind: FailureKind, message: str = "boom") -> BatchResult:
+    return BatchResult([PartitionResult(plan, failure=TaskFailure(kind, message, "tb"))])
+
+
+def test_a_result_and_its_failure_survive_pickling_as_values() -> None:
+    result = _failed(FetchPlan("t", 0, 5, max_messages=3), FailureKind.CLIENT_ERROR)
+    back = pickle.loads(pickle.dumps(result))
+    assert back == result and back.partitions[0].failure.kind is FailureKind.CLIENT_ERROR
+    assert [k.task_error for k in FailureKind] == [False, False, True, True]
+
+
+def test_task_errors_in_a_row_end_the_run_with_the_kinds_hint_and_a_good_batch_resets() -> None:
+    spout = _spout(_kafka())
+    plan = spout.plan(0, 4).fetches[0]
+    spout.apply(_failed(plan, FailureKind.BOLT_ERROR), 0, max_task_errors=2)
+    spout.apply(BatchResult([PartitionResult(plan)]), 0, max_task_errors=2)   # resets
+    spout.apply(_failed(plan, FailureKind.CLIENT_ERROR), 0, max_task_errors=2)
+    with pytest.raises(PipelineError, match="failed 2 batches in a row: boom; this is not your "
+                                            "bolt: the Kafka client failed"):
+        spout.apply(_failed(plan, FailureKind.CLIENT_ERROR), 0, max_task_errors=2)
+
+
+def test_a_failed_fetch_is_counted_and_out_of_range_moves_by_the_log_range_kafka_gives() -> None:
+    kafka = _kafka()
+    spout = _spout(kafka)
+    plan = spout.plan(0, 4).fetches[0]
+    spout.apply(_failed(plan, FailureKind.FAILED_FETCH), 0, max_task_errors=3)
+    assert spout.counts.fetch_failures == 1
+    kafka.set_log_start("t", 0, 7)
+    spout.apply(_failed(plan, FailureKind.OUT_OF_RANGE), 0, max_task_errors=3)
+    pm = spout.managers()[("t", 0)]
+    assert pm.emitted_to == 7 and pm.total_lost == 7 and spout.counts.fetch_failures == 1
+
+
+def test_the_plan_stays_within_max_spout_pending() -> None:
+    hosts = StaticHosts({0: Broker("k1", 9092)})
+    job = JobConfig(spout=SpoutConfig(hosts=hosts, topic="t", zk_root="/r", id="s"),
+                    topology=TopologyConfig(name="n", id="n-1-1", max_spout_pending=5),
+                    bolt="tests.bolts:record")
+    spout = Runtime(job, store=MemoryStateStore(), kafka_factory=lambda boot: _kafka()).spout()
+    plan = spout.plan(0, 100)
+    assert isinstance(plan, BatchPlan) and plan.fetches[0].max_messages == 5
+    taken = [(0, 5)]
+    spout.apply(BatchResult([PartitionResult(plan.fetches[0], taken=taken)]), 0,
+                max_task_errors=3)
+    assert len(spout.plan(0, 100)) == 0               # five pending: no room
+
+
+def test_the_workers_build_a_jobs_things_once_and_keep_the_latest_jobs() -> None:
+    job = WorkerJob("job-a", SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r",
+                                         id="s"), ("k:1",))
+    built = []
+    first = job.per_worker("thing", lambda: built.append(1) or object())
+    assert job.with_bootstrap(("k:2",)).per_worker("thing", object) is first   # same job
+    assert pickle.loads(pickle.dumps(job)) == job and built == [1]
+    for i in range(worker.KEPT_JOBS):
+        WorkerJob(f"job-{i}", job.spout, ()).per_worker("thing", object)
+    assert job.per_worker("thing", object) is not first                          # forgotten
+
+
+def test_the_reader_stops_at_the_log_end_of_its_first_fetch_and_a_later_error_ends_it() -> None:
+    kafka = ScriptedKafka(fetch_size_bytes=3)        # three one-byte messages a fetch
+    kafka.create_topic("t", 1)
+    kafka.append("t", 0, *[b"x"] * 5)
+    reader = PartitionReader(kafka, "t", 0, 0)
+    assert [m.offset for m in reader.fetch()] == [0, 1, 2] and reader.log_end == 5
+    kafka.append("t", 0, b"late")
+    assert [m.offset for m in reader.fetch()] == [3, 4]
+    assert reader.fetch() == [] and reader.done       # the log end it saw, not the new one
+    failing = PartitionReader(kafka, "t", 0, 0, max_messages=4)
+    failing.fetch()
+    kafka.fail_next("t", 0, FailedFetchError("down"))
+    assert failing.fetch_more() == [] and failing.done
+
+
+@pytest.mark.parametrize("exc,kind", [(OffsetOutOfRangeError("gone"), FailureKind.OUT_OF_RANGE),
+                                      (FailedFetchError("down"), FailureKind.FAILED_FETCH),
+                                      (TypeError("bug"), FailureKind.CLIENT_ERROR)])
+def test_a_first_fetch_that_fails_is_a_value(exc: Exception, kind: FailureKind) -> None:
+    kafka = _kafka()
+    kafka.fail_next("t", 0, exc)
+    messages, failure = PartitionReader(kafka, "t", 0, 0, client="confluent").first_fetch()
+    assert messages == [] and failure is not None and failure.kind is kind
+    assert (kind is not FailureKind.CLIENT_ERROR) or (
+        "inside the confluent client (TypeError: bug)" in failure.message and failure.traceback)
