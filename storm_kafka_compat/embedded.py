@@ -61,7 +61,9 @@ class EmbeddedServers:
         if broker == "kafka09":
             from storm_kafka_compat.servers.kafka import KafkaCluster
             self._cluster = KafkaCluster(1, base)
-            self.zk: "EmbeddedZooKeeper" = self._cluster.zookeeper
+            zookeeper = self._cluster.zookeeper
+            assert zookeeper is not None      # a 0.9 cluster always has its ZooKeeper
+            self.zk: "EmbeddedZooKeeper" = zookeeper
             self.kafka = {"api_version": "0.9"}
         else:
             from storm_kafka_compat.servers.tansu import EmbeddedTansu

@@ -5,8 +5,8 @@ A Flux topology builds storm-kafka-client's spout as
 through the factory ``KafkaSpoutConfig.builder``), tuned by the builder's setters
 as ``configMethods`` or ``properties``. :class:`ClientComponents` turns those
 components into the CONFIG's ``kafkaSpout`` section (docs/configuration.md) and
-reports what has no equivalent. It is a mixin of :class:`storm_kafka_compat.flux.components.ComponentResolver`
-and, like it, pure.
+reports what has no equivalent. It is a mixin of
+:class:`storm_kafka_compat.flux.components.ComponentResolver` and, like it, pure.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ DESERIALIZER_KEYS: Tuple[str, ...] = ("key.deserializer", "value.deserializer")
 
 def client_builder_name(class_name: str) -> Optional[str]:
     """Builder-method suffix for a storm-kafka-client or JDK class, else None:
-    ``org.apache.storm.kafka.spout.KafkaSpoutConfig$Builder`` -> ``client_KafkaSpoutConfig_Builder``."""
+    ``org.apache.storm.kafka.spout.KafkaSpoutConfig$Builder`` ->
+    ``client_KafkaSpoutConfig_Builder``."""
     if class_name in JAVA_CLASSES:
         return JAVA_CLASSES[class_name]
     if class_name.startswith(CLIENT_PACKAGE) and "." not in class_name[len(CLIENT_PACKAGE):]:
@@ -155,7 +156,8 @@ class ClientComponents:
                               f"java.util.regex.Pattern (factory compile), got {topics!r}.",
                               key=where, value=repr(topics))
         calls = [("set" + name[:1].upper() + name[1:], [value]) for name, value in props.items()]
-        state = {"section": section, "consumer": {}, "spout": {}, "scheme": None}
+        state: Dict[str, Any] = {"section": section, "consumer": {}, "spout": {},
+                                 "scheme": None}
         for name, margs in calls + list(methods):
             self._builder_call(state, name, margs, where)
         consumer: Dict[str, Any] = state["consumer"]

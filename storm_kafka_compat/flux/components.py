@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
 from storm_kafka_compat.config import SPOUT_FIELDS
 from storm_kafka_compat.flux.client import ClientComponents, client_builder_name
@@ -53,7 +53,7 @@ class ComponentResolver(ClientComponents):
         self.components = components
         self.cache: Dict[str, Resolved] = {}
         self.unmapped = unmapped
-        self.used: set = set()
+        self.used: Set[str] = set()
         self.ported_schemes: List[str] = []
         self._stack: List[str] = []
 

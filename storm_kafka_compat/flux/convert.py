@@ -12,7 +12,7 @@ This package is pure: text in, mappings out. It uses PyYAML and javaproperties.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import yaml
 
@@ -221,7 +221,7 @@ def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) 
 
 
 def flux_bolts(doc: Mapping[str, Any], spout_id: str,
-                unmapped: List[str], used: Optional[set] = None) -> List[Dict[str, Any]]:
+                unmapped: List[str], used: Optional[Set[str]] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
     from storm_kafka_compat.flux.kafka_bolt import kafka_bolt_entry
     bolts: List[Dict[str, Any]] = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import PLACEHOLDER_RE, find_placeholders, parse_yaml
 from storm_kafka_compat.config.traps import Evidence
@@ -108,7 +108,7 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
     syntax = [f"{f.path}:{line}: syntax error; the statement there is not read: set what it "
               f"sets by hand." for f in tree.files for line in f.errors()]
     out: List[JavaConversion] = []
-    seen: set = set()
+    seen: Set[Any] = set()
     for spout in interp.spouts:
         conv = _convert_spout(interp, spout)
         key = (conv.source, repr(conv.config))
@@ -314,7 +314,8 @@ def _name_opaque(config: Any, unknowns: Mapping[str, Unknown],
     opaque placeholder first in ``evidence[key]``; ``evidence`` gets every key built
     from placeholders."""
     if isinstance(config, dict):
-        return {k: _name_opaque(v, unknowns, evidence, f"{path}.{k}" if path else str(k)) for k, v in config.items()}
+        return {k: _name_opaque(v, unknowns, evidence, f"{path}.{k}" if path else str(k))
+                for k, v in config.items()}
     if isinstance(config, list):
         return [_name_opaque(v, unknowns, evidence, f"{path}[{i}]")
                 for i, v in enumerate(config)]
@@ -357,11 +358,11 @@ def _substitute(conv: JavaConversion, unknowns: Mapping[str, Unknown],
                                  f"as {token}: give it with --filter ({token[2:-1]}=...) or "
                                  f"edit the CONFIG.")
             continue
-        u = unknowns.get(token)
-        if u is None or u.kind not in FILLABLE:
+        read = unknowns.get(token)
+        if read is None or read.kind not in FILLABLE or read.key is None:
             continue
-        default = f" (the code's default: {u.default!r})" if u.default is not None else ""
-        how = (f"set {u.key[4:]} and give --env-filter" if u.kind == ENV else
-               f"give it with --filter FILE ({u.key}=...)")
-        conv.unmapped.append(f"{where}: {token} is read at run time by {u.origin.where} "
-                             f"`{u.origin.text}`{default}; {how}.")
+        default = f" (the code's default: {read.default!r})" if read.default is not None else ""
+        how = (f"set {read.key[4:]} and give --env-filter" if read.kind == ENV else
+               f"give it with --filter FILE ({read.key}=...)")
+        conv.unmapped.append(f"{where}: {token} is read at run time by {read.origin.where} "
+                             f"`{read.origin.text}`{default}; {how}.")

@@ -26,7 +26,8 @@ from storm_kafka_compat.java.values import (ARGS, CONFIG_SETTERS, CONSTANTS, ENV
                                             KNOWN_CLASSES, LOOKUP, LOOKUP_METHODS, MAP_CLASSES,
                                             OFFSET_TIMES, OPAQUE_RE, PER_RUN_CALLS,
                                             PER_RUN_CLASSES, RANDOM, TIME, TIME_UNITS_MS,
-                                            UNRESOLVED, KAFKA_CONFIG_CLASSES, BoltDecl, ClassRef, JObject, MainArgs,
+                                            UNRESOLVED, KAFKA_CONFIG_CLASSES, BoltDecl,
+                                            ClassRef, JObject, MainArgs,
                                             SpoutDecl, Submission, Unknown, java_string,
                                             kafka_config_key, storm_config_key)
 
@@ -193,18 +194,19 @@ class Interpreter:
                 elif part.type == "resource_specification":
                     for res in part.named_children:
                         value = res.child_by_field_name("value")
-                        name = res.child_by_field_name("name")
-                        if value is not None and name is not None:
-                            frame.locals[text_of(name)] = self.eval(value, frame)
+                        resource = res.child_by_field_name("name")
+                        if value is not None and resource is not None:
+                            frame.locals[text_of(resource)] = self.eval(value, frame)
         elif kind == "enhanced_for_statement":
             items = self.eval(node.child_by_field_name("value"), frame)
             name = text_of(node.child_by_field_name("name"))
-            body = node.child_by_field_name("body")
+            loop_body = node.child_by_field_name("body")
             values = items[:MAX_LOOP] if isinstance(items, list) else \
-                [self.unknown(UNRESOLVED, node.child_by_field_name("value"), frame)]
+                [self.unknown(UNRESOLVED, node, frame)]
             for item in values:
                 frame.locals[name] = item
-                self.exec_stmt(body, frame)
+                if loop_body is not None:
+                    self.exec_stmt(loop_body, frame)
         elif kind in ("for_statement", "while_statement", "do_statement"):
             body = node.child_by_field_name("body")
             for init in node.children_by_field_name("init"):
@@ -362,7 +364,7 @@ class Interpreter:
             return self.unknown(UNRESOLVED, node, frame)
         if isinstance(obj, list) and name == "length":
             return len(obj)
-        if obj is None and obj_node.type == "this":
+        if obj is None and obj_node is not None and obj_node.type == "this":
             return self.name_value(name, node, frame)
         return self.unknown(UNRESOLVED, node, frame)
 
@@ -404,7 +406,8 @@ class Interpreter:
             return kafka_config_key(name)
         if name[:1].isupper() and not name.isupper() and "_" not in name:
             return ClassRef(f"{ref.name}${name}")  # a nested class
-        return f"{simple}.{name}"                # an enum constant (FirstPollOffsetStrategy.EARLIEST)
+        # an enum constant (FirstPollOffsetStrategy.EARLIEST)
+        return f"{simple}.{name}"
 
     def _eval_array_access(self, node: Node, frame: Frame) -> Any:
         array = self.eval(node.child_by_field_name("array"), frame)
@@ -422,6 +425,8 @@ class Interpreter:
         if op != "=":
             current = self.eval(left, frame)
             value = self.binary(op[:-1], current, value, node, frame)
+        if left is None:
+            return value
         if left.type == "identifier":
             name = text_of(left)
             if name in frame.locals or frame.this is None:
@@ -494,6 +499,8 @@ class Interpreter:
 
     def _eval_object_creation_expression(self, node: Node, frame: Frame) -> Any:
         type_node = node.child_by_field_name("type")
+        if type_node is None:
+            return self.unknown(UNRESOLVED, node, frame)
         name = self.type_name(type_node)
         qualified = self.qualify(name, frame)
         args = self.arguments(node, frame)

@@ -45,8 +45,10 @@ class Origin:
         return f"{self.where} `{self.text}`"
 
 
-def text_of(node: Node) -> str:
-    """A node's source text, on one line (for messages)."""
+def text_of(node: Optional[Node]) -> str:
+    """A node's source text, on one line (for messages); ``""`` for a missing node."""
+    if node is None:
+        return ""
     raw = (node.text or b"").decode("utf-8", "replace")
     return " ".join(raw.split())
 

@@ -79,7 +79,8 @@ class JObject:
 
     @property
     def simple(self) -> str:
-        """``org.apache.storm.kafka.spout.KafkaSpoutConfig$Builder`` -> ``KafkaSpoutConfig.Builder``."""
+        """``org.apache.storm.kafka.spout.KafkaSpoutConfig$Builder`` ->
+        ``KafkaSpoutConfig.Builder``."""
         return self.class_name.rpartition(".")[2].replace("$", ".")
 
     def describe(self) -> str:

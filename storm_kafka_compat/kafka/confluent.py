@@ -34,8 +34,8 @@ joined nor committed to, since partitions are assigned, not subscribed),
 OffsetOutOfRangeError instead of jumping silently) and ``enable.partition.eof``
 (true: the log end is detected without waiting). ``isolation.level`` is
 ``read_uncommitted`` unless the ``kafka`` mapping says otherwise (librdkafka's own
-default is ``read_committed``; see :mod:`storm_kafka_compat.kafka.settings`). Other keys of the job's
-``kafka`` mapping are passed to librdkafka; a key written kafka-python style
+default is ``read_committed``; see :mod:`storm_kafka_compat.kafka.settings`). Other keys of
+the job's ``kafka`` mapping are passed to librdkafka; a key written kafka-python style
 (``security_protocol``) is read as its librdkafka name (``security.protocol``).
 librdkafka's own log lines go to this module's logger.
 

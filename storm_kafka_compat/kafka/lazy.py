@@ -69,6 +69,9 @@ class LazyKafka:
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         return self.get().fetched_log_end(topic, partition)
 
+    def fetched_position(self, topic: str, partition: int) -> Optional[int]:
+        return self.get().fetched_position(topic, partition)
+
     def leaders(self, topic: str) -> Dict[int, Broker]:
         return self.get().leaders(topic)
 

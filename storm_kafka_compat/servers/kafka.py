@@ -570,12 +570,15 @@ class KafkaCluster:
         and wait until it is gone."""
         if self.distribution.admin_api:
             self._ask(lambda a: a.delete_topics([topic]))
-            gone = lambda: not self._metadata_states(topic)          # noqa: E731
         else:
             zk = self.zk()
             zk.ensure_path(self._path("/admin/delete_topics"))
             zk.create(self._path(f"/admin/delete_topics/{topic}"))
-            gone = lambda: not zk.exists(self._path(f"/brokers/topics/{topic}"))  # noqa: E731
+
+        def gone() -> bool:
+            if self.distribution.admin_api:
+                return not self._metadata_states(topic)
+            return not self.zk().exists(self._path(f"/brokers/topics/{topic}"))
         deadline = time.monotonic() + timeout_s
         while not gone():
             if time.monotonic() > deadline:

@@ -36,7 +36,7 @@ class TlsFiles:
     ca_pem: Path
 
 
-def make_tls_files(directory: os.PathLike, *, password: str = "broker-keystore") -> TlsFiles:
+def make_tls_files(directory: "os.PathLike[str]", *, password: str = "broker-keystore") -> TlsFiles:
     """A self-signed key pair for ``127.0.0.1`` (CN and subject alternative name), in
     ``directory``; made once, reused when present."""
     directory = Path(directory)

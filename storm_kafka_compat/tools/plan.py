@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.offsets.paths import spout_root
 from storm_kafka_compat.tools import ToolEnv
@@ -137,6 +138,9 @@ def plan_migration(env: ToolEnv, *, watch_s: float = 5.0, topology_id: Optional[
     else:
         decisions = explain(env, topology_id=tid)
         spout = env.job.spout
+        if spout.zk_root is None or spout.id is None:
+            raise ConfigError("migrate plan needs spout.zkRoot and spout.id (where the "
+                              "documents are)", key="spout")
         location = spout_root(spout.zk_root, spout.id)
         wildcard = env.job.topology.wildcard_match
         other = [d for d in ids_under_root(env.store, spout.zk_root, wildcard=wildcard)
