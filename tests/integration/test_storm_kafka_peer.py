@@ -133,13 +133,18 @@ def test_storm_and_this_project_hand_a_topic_back_and_forth(tmp_path, kafka09, k
     config = zk_job(tmp_path / "job.yaml", kafka09, topic, zk_root, topology_id=OUR_ID)
     counts: Dict[str, int] = {"produced": partitions * first_batch}
 
-    # 1. Storm (startOffsetTime earliest) consumes part of the topic and crashes
-    storm_record = tmp_path / "storm-1.txt"
-    storm = storm1(_storm_topology("peer-a", topic=topic, zk_root=zk_root, spout_id="spout1",
-                                   cluster=kafka09, record=storm_record, delay_ms=15,
-                                   startOffsetTime=-2))
-    storm_seen, storm_committed = _storm_until_killed(storm, storm_record, zk, root, partitions,
-                                                      processed_at_least=250)
+    def storm_crashes(name: str, at_least: int) -> Tuple[Seen, Dict[int, int]]:
+        """A Storm topology (startOffsetTime earliest) that processes at least
+        ``at_least`` tuples, commits, and crashes."""
+        record = tmp_path / f"{name}.txt"
+        storm = storm1(_storm_topology(name, topic=topic, zk_root=zk_root, spout_id="spout1",
+                                       cluster=kafka09, record=record, delay_ms=15,
+                                       startOffsetTime=-2))
+        return _storm_until_killed(storm, record, zk, root, partitions,
+                                   processed_at_least=at_least)
+
+    # 1. Storm consumes part of the topic and crashes
+    storm_seen, storm_committed = storm_crashes("peer-a", 250)
     storm_docs = _documents(zk, root, partitions)
     storm_id = next(d["topology"]["id"] for d in storm_docs.values() if d)
     assert storm_id.startswith("peer-a-") and storm_id != OUR_ID
@@ -163,12 +168,7 @@ def test_storm_and_this_project_hand_a_topic_back_and_forth(tmp_path, kafka09, k
     produce(kafka09.bootstrap, topic, _messages(partitions, first_batch,
                                                 first_batch + second_batch))
     counts["produced"] += partitions * second_batch
-    storm_record = tmp_path / "storm-2.txt"
-    storm = storm1(_storm_topology("peer-b", topic=topic, zk_root=zk_root, spout_id="spout1",
-                                   cluster=kafka09, record=storm_record, delay_ms=15,
-                                   startOffsetTime=-2))
-    storm_seen, storm_committed = _storm_until_killed(storm, storm_record, zk, root, partitions,
-                                                      processed_at_least=200)
+    storm_seen, storm_committed = storm_crashes("peer-b", 200)
     assert {p: offsets[0] for p, offsets in _by_partition(storm_seen).items()} == {
         p: first_batch for p in _by_partition(storm_seen)}, "Storm did not resume at our offsets"
     assert min(o for _, o in storm_seen) == first_batch

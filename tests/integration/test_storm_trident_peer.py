@@ -39,8 +39,10 @@ def _committed_trident_offsets(zk: Any, troot: str, stream: str, partitions: int
                 path = f"{troot}/{stream}/user/partition_{p}"
                 txids = sorted(int(t) for t in zk.get_children_async(path).get(timeout=10)
                                if currtx is None or int(t) < currtx) if zk.exists(path) else []
-                out[p] = (json.loads(get(zk, f"{path}/{txids[-1]}"))["nextOffset"]
-                          if txids else 0)
+                data = get(zk, f"{path}/{txids[-1]}") if txids else b'{"nextOffset": 0}'
+                if data is None:
+                    raise NoNodeError(f"{path}/{txids[-1]}")     # deleted since listed
+                out[p] = json.loads(data)["nextOffset"]
             return out
         except NoNodeError:
             continue

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, List
+from typing import Any, Callable, Iterator, List
 
 import pytest
 
@@ -11,25 +11,33 @@ from tests.peers.storm import (STORM1, STORM2, ClientTopology, FluxTopology, Sto
                                peer_classes, why_not)
 
 
+def _ready(bundle: Any, what: str) -> None:
+    """``bundle``'s jars resolved and the peer classes compiled against them, or the
+    test skipped with the reason (Maven, Java, or Storm 1's Java 11, missing)."""
+    reason = why_not(bundle)
+    if reason:
+        pytest.skip(f"Apache Storm {what} cannot run here: {reason}")
+    peer_classes(bundle)
+
+
 @pytest.fixture(scope="session")
 def storm1_ready() -> None:
-    """Storm 1.2.4's jars resolved and the peer bolt compiled, or the test skipped
-    with the reason (Maven, Java 11 or Java missing)."""
-    reason = why_not(STORM1)
-    if reason:
-        pytest.skip(f"Apache Storm 1.2.4 cannot run here: {reason}")
-    peer_classes(STORM1)
+    _ready(STORM1, "1.2.4")
 
 
-@pytest.fixture
-def storm1(storm1_ready: None, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Callable[[FluxTopology], StormLocal]]:
-    """Return ``start(topology) -> StormLocal``: a Storm 1.2.4 LocalCluster running the
-    Flux topology, killed by its PID at teardown (its ``wait_for`` failures carry the
-    log tail)."""
+@pytest.fixture(scope="session")
+def storm2_ready() -> None:
+    _ready(STORM2, "2.8.3")
+
+
+def _starter(tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[Callable[[Any], StormLocal]]:
+    """``start(topology) -> StormLocal`` (the Storm line follows the topology's kind),
+    every one killed by its PID at teardown (its ``wait_for`` failures carry the log
+    tail)."""
     started: List[StormLocal] = []
 
-    def start(topology: FluxTopology) -> StormLocal:
+    def start(topology: Any) -> StormLocal:
         storm = StormLocal(topology, tmp_path_factory.mktemp(f"storm-{topology.name}"))
         started.append(storm)
         return storm.start()
@@ -39,28 +47,17 @@ def storm1(storm1_ready: None, tmp_path_factory: pytest.TempPathFactory
         storm.kill()
 
 
-@pytest.fixture(scope="session")
-def storm2_ready() -> None:
-    """Storm 2.8.3's jars resolved and the peer classes compiled, or the test skipped
-    with the reason (Maven or Java missing)."""
-    reason = why_not(STORM2)
-    if reason:
-        pytest.skip(f"Apache Storm 2.8.3 cannot run here: {reason}")
-    peer_classes(STORM2)
+@pytest.fixture
+def storm1(storm1_ready: None, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Callable[[FluxTopology], StormLocal]]:
+    """Return ``start(topology) -> StormLocal``: a Storm 1.2.4 LocalCluster running the
+    Flux topology."""
+    yield from _starter(tmp_path_factory)
 
 
 @pytest.fixture
 def storm2(storm2_ready: None, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[Callable[[ClientTopology], StormLocal]]:
     """Return ``start(topology) -> StormLocal``: a Storm 2.8.3 LocalCluster running a
-    storm-kafka-client topology, killed by its PID at teardown."""
-    started: List[StormLocal] = []
-
-    def start(topology: ClientTopology) -> StormLocal:
-        storm = StormLocal(topology, tmp_path_factory.mktemp(f"storm2-{topology.name}"))
-        started.append(storm)
-        return storm.start()
-
-    yield start
-    for storm in started:
-        storm.kill()
+    storm-kafka-client topology."""
+    yield from _starter(tmp_path_factory)

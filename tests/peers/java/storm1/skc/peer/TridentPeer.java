@@ -1,10 +1,5 @@
 package skc.peer;
 
-import java.io.FileOutputStream;
-import java.io.IOException;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 import org.apache.storm.generated.StormTopology;
@@ -55,11 +50,11 @@ public class TridentPeer {
         return topology.build();
     }
 
-    /** Appends each tuple's first value to a file, one line a tuple, flushed at once. */
+    /** Appends each tuple's first value to a file, one line a tuple. */
     public static class Recorder extends BaseFunction {
         private final String path;
         private final long delayMs;
-        private transient Writer out;
+        private transient LineRecorder recorder;
 
         Recorder(String path, long delayMs) {
             this.path = path;
@@ -69,27 +64,12 @@ public class TridentPeer {
         @Override
         @SuppressWarnings("rawtypes")
         public void prepare(Map conf, TridentOperationContext context) {
-            try {
-                out = new OutputStreamWriter(new FileOutputStream(path, true),
-                                             StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot open " + path, e);
-            }
+            recorder = new LineRecorder(path);
         }
 
         @Override
         public void execute(TridentTuple tuple, TridentCollector collector) {
-            try {
-                out.write(tuple.getValue(0) + "\n");
-                out.flush();
-                if (delayMs > 0) {
-                    Thread.sleep(delayMs);
-                }
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot write " + path, e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            recorder.record(String.valueOf(tuple.getValue(0)), delayMs);
         }
     }
 }
