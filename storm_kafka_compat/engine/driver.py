@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Unpack
 
 from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary
 from storm_kafka_compat.engine.runner import Runner, runner_for
@@ -44,11 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: new messages per partition per batch. Measured with `bench` (1M x 100 B, 4
-#: partitions, local[2], Kafka 0.9): 10,000 gave 26 batches and 222k msg/s with the
-#: confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch is a Spark
-#: job and a fresh wait for data); the task's fill budget keeps a batch short
-DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
 
 
 @dataclass
@@ -201,8 +197,9 @@ class Pipeline:
         """Plan, run and apply one batch; return the messages taken."""
         now = self.clock()
         cap = options.max_messages_per_partition
+        partitions = len(self.spout.managers())
         if self.pacer is not None:
-            cap = self.pacer.cap(len(self.spout.managers()), cap)
+            cap = self.pacer.cap(partitions, cap)
         plan = self.spout.plan(now, cap)
         started_ms = self.clock()
         result = self._run(plan)
@@ -211,7 +208,7 @@ class Pipeline:
         taken = self.spout.apply(result, self.clock(),
                                  max_task_errors=options.max_consecutive_task_errors)
         if self.pacer is not None:
-            self.pacer.observe(taken, self.clock() - started_ms)
+            self.pacer.observe(taken, self.clock() - started_ms, partitions)
         if len(plan):
             self.summary.batches += 1
             log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
