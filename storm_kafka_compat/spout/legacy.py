@@ -70,7 +70,8 @@ class ZkDocuments:
         kafka = self.kafka
         decision = decide_start(
             stored, topology_id=self.topology_id, config=self.job.spout,
-            offset_for=lambda t: kafka.offset_for(info.topic, info.partition, t), where=path)
+            offset_for=lambda t: kafka.offset_for(info.topic, info.partition, t), where=path,
+            topic=info.topic, partition=info.partition)
         decisions.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
         return decision, PartitionManager(
             info.topic, info.partition, decision.start_offset, config=self.job.spout,
