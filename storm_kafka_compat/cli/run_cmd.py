@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
 import click
 
-from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
+from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.cli.console import ProgressPrinter, load_config
 from storm_kafka_compat.cli.render import as_json, err, table
 
