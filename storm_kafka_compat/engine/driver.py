@@ -16,13 +16,16 @@ and shuffle-only topologies run in the fetching task.
 
 SIGTERM or SIGINT stops planning; the batch in flight is settled, a final commit
 is made and :meth:`Pipeline.run` returns normally: nothing acknowledged is lost
-and nothing unacknowledged is committed.
+and nothing unacknowledged is committed. Before the first batch (the partition
+refresh, Spark's start) there is nothing to wait for: :meth:`Pipeline.run` raises
+:class:`~storm_kafka_compat.engine.signals.StopBeforeStart` at once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -32,12 +35,14 @@ from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary
-from storm_kafka_compat.engine.runner import Runner, runner_for
-from storm_kafka_compat.engine.signals import install_stop_handlers, take_stop_signals
+from storm_kafka_compat.engine.runner import Runner, runner_for, spark_gone
+from storm_kafka_compat.engine.signals import (StopBeforeStart, install_stop_handlers,
+                                               take_stop_signals)
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.engine.worker import WorkerJob, worker_job
 from storm_kafka_compat.runtime import Runtime, RuntimeParts
+from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
@@ -132,6 +137,8 @@ class Pipeline:
         self._stop_reason = ""
         #: SIGTERM/SIGINT this process took (engine.signals: the second stops at once)
         self.signals_received = 0
+        #: "new", then "starting" (run() before its first batch), then "running"
+        self._phase = "new"
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -144,12 +151,18 @@ class Pipeline:
         """A stop was asked for; the loop ends after the batch in flight."""
         return self._stop.is_set()
 
+    @property
+    def starting(self) -> bool:
+        """:meth:`run` is starting (partition refresh, Spark's start) and no stop was
+        asked for yet: a stop signal then ends the start-up at once."""
+        return self._phase == "starting" and not self._stop.is_set()
+
     def force_stop(self) -> None:
         """Stop now: cancel the batch in flight (its tasks' results are dropped,
         nothing of it is acknowledged), then commit and return."""
         self._stop_reason = self._stop_reason or "forced stop"
         self._stop.set()
-        if self.worker_job is not None:
+        if self._phase == "running" and self.worker_job is not None:
             self.runner.cancel()
 
     @property
@@ -221,10 +234,20 @@ class Pipeline:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap
-        if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
-            self.worker_job = self.worker_job.with_bootstrap(bootstrap)
-            self.runner.start(self.worker_job)
-        return self.runner.run(plan)
+        try:
+            if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
+                self.worker_job = self.worker_job.with_bootstrap(bootstrap)
+                self.runner.start(self.worker_job)
+            return self.runner.run(plan)
+        except Exception as exc:
+            if not spark_gone(exc):
+                raise
+            raise PipelineError(
+                f"Spark's JVM went away during batch {self.summary.batches + 1} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                "stopping: what was acknowledged before is committed and this batch is read "
+                "again at the next start. To stop a job, send SIGTERM to the driver (pid "
+                f"{os.getpid()}) or its process group") from exc
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:
@@ -234,9 +257,17 @@ class Pipeline:
         loop_ended: Optional[Callable[[], None]] = None
         started = time.monotonic()
         try:
+            self._phase = "starting"
             self.reporter.start(self.clock())
-            self.open()
-            loop_ended = take_stop_signals(self, self.runner.spark_context)
+            try:
+                self.open()
+                loop_ended = take_stop_signals(self, self.runner.spark_context)
+            except KeyboardInterrupt:    # pyspark's own SIGINT handler, while Spark starts
+                self.stop("SIGINT")
+                raise StopBeforeStart("SIGINT") from None
+            self._phase = "running"
+            if self._stop.is_set() and self.signals_received:   # as Spark's start ended
+                raise StopBeforeStart(self._stop_reason)
             self.reporter.start_interval(self.clock())
             while not self._stop.is_set():
                 taken = self.batch(options)

@@ -89,3 +89,79 @@ def test_the_configs_secrets_never_reach_the_console(tmp_path, capsys):
         console.configure(0)
     err = capsys.readouterr().err
     assert "p4ss-Wd1" not in err and err.count("***") == 2
+
+
+def test_the_zookeeper_digest_password_never_reaches_the_console_at_vv(tmp_path, capsys):
+    """kazoo logs its Auth request at DEBUG with the digest credential (issue 26): at -vv
+    the line is shown with the credential masked, however the password is spelled (a
+    backslash, a quote or a non-ASCII letter comes out escaped in its repr)."""
+    import yaml
+    from kazoo.protocol.serialization import Auth
+
+    from storm_kafka_compat.cli import console
+    password = "S3c'r\\et-pässwörd"
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "s"},
+        "hosts": {"static": {0: "127.0.0.1:9"}}, "bolt": "tests.bolts:record",
+        "topology": {"name": "n", "storm.zookeeper.auth.scheme": "digest",
+                     "storm.zookeeper.auth.payload": f"alice:{password}"}}))
+    console.configure(2)
+    try:
+        console.load_config(str(config))
+        # exactly what kazoo.protocol.connection does when it authenticates
+        logging.getLogger("kazoo.client").log(logging.DEBUG, "Sending request(xid=%s): %s", -4,
+                                              Auth(0, "digest", f"alice:{password}"))
+        logging.getLogger("kazoo.client").debug("sent %r", f"alice:{password}".encode())
+        logging.getLogger("storm_kafka_compat.x").warning("password was %s", password)
+    finally:
+        console.configure(0)
+    err = capsys.readouterr().err
+    # repr quotes with " as the password holds a '
+    assert """Sending request(xid=-4): Auth(auth_type=0, scheme='digest', auth="***")""" in err
+    assert 'sent b"***"' in err and "password was ***" in err
+    for shown in (password, repr(password)[1:-1], repr(password.encode())[2:-1], "pässwörd",
+                  "S3c"):
+        assert shown not in err, shown
+
+
+def test_run_refuses_a_bolt_that_cannot_be_imported_before_anything_starts(tmp_path, capsys):
+    """Issue 26, item 1: a bolt that cannot be imported is a configuration error (exit
+    2) said at once, before ZooKeeper, Kafka or Spark are touched (none run here)."""
+    import time
+
+    import yaml
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "s"},
+        "hosts": {"static": {0: "127.0.0.1:9"}}, "topology": {"name": "n"},
+        "bolt": "no_such_module_26:bolt"}))
+    started = time.monotonic()
+    assert main(["run", str(config)]) == 2
+    assert time.monotonic() - started < 5
+    err = capsys.readouterr().err
+    assert err.startswith("Error: bolt='no_such_module_26:bolt': module 'no_such_module_26' "
+                          "cannot be imported"), err
+    bad_scheme = yaml.safe_load(config.read_text())
+    bad_scheme["bolt"] = "tests.bolts:record"
+    bad_scheme["spout"]["scheme"] = "tests.bolts:no_such_scheme"
+    config.write_text(yaml.safe_dump(bad_scheme))
+    assert main(["run", str(config)]) == 2
+    assert "no_such_scheme" in capsys.readouterr().err
+
+
+def test_output_to_a_reader_that_went_away_is_dropped_not_an_error() -> None:
+    """`run ... | tee log` and a Ctrl-C that ends tee too: the summary written after
+    the commit must not turn a clean stop into exit 1 (issue 26, item 5)."""
+    import os
+
+    from storm_kafka_compat.cli.render import table, write
+    read_end, write_end = os.pipe()
+    out = os.fdopen(write_end, "w")
+    os.close(read_end)                               # the reader is gone
+    try:
+        write("first line\n", out)                   # EPIPE: the stream becomes /dev/null
+        table([{"A": 1}], ("A",), out)               # and later writes go nowhere
+        assert os.path.samestat(os.fstat(out.fileno()), os.stat(os.devnull))
+    finally:
+        out.close()
