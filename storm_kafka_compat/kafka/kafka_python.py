@@ -291,7 +291,7 @@ class KafkaPythonAccess:
         from kafka import TopicPartition
         with self._lock, self._errors(topic, None, None, "metadata lookup"):
             c = self._get_consumer()
-            c.topics()  # forces a metadata refresh of every topic
+            self._refresh_metadata(c)
             cluster = c._cluster  # kafka-python keeps leaders only there
             out: Dict[int, Broker] = {}
             for p in sorted(cluster.partitions_for_topic(topic) or ()):
@@ -306,7 +306,9 @@ class KafkaPythonAccess:
     def topics(self) -> List[str]:
         """See :meth:`KafkaAccess.topics`."""
         with self._lock, self._errors(None, None, None, "metadata lookup"):
-            return sorted(self._get_consumer().topics())
+            c = self._get_consumer()
+            self._refresh_metadata(c)
+            return sorted(c._cluster.topics())
 
     def close(self) -> None:
         """Close every consumer."""
@@ -336,6 +338,26 @@ class KafkaPythonAccess:
             from kafka import KafkaConsumer
             self._consumer = KafkaConsumer(**self.config)
         return self._consumer
+
+    def _refresh_metadata(self, c: Any) -> None:
+        """Fresh metadata of every topic, within ``socketTimeoutMs``.
+
+        ``KafkaConsumer.topics()`` waits for it without a deadline: with
+        ``api_version`` set (which 0.9 brokers need) nothing is bootstrapped
+        before the first call, and brokers that do not answer made ``run``,
+        ``offsets show`` and ``offsets explain`` hang for ever. Raises
+        kafka-python's KafkaTimeoutError (a FailedFetchError here) instead."""
+        net, manager = getattr(c, "_net", None), getattr(c, "_manager", None)
+        cluster = c._cluster
+        if net is None or manager is None:     # another kafka-python 3 layout
+            c.topics()
+            return
+        stash = cluster.need_all_topic_metadata
+        cluster.need_all_topic_metadata = True
+        try:
+            net.run(manager.wait_for, cluster.request_update(), self.spout.socket_timeout_ms)
+        finally:
+            cluster.need_all_topic_metadata = stash
 
     def _fetcher(self, tp: Any) -> Any:
         """The consumer assigned to ``tp`` alone (created, or the least recently
@@ -452,10 +474,17 @@ class _ErrorMap:
                         "check kafka.sasl_plain_username and kafka.sasl_plain_password (and "
                         "kafka.sasl_mechanism) in the CONFIG", **kw) from exc
                 hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
+            name = type(exc).__name__
+            detail = str(exc).removeprefix(f"{name}: ")
+            if isinstance(exc, Errors.KafkaTimeoutError):
+                servers = self.owner.config["bootstrap_servers"]
+                shown = ",".join(servers) if isinstance(servers, (list, tuple)) else servers
+                detail = (f"{detail}: no answer from {shown} within socketTimeoutMs "
+                          f"{self.owner.spout.socket_timeout_ms} ms")
             raise FailedFetchError(
-                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
-                "that the broker is up and reachable (a running job refreshes its "
-                f"partitions and retries){hint}", **kw) from exc
+                f"{self.what} for {where} failed ({name}: {detail}); check that the broker "
+                "is up and reachable (a running job refreshes its partitions and "
+                f"retries){hint}", **kw) from exc
         if isinstance(exc, Errors.KafkaError):
             raise KafkaAccessError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "

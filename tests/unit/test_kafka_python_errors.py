@@ -81,3 +81,48 @@ def test_every_built_in_scheme_reads_kafka_pythons_own_records():
         scheme = load_scheme(name)
         for record, message in zip(records, _messages(records)):
             assert scheme.to_tuples(record) == scheme.to_tuples(message), (name, record.offset)
+
+
+def _dead_address() -> str:
+    """``127.0.0.1:port`` where nothing listens (a port just freed)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def _silent_server():
+    """A socket that accepts connections and never answers (a paused broker)."""
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    return server
+
+
+@pytest.mark.parametrize("broker", ["dead", "silent"])
+@pytest.mark.parametrize("call", ["leaders", "topics", "offset_for"])
+def test_every_driver_call_has_a_deadline_with_api_version_set(broker, call):
+    """Issue 26: with api_version set (0.9 brokers need it) and bootstrap hosts that do
+    not answer, kafka-python's metadata wait had no deadline (run, offsets show and
+    offsets explain hung for ever); each call now ends within socketTimeoutMs."""
+    import time
+
+    from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+    server = _silent_server() if broker == "silent" else None
+    address = (f"127.0.0.1:{server.getsockname()[1]}" if server is not None
+               else _dead_address())
+    spout = SpoutConfig(hosts=BootstrapHosts((address,)), topic="t", zk_root="/r", id="i",
+                        socket_timeout_ms=1500)
+    a = KafkaPythonAccess([address], spout, {"api_version": (0, 9)})
+    started = time.monotonic()
+    try:
+        with pytest.raises(FailedFetchError) as err:
+            {"leaders": lambda: a.leaders("t"), "topics": a.topics,
+             "offset_for": lambda: a.offset_for("t", 0, -1)}[call]()
+    finally:
+        a.close()
+        if server is not None:
+            server.close()
+    assert time.monotonic() - started < 10, "no deadline"
+    assert "check that the broker is up and reachable" in str(err.value)
