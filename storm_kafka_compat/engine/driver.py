@@ -29,12 +29,13 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary
+from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
+                                              with_batch_in_flight)
 from storm_kafka_compat.engine.runner import Runner, runner_for, spark_gone
 from storm_kafka_compat.engine.signals import (StopBeforeStart, install_stop_handlers,
                                                take_stop_signals)
@@ -100,6 +101,10 @@ class Pipeline:
         stages, the DataFrame mode), True always, False never.
     task_index, total_tasks : int
         This spout task among the spout's tasks (each driver runs one).
+    take_over : bool
+        Start even while another job's ownership record of the documents is there
+        (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
+        commit.
     **parts
         ``store``, ``kafka``, ``kafka_factory``, ``groups``, ``registry_reader``,
         ``topology_id`` for the :class:`~storm_kafka_compat.runtime.Runtime`.
@@ -112,7 +117,7 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 **parts: Unpack[RuntimeParts]) -> None:
+                 take_over: bool = False, **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
@@ -122,7 +127,7 @@ class Pipeline:
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(job, **parts)
         self.spout = self.runtime.spout(clock=self.clock, task_index=task_index,
-                                        total_tasks=total_tasks)
+                                        total_tasks=total_tasks, take_over=take_over)
         self.summary = RunSummary()
         self.reporter = Reporter(job, self.spout, self.runtime.kafka, self.summary,
                                  clock=self.clock, metrics=metrics, progress=progress)
@@ -139,6 +144,8 @@ class Pipeline:
         self.signals_received = 0
         #: "new", then "starting" (run() before its first batch), then "running"
         self._phase = "new"
+        #: the batch the runner runs now: its number, start (epoch s) and plan
+        self._in_flight: Optional[Tuple[int, float, BatchPlan]] = None
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -167,8 +174,13 @@ class Pipeline:
 
     @property
     def status(self) -> Optional[Dict[str, Any]]:
-        """The status of the last progress interval (``run --status-port``)."""
-        return self.reporter.status
+        """The status of the last progress interval (``run --status-port``), with the
+        batch in flight, if one runs now."""
+        flight = self._in_flight
+        if flight is None:
+            return self.reporter.status
+        batch, started_s, plan = flight
+        return with_batch_in_flight(self.reporter.status, batch, started_s, plan, time.time())
 
     # --- the run's parts ---------------------------------------------------------------
     def spark(self) -> "SparkSession":
@@ -234,6 +246,7 @@ class Pipeline:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap
+        self._in_flight = (self.summary.batches + 1, time.time(), plan)
         try:
             if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
                 self.worker_job = self.worker_job.with_bootstrap(bootstrap)
@@ -248,6 +261,8 @@ class Pipeline:
                 "stopping: what was acknowledged before is committed and this batch is read "
                 "again at the next start. To stop a job, send SIGTERM to the driver (pid "
                 f"{os.getpid()}) or its process group") from exc
+        finally:
+            self._in_flight = None
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:

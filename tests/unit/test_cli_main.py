@@ -165,3 +165,24 @@ def test_output_to_a_reader_that_went_away_is_dropped_not_an_error() -> None:
         assert os.path.samestat(os.fstat(out.fileno()), os.stat(os.devnull))
     finally:
         out.close()
+
+
+def test_the_commands_demo_keep_prints_can_be_pasted_into_a_shell(monkeypatch, tmp_path):
+    """Issue 26, item 8: after the README's install the console script is in .venv/bin,
+    not on the PATH; the lines name it so a shell runs them, and include `status`."""
+    import shlex
+    import subprocess
+
+    from storm_kafka_compat.tools.demo import command_name, next_steps
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")            # the venv is not on it
+    skc = command_name()
+    assert skc != "storm-kafka-compat"
+    config = tmp_path / "kept dir" / "job.yaml"
+    lines = next_steps({"config": str(config), "zookeeper": "127.0.0.1:2181",
+                        "zookeeper_pid": 11, "broker_pid": 12})
+    assert all(line.startswith(skc + " ") for line in lines[:-1])
+    assert any(f"{skc} status 8099" in line for line in lines)
+    assert shlex.split(lines[0])[-1] == str(config)         # a path with a space stays whole
+    done = subprocess.run(f"{skc} --version", shell=True, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("storm-kafka-compat "), done.stderr

@@ -35,23 +35,59 @@ def test_guard_checks_only_documents_it_wrote_last():
     guard = OwnershipGuard("ours")
     # the Storm topology we resume from is not a conflict: we never wrote these
     assert guard.check(store, [P0, P1]) == []
-    store.write_many({P0: doc("ours", 10), P1: doc("ours", 11, 1)})
-    guard.wrote([P0, P1])
+    ours = {P0: doc("ours", 10), P1: doc("ours", 11, 1)}
+    guard.trying(ours)
+    store.write_many(ours)
+    guard.wrote(ours)
     assert guard.check(store, [P0, P1]) == []
-    # a hand edit that keeps our id is overwritten silently, as Storm does
+    # an edit that keeps our id (an operator's reset) is another writer now
     store.write(P0, doc("ours", 2))
-    assert guard.check(store, [P0]) == []
+    found = guard.check(store, [P0])
+    assert [(c.zk_path, c.theirs, c.stored_offset, c.written_offset) for c in found] == \
+        [(P0, "ours", 2, 10)]
+    assert "was changed by another writer: offset 2 is stored where this job ('ours') " \
+           "wrote 10" in found[0].message
     # another job takes P1 over
     store.write(P1, doc("other-job", 12, 1))
-    found = guard.check(store, [P0, P1])
+    found = guard.check(store, [P1])
     assert [(c.zk_path, c.theirs, c.stored_offset) for c in found] == [(P1, "other-job", 12)]
-    assert guard.conflicts == 1
+    assert guard.conflicts == 2
     msg = found[0].message
     assert P1 in msg and "'other-job'" in msg and "'ours'" in msg and "same zkRoot/id" in msg
     err = found[0].error()
     assert isinstance(err, ConcurrentWriterError) and err.zk_path == P1
     guard.forget([P1])
     assert guard.check(store, [P1]) == [] and guard.watched == {P0}
+
+
+def test_a_write_that_failed_may_still_land_and_is_not_a_conflict():
+    store = MemoryStateStore()
+    guard = OwnershipGuard("ours")
+    first = {P0: doc("ours", 10)}
+    guard.trying(first)
+    store.write_many(first)
+    guard.wrote(first)
+    late = {P0: doc("ours", 20)}
+    guard.trying(late)                  # the write timed out (ZooKeeper paused) ...
+    store.write_many(late)              # ... and landed once ZooKeeper resumed
+    assert guard.check(store, [P0]) == []
+
+
+def test_owner_records_overlap_by_the_partition_split():
+    from storm_kafka_compat.offsets.ownership import OwnerRecord, crashed, owners_refusal
+    one = OwnerRecord("t", "ours", "n", "h", 1, 0)                  # task 0 of 1
+    assert one.overlaps(0, 1) and one.overlaps(1, 3)
+    half = OwnerRecord("t", "ours", "n", "h", 1, 0, task=1, tasks=2)  # partitions 1, 3, 5...
+    assert not half.overlaps(0, 2) and half.overlaps(1, 2) and half.overlaps(2, 3)
+    assert OwnerRecord.parse(half.encode()) == half and OwnerRecord.parse(b"{}") is None
+    assert "task 1 of 2), driver pid 1 on h" in half.describe()
+    assert crashed(one, "h", lambda pid: False) and not crashed(one, "h", lambda pid: True)
+    assert not crashed(one, "elsewhere", lambda pid: False)
+    assert owners_refusal({}, "reset") is None
+    text = owners_refusal({"/r/s/owner~task-0": one}, "offsets reset --execute")
+    assert text is not None and text.startswith("offsets reset --execute refused: a running "
+                                                "job owns these documents (topology 'ours'")
+    assert "--force" in text
 
 
 def test_check_owner_uses_one_pipelined_read_when_available():
