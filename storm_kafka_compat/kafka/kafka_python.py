@@ -151,10 +151,14 @@ class KafkaPythonAccess:
 
     def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
                  client_config: Mapping[str, Any] = {}, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 fetch_timeout_ms: Optional[int] = None) -> None:
         self.config = consumer_config(bootstrap_servers, spout, client_config)
         self.spout = spout
         self._clock = clock
+        #: how long one fetch() polls for records (socketTimeoutMs unless bounded)
+        self.fetch_timeout_ms = min(spout.socket_timeout_ms,
+                                    fetch_timeout_ms or spout.socket_timeout_ms)
         self._consumer: Any = None            # metadata and offsets
         #: one consumer per fetched partition, least recently used first: a
         #: partition keeps its assignment, position and prefetched records between
@@ -216,7 +220,7 @@ class KafkaPythonAccess:
             limit = min(limit, max_messages)
         if max_offset is not None:
             limit = min(limit, max_offset - offset)
-        deadline = self._clock() + self.spout.socket_timeout_ms / 1000.0
+        deadline = self._clock() + self.fetch_timeout_ms / 1000.0
         with self._lock, self._errors(topic, partition, offset, "fetch"):
             c = self._fetcher(tp)
             self._prepare(c, tp, offset)
@@ -240,7 +244,7 @@ class KafkaPythonAccess:
                 if end is None:
                     remaining_ms = int((deadline - self._clock()) * 1000)
                     if remaining_ms <= 0:
-                        raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+                        raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
                         return []
@@ -254,7 +258,7 @@ class KafkaPythonAccess:
                                 "nothing", offset, topic, partition, end)
                     return []
                 if self._clock() >= deadline:
-                    raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+                    raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (``KafkaConsumer.highwater``)."""
@@ -479,8 +483,10 @@ class _ErrorMap:
             if isinstance(exc, Errors.KafkaTimeoutError):
                 servers = self.owner.config["bootstrap_servers"]
                 shown = ",".join(servers) if isinstance(servers, (list, tuple)) else servers
-                detail = (f"{detail}: no answer from {shown} within socketTimeoutMs "
-                          f"{self.owner.spout.socket_timeout_ms} ms")
+                bound = (f"{self.owner.fetch_timeout_ms} ms (a fetch's deadline)"
+                         if self.what == "fetch" else
+                         f"socketTimeoutMs {self.owner.spout.socket_timeout_ms} ms")
+                detail = f"{detail}: no answer from {shown} within {bound}"
             raise FailedFetchError(
                 f"{self.what} for {where} failed ({name}: {detail}); check that the broker "
                 "is up and reachable (a running job refreshes its partitions and "
@@ -504,8 +510,8 @@ def _refused_credentials(config: Mapping[str, Any]) -> Optional[str]:
 def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> FailedFetchError:
     return FailedFetchError(
         f"fetch of {topic}/{partition} at offset {offset} returned nothing within "
-        f"socketTimeoutMs {timeout_ms} although the log end is beyond it; the leader may "
-        "have moved or be unreachable (the coordinator refreshes)",
+        f"{timeout_ms} ms although the log end is beyond it; the leader may have moved or "
+        "be unreachable (the coordinator refreshes)",
         topic=topic, partition=partition, offset=offset)
 
 
