@@ -99,6 +99,8 @@ class ZkDocuments:
         self._refused: Set[str] = set()
         #: another job took the record over: nothing more is written
         self._lost = False
+        #: zkRoot/id did not exist at start: the record is made before the first write
+        self._deferred = False
 
     @property
     def conflicts(self) -> int:
@@ -110,19 +112,26 @@ class ZkDocuments:
         return self.store.unreachable_since if isinstance(self.store, BoundedStore) else None
 
     # --- ownership ---------------------------------------------------------------------------
-    def claim(self) -> None:
-        """Keep the ownership record of this job's documents (once, before the first
-        document is read); raise OwnershipConflictError naming the job that owns them.
+    def claim(self, *, before_writing: bool = False) -> None:
+        """Keep the ownership record of this job's documents (before the first document
+        is read); raise OwnershipConflictError naming the job that owns them.
 
         A record of a crashed driver on this host is removed; one from another host
         is waited for until the session timeout has passed (its session may be dead);
-        ``take_over`` removes any."""
+        ``take_over`` removes any. Where ``zkRoot/id`` does not exist yet (no
+        document was ever written) only the check is made at start, and the record
+        is made before the first write (``before_writing``): a start that fails
+        leaves no node behind."""
         if self.record is not None or not isinstance(self.store, OwnerRecords):
             return
         spout = self.job.spout
         if spout.zk_root is None or spout.id is None:
             return
         root = spout_root(spout.zk_root, spout.id)
+        if not before_writing and self.store.children(root) is None:
+            self._deferred = True
+            return
+        self._deferred = False
         record = OwnerRecord(uuid.uuid4().hex, self.topology_id, self.job.topology.name,
                              self._host, os.getpid(), int(time.time() * 1000), self.task_index,
                              self.total_tasks)
@@ -227,6 +236,12 @@ class ZkDocuments:
         return self._write(docs)
 
     def _write(self, docs: Dict[str, bytes]) -> int:
+        if self._deferred:
+            try:
+                self.claim(before_writing=True)
+            except OwnershipConflictError:
+                self._lost = True           # another job's documents: never written
+                raise
         extra = [self._record_path] if self._record_path is not None else []
         conflicts = self.ownership.check(self.store, docs, extra)
         self._check_record()

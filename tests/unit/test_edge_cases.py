@@ -139,7 +139,8 @@ def test_a_second_job_on_the_same_documents_refuses_to_start_naming_the_first():
     import socket
     kafka = ScriptedKafka()
     kafka.create_topic("orders", 1)
-    store = MemoryStateStore()
+    storm = doc(0)                                        # the Storm topology's document
+    store = MemoryStateStore({"/kafka/spout1/partition_0": storm})
     first = pipeline(job(), kafka, store)
     first.spout.maybe_refresh(0)
     (path,) = [p for p in store.ephemeral]
@@ -165,9 +166,34 @@ def test_a_second_job_on_the_same_documents_refuses_to_start_naming_the_first():
     with pytest.raises(OwnershipConflictError) as err:
         first.spout.commit()
     assert "holds the ownership record of another job" in str(err.value)
-    assert "/kafka/spout1/partition_0" not in store.docs       # the first wrote nothing
-    assert first.spout.final_commit(1, lambda s: None) and "/kafka/spout1/partition_0" \
-        not in store.docs
+    assert store.docs["/kafka/spout1/partition_0"] == storm    # the first wrote nothing
+    assert first.spout.final_commit(1, lambda s: None)
+    assert store.docs["/kafka/spout1/partition_0"] == storm
+
+
+def test_on_new_documents_the_record_is_made_before_the_first_write():
+    """No zkRoot/id yet: a start leaves no node behind (a start that fails writes
+    nothing); the record comes with the first commit, and of two jobs started on
+    the same new documents the second to commit stops without writing."""
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"a", b"b")
+    store = MemoryStateStore()
+    a, b = pipeline(job(), kafka, store), pipeline(job(), kafka, store)
+    a.spout.maybe_refresh(0)
+    b.spout.maybe_refresh(0)
+    assert store.docs == {}
+    _one_acked(a, 0)
+    assert a.spout.commit().written == 1
+    assert "/kafka/spout1/owner~task-0" in store.ephemeral
+    _one_acked(b, 0)
+    _one_acked(b, 1)
+    with pytest.raises(OwnershipConflictError) as err:
+        b.spout.commit()
+    assert "another job owns the documents under /kafka/spout1" in str(err.value)
+    assert parse_document(store.docs["/kafka/spout1/partition_0"]).offset == 1
+    assert b.spout.final_commit(1, lambda s: None)       # and not on the way out either
+    assert parse_document(store.docs["/kafka/spout1/partition_0"]).offset == 1
 
 
 def test_a_record_of_a_crashed_driver_on_this_host_is_removed_and_an_expired_one_remade():
