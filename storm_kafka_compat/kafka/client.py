@@ -50,6 +50,8 @@ DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: once per 100 ms instead of busy-polled as storm-kafka does with fetchMaxWait 0 and
 #: minFetchByte 0 (STORM-1680/STORM-1674). Some Kafka-protocol brokers need it too:
 #: one measured returned no partition data at 0 ms, one record per fetch at 1 ms and
+#: everything available at 100 ms (docs/testing.md).
+MIN_FETCH_MAX_WAIT_MS = 100
 #: the shortest deadline of one executor-side fetch (ms): a partition whose leader
 #: moved or does not answer fails its fetch after this (the spout refreshes its
 #: leaders and the next batch reads it again) instead of holding the whole batch
@@ -65,8 +67,7 @@ def fetch_deadline_ms(socket_timeout_ms: int, budget_s: float, fetch_max_wait_ms
     wanted = max(MIN_FETCH_DEADLINE_MS, int(budget_s * 1000), fetch_max_wait_ms + 1000)
     return min(socket_timeout_ms, wanted)
 
-#: everything available at 100 ms (docs/testing.md).
-MIN_FETCH_MAX_WAIT_MS = 100
+
 #: partitions fetched with a consumer of their own per access object (so a partition
 #: keeps its position and prefetched records between fetches); beyond, the least
 #: recently used consumer is closed

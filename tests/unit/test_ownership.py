@@ -102,3 +102,52 @@ def test_check_owner_uses_one_pipelined_read_when_available():
     assert [c.zk_path for c in check_owner(store, [P0, P1, P0], "ours")] == [P0]
     assert calls == [[P0, P1]]
     assert check_owner(store, [], "ours") == [] and calls == [[P0, P1]]
+
+
+class _Answer:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self, timeout=None):
+        return self.value
+
+
+class _Kazoo:
+    """The few kazoo calls write_trident_rollback makes, over a dict of nodes."""
+
+    def __init__(self, nodes):
+        self.nodes = dict(nodes)
+
+    def exists_async(self, path):
+        return _Answer(path in self.nodes or any(p.startswith(path + "/") for p in self.nodes))
+
+    def get_children_async(self, path):
+        return _Answer(sorted({p[len(path) + 1:].split("/")[0] for p in self.nodes
+                               if p.startswith(path + "/")}))
+
+    def get_async(self, path):
+        return _Answer((self.nodes[path], None))
+
+    def ensure_path_async(self, path):
+        return _Answer(None)
+
+    def set_async(self, path, data):
+        self.nodes[path] = data
+        return _Answer(None)
+
+    def create_async(self, path, data):
+        return self.set_async(path, data)
+
+
+def test_a_trident_roll_back_is_refused_while_the_job_runs():
+    from storm_kafka_compat.errors import ResetRefusedError
+    from storm_kafka_compat.offsets.ownership import OwnerRecord
+    from storm_kafka_compat.trident.zk import write_trident_rollback
+    record = OwnerRecord("t", "clicks-compat", "clicks", "host-a", 4711, 0)
+    zk = _Kazoo({"/r/s/owner~task-0": record.encode(), "/tx/p0/7": b"old"})
+    with pytest.raises(ResetRefusedError) as err:
+        write_trident_rollback(zk, "/tx/p0", 7, b"new", spout_root="/r/s")
+    assert "the Trident roll-back refused" in str(err.value)
+    assert "driver pid 4711 on host-a" in str(err.value) and zk.nodes["/tx/p0/7"] == b"old"
+    write_trident_rollback(zk, "/tx/p0", 7, b"new", spout_root="/r/s", force=True)
+    assert zk.nodes["/tx/p0/7"] == b"new"
