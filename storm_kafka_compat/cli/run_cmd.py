@@ -121,17 +121,24 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
     if as_json_flag:
         as_json(summary.as_dict())
     else:
-        table(summary_rows(summary), SUMMARY_COLUMNS)
-        for p in summary.partitions:
-            if p.decision == "invalid_state":
-                err(f"warning: {p.topic}/{p.partition} found an unusable document at "
-                    f"{p.location} and started at {p.resumed_from} (corruptStatePolicy: "
-                    "storm); see the warning at the start and `offsets explain`")
-        err(f"stopped: {summary.stopped_by}; {plural(summary.messages, 'message')} in "
-            f"{plural(summary.batches, 'batch')}, {summary.elapsed_s:.1f} s; "
-            f"{plural(summary.commits, 'document')} written in "
-            f"{plural(summary.commit_round_trips, 'round trip')}")
+        print_summary(summary)
     return 1 if summary.final_commit_failed else 0
+
+
+def print_summary(summary: "RunSummary") -> None:
+    """The end of a run for an operator: the table on stdout; on stderr a warning for
+    each partition that started over an unusable document (said at the start too,
+    where it may have scrolled away) and the one ``stopped:`` line."""
+    table(summary_rows(summary), SUMMARY_COLUMNS)
+    for p in summary.partitions:
+        if p.decision == "invalid_state":
+            err(f"warning: {p.topic}/{p.partition} found an unusable document at "
+                f"{p.location} and started at {p.resumed_from} (corruptStatePolicy: "
+                "storm); see the warning at the start and `offsets explain`")
+    err(f"stopped: {summary.stopped_by}; {plural(summary.messages, 'message')} in "
+        f"{plural(summary.batches, 'batch')}, {summary.elapsed_s:.1f} s; "
+        f"{plural(summary.commits, 'document')} written in "
+        f"{plural(summary.commit_round_trips, 'round trip')}")
 
 
 def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_up: bool,

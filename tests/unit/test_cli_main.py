@@ -186,3 +186,22 @@ def test_the_commands_demo_keep_prints_can_be_pasted_into_a_shell(monkeypatch, t
     done = subprocess.run(f"{skc} --version", shell=True, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("storm-kafka-compat "), done.stderr
+
+
+def test_the_run_summary_counts_in_words_and_repeats_an_unusable_document(capsys):
+    """Issue 26: "1 batches", "1 round trips"; and a partition that started over a
+    corrupt document (exit 0 under corruptStatePolicy: storm) is said again at the end."""
+    from storm_kafka_compat.cli.run_cmd import plural, print_summary
+    from storm_kafka_compat.engine.report import PartitionSummary, RunSummary
+    assert [plural(n, "batch") for n in (0, 1, 2)] == ["0 batches", "1 batch", "2 batches"]
+    assert plural(1, "round trip") == "1 round trip" and plural(3, "message") == "3 messages"
+    summary = RunSummary(batches=1, messages=1, elapsed_s=2.0, stopped_by="caught up",
+                         commits=1, commit_round_trips=1, partitions=[
+                             PartitionSummary("t", 0, "/r/s/partition_0", "invalid_state", 0),
+                             PartitionSummary("t", 1, "/r/s/partition_1", "resume", 5)])
+    print_summary(summary)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "warning: t/0 found an unusable document at /r/s/partition_0 and started at 0 "
+        "(corruptStatePolicy: storm); see the warning at the start and `offsets explain`",
+        "stopped: caught up; 1 message in 1 batch, 2.0 s; 1 document written in 1 round trip"]
