@@ -219,22 +219,28 @@ class Runtime:
 
     # --- the spout -----------------------------------------------------------------------
 
-    def policy(self, *, task_index: int = 0) -> OffsetPolicy:
+    def policy(self, *, task_index: int = 0, total_tasks: int = 1,
+               take_over: bool = False) -> OffsetPolicy:
         """The offset policy the config calls for: storm-kafka-client's consumer-group
-        commits for a Kafka-store job, storm-kafka's documents otherwise."""
+        commits for a Kafka-store job, storm-kafka's documents otherwise (with the
+        ownership record of task ``task_index`` of ``total_tasks``; ``take_over``
+        starts even while another job's record is there)."""
         if self.kafka_store:
             from storm_kafka_compat.spout.client.spout import GroupCommits
             return GroupCommits(self.job, self.group_offsets, self.kafka, self.topology_id,
                                 task_index=task_index)
         from storm_kafka_compat.spout.legacy import ZkDocuments
-        return ZkDocuments(self.job, self.store, self.kafka, self.topology_id)
+        return ZkDocuments(self.job, self.store, self.kafka, self.topology_id,
+                           task_index=task_index, total_tasks=total_tasks, take_over=take_over)
 
     def spout(self, *, clock: Optional[Clock] = None, task_index: int = 0,
-              total_tasks: int = 1) -> Spout:
+              total_tasks: int = 1, take_over: bool = False) -> Spout:
         """The driver-side spout: this task's share of the discovery's partitions, with
         the offset policy the config calls for (:meth:`policy`)."""
-        return Spout(self.job, self.kafka, self.discovery(), self.policy(task_index=task_index),
-                     clock=clock, task_index=task_index, total_tasks=total_tasks)
+        policy = self.policy(task_index=task_index, total_tasks=total_tasks,
+                             take_over=take_over)
+        return Spout(self.job, self.kafka, self.discovery(), policy, clock=clock,
+                     task_index=task_index, total_tasks=total_tasks)
 
     # --- lifetime ----------------------------------------------------------------------------
 

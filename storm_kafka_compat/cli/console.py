@@ -34,13 +34,19 @@ _SECRETS: Set[str] = set()
 def redact(values: Iterable[str]) -> None:
     """Never print these values: every line of the CLI's handler shows ``***``
     instead (the clients' own -vv logs included: kafka-python logs the raw bytes
-    of its requests at DEBUG, a SASL/PLAIN password among them)."""
-    _SECRETS.update(v for v in values if v)
+    of its requests at DEBUG, a SASL/PLAIN password among them; kazoo logs its
+    Auth request with the digest credential). A value is also hidden as the
+    clients show it: within a ``repr`` of the text or of its UTF-8 bytes (a
+    backslash, a quote or a non-ASCII letter comes out escaped there)."""
+    for value in values:
+        if value:
+            _SECRETS.update({value, repr(value)[1:-1], repr(value.encode("utf-8"))[2:-1]})
+    _SECRETS.discard("")
 
 
 def redacted(text: str) -> str:
     """``text`` with every registered secret replaced by ``***``."""
-    for secret in _SECRETS:
+    for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
 
@@ -54,7 +60,8 @@ def load_config(path: str) -> "JobConfig":
     redact(secret_values(job.kafka) + secret_values(dict(job.spark.conf)))
     auth = job.topology.zookeeper_auth
     if auth is not None and auth.credential:
-        redact([auth.credential])
+        # the digest credential is user:password; the password alone is secret too
+        redact([auth.credential, auth.credential.partition(":")[2]])
     return job
 
 
@@ -83,10 +90,21 @@ class _ShortFormatter(logging.Formatter):
         return message
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """stderr; a reader that went away makes it /dev/null (cli.render.write)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            from storm_kafka_compat.cli.render import discard
+            discard(self.stream)
+            return
+        super().handleError(record)
+
+
 def configure(verbose: int) -> None:
     """Install the CLI's one stderr handler; idempotent (tests run the CLI many
     times in one process)."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler(sys.stderr)
     setattr(handler, _MARK, True)
     if verbose:
         handler.setFormatter(logging.Formatter(
@@ -129,8 +147,8 @@ class ProgressPrinter:
     def __call__(self, line: str) -> None:
         self.last = line
         if not self.tty:
-            sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+            from storm_kafka_compat.cli.render import err
+            err(line)
             return
         if self._status is None:
             from rich.console import Console
@@ -144,4 +162,5 @@ class ProgressPrinter:
         if self._status is not None:
             self._status.stop()
             self._status = None
-            sys.stderr.write(self.last + "\n")
+            from storm_kafka_compat.cli.render import err
+            err(self.last)

@@ -62,8 +62,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(argv: Optional[Sequence[str]]) -> int:
+    from storm_kafka_compat.engine.signals import StopBeforeStart
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except StopBeforeStart as stopped:      # a signal while a run was starting
+        click.echo(f"stopped during start-up ({stopped.signal_name}): nothing was read or "
+                   "committed", err=True)
+        return 0
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1
@@ -76,6 +81,13 @@ def _run(argv: Optional[Sequence[str]]) -> int:
         return exc.exit_code
     except SystemExit as exc:  # commands may sys.exit(code)
         return int(exc.code or 0)
+    except BrokenPipeError:
+        # the reader of stdout or stderr went away (`... | head`, or a Ctrl-C that
+        # ended the pipe's reader too): commands print after their work is done
+        from storm_kafka_compat.cli.render import discard
+        discard(sys.stdout)
+        discard(sys.stderr)
+        return 0
     # a command may return its exit code; click returns ctx.exit(code) codes too
     return rv if isinstance(rv, int) else 0
 

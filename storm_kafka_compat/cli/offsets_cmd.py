@@ -27,6 +27,22 @@ from storm_kafka_compat.cli.render import as_json, err, table
 _config_arg = click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 _json_opt = click.option("--json", "as_json_flag", is_flag=True,
                          help="Print one JSON document instead of a table.")
+_force_opt = click.option("--force", is_flag=True,
+                          help="Write even while a job owns the documents or they change "
+                               "during the watch (a running job then stops at its next "
+                               "commit without overwriting them).")
+_watch_opt = click.option("--watch", "watch_s", type=click.FloatRange(min=0), default=None,
+                          help="Seconds to watch the documents for a writer at work before "
+                               "--execute writes (default: twice stateUpdateIntervalMs, at "
+                               "least 2; 0: no watch).")
+
+
+def _watch_for(job: JobConfig, watch_s: Optional[float]) -> float:
+    """The watch before a write: given, else two commit intervals of the job (a Storm
+    topology that still processes writes once per interval), at least 2 s."""
+    if watch_s is not None:
+        return watch_s
+    return max(2.0, 2 * job.spout.state_update_interval_ms / 1000.0)
 
 
 def _env(config_path: str) -> Any:
@@ -207,15 +223,20 @@ def explain(config_path: str, as_json_flag: bool, topology_id: Optional[str]) ->
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the plan as topic,partition,offset CSV (kafka-consumer-groups "
                    "--from-file).")
+@_force_opt
+@_watch_opt
 @_json_opt
 def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optional[int],
           to_datetime: Optional[str], shift_by: Optional[int], partitions: Optional[str],
-          topology_id: Optional[str], execute: bool, export_path: Optional[str],
-          as_json_flag: bool) -> int:
+          topology_id: Optional[str], execute: bool, export_path: Optional[str], force: bool,
+          watch_s: Optional[float], as_json_flag: bool) -> int:
     """Reset the spout's offsets; prints the plan and writes nothing without --execute.
 
-    Targets outside [log start, log end] are clamped with a notice. Stop the
-    topology or job first: a running spout overwrites the documents.
+    Targets outside [log start, log end] are clamped with a notice. With --execute
+    the reset is refused while a job owns the documents (its ownership record, which
+    names it) or while they change during a short watch (a Storm topology still
+    committing): a running spout would overwrite them. --force writes anyway; a
+    running job then stops at its next commit without overwriting them.
     """
     from storm_kafka_compat.tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
                                parse_datetime, plan_reset)
@@ -248,6 +269,10 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
             Path(export_path).write_text(export_csv(plan))
             err(f"plan exported to {export_path}")
         if execute:
+            if not force and not plan.refused:      # a refused plan is refused anyway
+                env.refuse_if_owned("offsets reset --execute",
+                                    [e.zk_path for e in plan.entries if e.changes],
+                                    watch_s=_watch_for(env.job, watch_s))
             execute_reset(env, plan)
     if as_json_flag:
         as_json(plan.as_dict())
@@ -327,14 +352,19 @@ def kafka_consumer_groups_reset(job: JobConfig, mode: str, value: Optional[int],
 @click.option("--topology-id", default=None,
               help="topologyId of the commit metadata / topology.id of new documents.")
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
+@_force_opt
+@_watch_opt
 @_json_opt
 def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: Optional[str],
             layout: str, zk_group: Optional[str], owners: bool, partitions: Optional[str],
-            topology_id: Optional[str], execute: bool, as_json_flag: bool) -> int:
+            topology_id: Optional[str], execute: bool, force: bool, watch_s: Optional[float],
+            as_json_flag: bool) -> int:
     """Move offsets between ZooKeeper and a Kafka consumer group (dry run unless --execute).
 
     Both sides hold the next offset to read. A group with active members is
-    refused; offsets outside the log are skipped with the reason.
+    refused; offsets outside the log are skipped with the reason. Into the spout's
+    documents (--from-kafka-group), --execute is refused while a job owns them or
+    they change during a short watch, unless --force (as for `offsets reset`).
     """
     from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
     from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA,
@@ -359,6 +389,10 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
                     err(f"group {group!r} has active members ({', '.join(plan.active_members)}); "
                         "a migration into it is refused")
                 if execute:
+                    if direction == FROM_KAFKA and layout == "storm" and not force:
+                        env.refuse_if_owned("offsets migrate --execute",
+                                            [e.target for e in plan.to_move],
+                                            watch_s=_watch_for(env.job, watch_s))
                     execute_migrate(env, plan, groups=groups, zk08=zk08)
         finally:
             if owns_zk08 and zk08 is not None:

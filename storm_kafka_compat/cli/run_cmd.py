@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TextIO
 
 import click
 
-from storm_kafka_compat.engine.driver import DEFAULT_MAX_MESSAGES_PER_PARTITION
+from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.cli.console import ProgressPrinter, load_config
 from storm_kafka_compat.cli.render import as_json, err, table
 
@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 
 SUMMARY_COLUMNS = ("TOPIC", "PARTITION", "DECISION", "RESUMED-FROM", "PROCESSED", "ACKED",
                    "FAILED", "GIVEN-UP", "LOST", "COMMITTED")
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 batch``, ``2 batches``, ``1 round trip``, ``0 messages``."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun}es" if noun.endswith(("ch", "sh", "s", "x")) else f"{n} {noun}s"
 
 
 def summary_rows(summary: "RunSummary") -> List[Dict[str, Any]]:
@@ -77,35 +84,94 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
 @click.option("--spark-ui", is_flag=True,
               help="Turn Spark's web UI on (off by default; spark.ui.port sets its port).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--no-imports", is_flag=True,
+              help="Do not import the bolts and schemes on the driver before starting (when "
+                   "they exist only on the executors, e.g. in an archive spark.archives ships).")
+@click.option("--take-over", is_flag=True,
+              help="Start even though another job's ownership record of the documents is "
+                   "there (its host crashed, or it is being replaced); that job stops at its "
+                   "next commit without writing.")
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
         total_tasks: int, status_port: Optional[int], spark_ui: bool,
-        as_json_flag: bool) -> int:
+        as_json_flag: bool, no_imports: bool, take_over: bool) -> int:
     """Run the pipeline described by CONFIG.
 
     Prints one line per partition at start (where it resumes and why), a progress
     line every 5 s (rate, lag, pending and retries over the last interval) and a
     summary at the end. SIGTERM or Ctrl-C finishes the batch in flight, commits
-    and exits 0.
+    and exits 0 (during start-up it stops at once); a second one cancels the batch
+    in flight and commits what was acknowledged. The bolts and schemes are imported
+    before anything starts (exit 2 when one cannot be).
     """
+    from storm_kafka_compat.engine.signals import StopBeforeStart, stop_at_once_handlers
+    restore_signals = stop_at_once_handlers()
+    try:
+        summary = _run(config_path, restore_signals, until_caught_up=until_caught_up,
+                       max_batches=max_batches, max_messages=max_messages,
+                       metrics_file=metrics_file, prometheus_port=prometheus_port,
+                       task_index=task_index, total_tasks=total_tasks, status_port=status_port,
+                       spark_ui=spark_ui, no_imports=no_imports, take_over=take_over)
+    except StopBeforeStart as stopped:
+        err(f"stopped during start-up ({stopped.signal_name}): no batch ran; nothing was "
+            "read or committed")
+        return 0
+    finally:
+        restore_signals()
+    if as_json_flag:
+        as_json(summary.as_dict())
+    else:
+        print_summary(summary)
+    return 1 if summary.final_commit_failed else 0
+
+
+def print_summary(summary: "RunSummary") -> None:
+    """The end of a run for an operator: the table on stdout; on stderr a warning for
+    each partition that started over an unusable document (said at the start too,
+    where it may have scrolled away) and the one ``stopped:`` line."""
+    table(summary_rows(summary), SUMMARY_COLUMNS)
+    for p in summary.partitions:
+        if p.decision == "invalid_state":
+            err(f"warning: {p.topic}/{p.partition} found an unusable document at "
+                f"{p.location} and started at {p.resumed_from} (corruptStatePolicy: "
+                "storm); see the warning at the start and `offsets explain`")
+    err(f"stopped: {summary.stopped_by}; {plural(summary.messages, 'message')} in "
+        f"{plural(summary.batches, 'batch')}, {summary.elapsed_s:.1f} s; "
+        f"{plural(summary.commits, 'document')} written in "
+        f"{plural(summary.commit_round_trips, 'round trip')}")
+
+
+def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_up: bool,
+         max_batches: Optional[int], max_messages: int, metrics_file: Optional[str],
+         prometheus_port: Optional[int], task_index: int, total_tasks: int,
+         status_port: Optional[int], spark_ui: bool, no_imports: bool,
+         take_over: bool) -> "RunSummary":
+    """The run of ``run``: load, check, build the pipeline, run it."""
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     from storm_kafka_compat.engine.shipping import resolve
     from storm_kafka_compat.engine.spark import is_local, prepare_environment
+    from storm_kafka_compat.config.objects import check_references
 
     job = load_config(config_path)
     base_dir = os.path.dirname(os.path.abspath(config_path))
+    if task_index >= total_tasks:
+        raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
+                               f"{total_tasks} (indexes start at 0)")
     prepare_environment((base_dir,), local=is_local(job.spark))
     if job.spark.py_files:       # relative to the CONFIG file
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(
             job.spark, py_files=tuple(resolve(job.spark.py_files, base_dir))))
-    if task_index >= total_tasks:
-        raise click.UsageError(f"--task-index {task_index} must be below --total-tasks "
-                               f"{total_tasks} (indexes start at 0)")
+    if not no_imports:
+        # a bolt or scheme that cannot be imported is a configuration error, said
+        # before anything starts (as `config check` says it), not a task failure
+        # once Spark runs
+        check_references(job, (base_dir, os.getcwd(), *job.spark.py_files))
     # the spout task this application is: partitions L[task_index::total_tasks]; the
     # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
     # and the pipeline its runner (dataframe: -> the DataFrame mode)
-    extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks}
+    extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks,
+                             "take_over": take_over}
     if spark_ui:
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(
@@ -123,21 +189,13 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         server = StatusServer(status_port, lambda: pipeline.status)
         err(f"status: {server.url}")
     try:
-        summary = pipeline.run(RunOptions(until_caught_up=until_caught_up,
-                                          max_batches=max_batches,
-                                          max_messages_per_partition=max_messages))
+        return pipeline.run(RunOptions(until_caught_up=until_caught_up, max_batches=max_batches,
+                                       max_messages_per_partition=max_messages))
     finally:
+        restore_signals()       # the summary is printed with the usual handlers
         progress.close()
         if server is not None:
             server.close()
-    if as_json_flag:
-        as_json(summary.as_dict())
-    else:
-        table(summary_rows(summary), SUMMARY_COLUMNS)
-        err(f"stopped: {summary.stopped_by}; {summary.messages} messages in {summary.batches} "
-            f"batches, {summary.elapsed_s:.1f} s; {summary.commits} documents written in "
-            f"{summary.commit_round_trips} round trips")
-    return 1 if summary.final_commit_failed else 0
 
 
 @click.command()

@@ -35,11 +35,22 @@ def status(url: str, as_json_flag: bool, timeout: float) -> int:
             "this the port it printed?") from exc
     if as_json_flag:
         as_json(snapshot)
-    elif "partitions" not in snapshot:
+        return 0
+    flight = snapshot.get("in_flight")
+    if "partitions" not in snapshot:
         err("the job is starting: no progress interval has ended yet")
     else:
         table(list(status_rows(snapshot)), STATUS_COLUMNS)
         err(f"batches {snapshot['batches']}, messages {snapshot['messages']}, commits "
             f"{snapshot['commits']} ({snapshot['commit_failures']} failed), fetch failures "
             f"{snapshot['fetch_failures']}; rates over the last {snapshot['interval_s']} s")
+    if flight is not None:
+        err(f"batch {flight['batch']} in flight for {flight['running_s']} s over "
+            f"{flight['partitions']} partition(s) ({flight['retries']} retries): its messages "
+            "are not in PENDING until it comes back")
+    since = snapshot.get("store_unreachable_since")
+    if since is not None:
+        import time
+        err(f"ZooKeeper unreachable since {time.strftime('%H:%M:%S', time.localtime(since))}: "
+            "commits fail and are retried every commit interval; processing goes on")
     return 0

@@ -140,6 +140,8 @@ def config_warnings(job: JobConfig) -> List[str]:
                    f"({','.join(offset_store_servers(job.spout, job.topology))}), as "
                    "storm-kafka does (STORM-692).")
     if job.spout.fetch_max_wait == 0 and job.spout.min_fetch_byte == 0:
-        out.append("fetchMaxWait and minFetchByte are both 0: an idle partition is polled "
-                   "without pause (Storm 1.0.1+ defaults).")
+        from storm_kafka_compat.kafka.client import MIN_FETCH_MAX_WAIT_MS
+        out.append("fetchMaxWait and minFetchByte are both 0 (Storm 1.0.1+ defaults): Storm "
+                   "busy-polls an idle partition; here a fetch waits at least "
+                   f"{MIN_FETCH_MAX_WAIT_MS} ms for data (docs/deviations.md).")
     return out

@@ -156,8 +156,9 @@ SPOUT_FIELDS: Tuple[FieldSpec, ...] = (
     _spout("retryDelayMaxMs", "long", "Ceiling of the retry delay, in ms.", "0.10.0+"),
     _spout("retryLimit", "int", "Re-emits allowed per failed offset before it is given up "
            "(acked); <= 0 retries forever.", "1.0.2+"),
-    _spout("corruptStatePolicy", "String", "A stored document Storm would not resume from: "
-           "'storm' falls back to startOffsetTime with a WARN, 'fail' stops.",
+    _spout("corruptStatePolicy", "String", "A stored document Storm would not resume from "
+           "(or with a negative offset, or naming another partition): 'storm' falls back to "
+           "startOffsetTime with a WARN (resumes, for another partition's), 'fail' stops.",
            "deviation 3", extension=True),
     _spout("maxOffsetBehindResetToWindow", "boolean", "Opt-in: a start position too far behind "
            "is reset to latest - maxOffsetBehind instead of the startOffsetTime offset.",

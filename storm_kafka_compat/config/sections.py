@@ -5,6 +5,7 @@ the bolt references and the ``kafka`` mapping.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
@@ -385,6 +386,27 @@ def _zk_auth_from_dict(mapping: Mapping[str, Any], section: str) -> Optional[ZkA
 # --- spark, bolts, kafka ----------------------------------------------------------------
 
 
+#: the master URLs Spark accepts (SparkContext.createTaskScheduler, SparkSubmit)
+_MASTER_FORMS = (
+    (re.compile(r"local(\[(\d+|\*)(,\d+)?\])?"), "local, local[N], local[*], local[N,F]"),
+    (re.compile(r"local-cluster\[\d+,\d+,\d+\]"), "local-cluster[N,CORES,MB]"),
+    (re.compile(r"spark://[^\s/,]+:\d+(,[^\s/,]+:\d+)*"), "spark://HOST:PORT[,HOST:PORT]"),
+    (re.compile(r"yarn"), "yarn"),
+    (re.compile(r"k8s://\S+"), "k8s://https://HOST:PORT"),
+    (re.compile(r"mesos://\S+"), "mesos://HOST:PORT"),
+)
+
+
+def check_master(value: str, key: str = "spark.master") -> str:
+    """``value`` when it is a master URL Spark accepts; else a ConfigError naming the
+    forms (Spark itself fails only when the session starts, with a long traceback)."""
+    if any(pattern.fullmatch(value.strip()) for pattern, _ in _MASTER_FORMS):
+        return value.strip()
+    forms = "; ".join(form for _, form in _MASTER_FORMS)
+    raise ConfigError(f"{key} {value!r} is not a Spark master URL; use one of: {forms} "
+                      "(N, F, CORES and MB are numbers, e.g. local[2])", key=key, value=value)
+
+
 def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark") -> SparkConfig:
     """Build :class:`SparkConfig` from ``master``, ``appName``/``app_name``, ``tasks``, ``conf``
     and ``pyFiles``/``py_files`` (what to ship to the executors).
@@ -398,7 +420,9 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
                                             "triggerInterval"))
     values: Dict[str, Any] = {}
     if "master" in mapping:
-        values["master"] = check_str(mapping["master"], f"{section}.master", empty_ok=False)
+        values["master"] = check_master(
+            check_str(mapping["master"], f"{section}.master", empty_ok=False),
+            f"{section}.master")
     ak, app = _first(mapping, "appName", "app_name")
     if ak is not None:
         values["app_name"] = check_str(app, f"{section}.{ak}", empty_ok=False)

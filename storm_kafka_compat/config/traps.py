@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
-from storm_kafka_compat.config.model import (EARLIEST_TIME, LATEST_TIME, LONG_MAX, JobConfig,
-                                             SCHEME_NAMES)
+from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION, EARLIEST_TIME,
+                                             LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)
 
 #: a trap that replays or skips data at the cut-over itself
 DANGER = "danger"
@@ -80,6 +80,8 @@ class TrapFacts:
     start_offset_time: Any = EARLIEST_TIME
     max_offset_behind: Any = LONG_MAX
     reset_to_window: bool = False
+    #: topology.max.spout.pending (None: unset)
+    max_spout_pending: Any = None
     scheme: Any = None
     topology_name: Any = None
     topology_id: Any = None
@@ -98,7 +100,8 @@ class TrapFacts:
         return cls(topic=s.topic, zk_root=s.zk_root, spout_id=s.id,
                    ignore_zk_offsets=s.ignore_zk_offsets, start_offset_time=s.start_offset_time,
                    max_offset_behind=s.max_offset_behind,
-                   reset_to_window=s.max_offset_behind_reset_to_window, scheme=s.scheme,
+                   reset_to_window=s.max_offset_behind_reset_to_window,
+                   max_spout_pending=job.topology.max_spout_pending, scheme=s.scheme,
                    topology_name=job.topology.name, topology_id=job.topology.id,
                    zk_servers=offset_store_servers(s, job.topology),
                    client=client is not None,
@@ -132,6 +135,7 @@ class TrapFacts:
                    start_offset_time=field_value("startOffsetTime", EARLIEST_TIME),
                    max_offset_behind=field_value("maxOffsetBehind", LONG_MAX),
                    reset_to_window=field_value("maxOffsetBehindResetToWindow", False) is True,
+                   max_spout_pending=topology.get("topology.max.spout.pending"),
                    scheme=field_value("scheme", None),
                    topology_name=topology.get("name", topology.get("topology.name")),
                    topology_id=topology.get("id", topology.get("topology.id")),
@@ -148,7 +152,8 @@ def find_traps(facts: TrapFacts) -> List[Trap]:
     traps: List[Trap] = []
     if facts.documents:
         traps.extend(t for t in (_per_run_id(facts), _zk_root(facts), _ignore_zk_offsets(facts),
-                                 _max_offset_behind(facts)) if t is not None)
+                                 _max_offset_behind(facts), _max_offset_behind_in_flight(facts))
+                     if t is not None)
     traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts))
                  if t is not None)
     return sorted(traps, key=lambda t: t.severity != DANGER)
@@ -263,6 +268,33 @@ def _max_offset_behind(facts: TrapFacts) -> Optional[Trap]:
         "leave maxOffsetBehind unset (Long.MAX_VALUE) for the cut-over, or make it larger than "
         "the most a partition receives during the longest stop you plan; `migrate plan` and "
         "`offsets explain` say `max_offset_behind` for a partition where it applies now.",
+        CAUTION, _where(facts, "spout.maxOffsetBehind"))
+
+
+def _max_offset_behind_in_flight(facts: TrapFacts) -> Optional[Trap]:
+    """maxOffsetBehind below what a partition may hold in flight: Storm's ack/fail
+    bound then drops failed messages (never retried) and pending ones (committed
+    past), whatever startOffsetTime is."""
+    behind = facts.max_offset_behind
+    if not isinstance(behind, int) or isinstance(behind, bool) or behind >= LONG_MAX:
+        return None
+    pending = facts.max_spout_pending
+    in_flight = pending if isinstance(pending, int) and not isinstance(pending, bool) and \
+        pending > 0 else DEFAULT_MAX_MESSAGES_PER_PARTITION
+    if behind >= in_flight:
+        return None
+    limit = ("topology.max.spout.pending" if in_flight == pending
+             else "a batch (run --max-messages)")
+    return Trap(
+        "max_offset_behind_in_flight", "spout.maxOffsetBehind",
+        f"maxOffsetBehind is {behind}, below the {in_flight} messages a partition may have in "
+        f"flight ({limit}): a failed message more than {behind} offsets behind the newest "
+        "emitted one is not retried, and pending messages more than that behind the newest "
+        "ack are dropped and committed past (Storm's PartitionManager.ack/fail), so failures "
+        "are skipped, not replayed.",
+        f"raise maxOffsetBehind above {in_flight} (or leave it unset), or lower "
+        f"{'topology.max.spout.pending' if in_flight == pending else 'run --max-messages'} "
+        f"below {behind}.",
         CAUTION, _where(facts, "spout.maxOffsetBehind"))
 
 

@@ -16,27 +16,34 @@ and shuffle-only topologies run in the fetching task.
 
 SIGTERM or SIGINT stops planning; the batch in flight is settled, a final commit
 is made and :meth:`Pipeline.run` returns normally: nothing acknowledged is lost
-and nothing unacknowledged is committed.
+and nothing unacknowledged is committed. Before the first batch (the partition
+refresh, Spark's start) there is nothing to wait for: :meth:`Pipeline.run` raises
+:class:`~storm_kafka_compat.engine.signals.StopBeforeStart` at once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
 from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary
-from storm_kafka_compat.engine.runner import Runner, runner_for
-from storm_kafka_compat.engine.signals import install_stop_handlers, take_stop_signals
+from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
+                                              with_batch_in_flight)
+from storm_kafka_compat.engine.runner import Runner, runner_for, spark_gone
+from storm_kafka_compat.engine.signals import (StopBeforeStart, install_stop_handlers,
+                                               take_stop_signals)
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.engine.worker import WorkerJob, worker_job
 from storm_kafka_compat.runtime import Runtime, RuntimeParts
+from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
@@ -44,11 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: new messages per partition per batch. Measured with `bench` (1M x 100 B, 4
-#: partitions, local[2], Kafka 0.9): 10,000 gave 26 batches and 222k msg/s with the
-#: confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch is a Spark
-#: job and a fresh wait for data); the task's fill budget keeps a batch short
-DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
 
 
 @dataclass
@@ -99,6 +101,10 @@ class Pipeline:
         stages, the DataFrame mode), True always, False never.
     task_index, total_tasks : int
         This spout task among the spout's tasks (each driver runs one).
+    take_over : bool
+        Start even while another job's ownership record of the documents is there
+        (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
+        commit.
     **parts
         ``store``, ``kafka``, ``kafka_factory``, ``groups``, ``registry_reader``,
         ``topology_id`` for the :class:`~storm_kafka_compat.runtime.Runtime`.
@@ -111,7 +117,7 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 **parts: Unpack[RuntimeParts]) -> None:
+                 take_over: bool = False, **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
@@ -121,7 +127,7 @@ class Pipeline:
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(job, **parts)
         self.spout = self.runtime.spout(clock=self.clock, task_index=task_index,
-                                        total_tasks=total_tasks)
+                                        total_tasks=total_tasks, take_over=take_over)
         self.summary = RunSummary()
         self.reporter = Reporter(job, self.spout, self.runtime.kafka, self.summary,
                                  clock=self.clock, metrics=metrics, progress=progress)
@@ -136,6 +142,10 @@ class Pipeline:
         self._stop_reason = ""
         #: SIGTERM/SIGINT this process took (engine.signals: the second stops at once)
         self.signals_received = 0
+        #: "new", then "starting" (run() before its first batch), then "running"
+        self._phase = "new"
+        #: the batch the runner runs now: its number, start (epoch s) and plan
+        self._in_flight: Optional[Tuple[int, float, BatchPlan]] = None
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -148,18 +158,29 @@ class Pipeline:
         """A stop was asked for; the loop ends after the batch in flight."""
         return self._stop.is_set()
 
+    @property
+    def starting(self) -> bool:
+        """:meth:`run` is starting (partition refresh, Spark's start) and no stop was
+        asked for yet: a stop signal then ends the start-up at once."""
+        return self._phase == "starting" and not self._stop.is_set()
+
     def force_stop(self) -> None:
         """Stop now: cancel the batch in flight (its tasks' results are dropped,
         nothing of it is acknowledged), then commit and return."""
         self._stop_reason = self._stop_reason or "forced stop"
         self._stop.set()
-        if self.worker_job is not None:
+        if self._phase == "running" and self.worker_job is not None:
             self.runner.cancel()
 
     @property
     def status(self) -> Optional[Dict[str, Any]]:
-        """The status of the last progress interval (``run --status-port``)."""
-        return self.reporter.status
+        """The status of the last progress interval (``run --status-port``), with the
+        batch in flight, if one runs now."""
+        flight = self._in_flight
+        if flight is None:
+            return self.reporter.status
+        batch, started_s, plan = flight
+        return with_batch_in_flight(self.reporter.status, batch, started_s, plan, time.time())
 
     # --- the run's parts ---------------------------------------------------------------
     def spark(self) -> "SparkSession":
@@ -201,8 +222,9 @@ class Pipeline:
         """Plan, run and apply one batch; return the messages taken."""
         now = self.clock()
         cap = options.max_messages_per_partition
+        partitions = len(self.spout.managers())
         if self.pacer is not None:
-            cap = self.pacer.cap(len(self.spout.managers()), cap)
+            cap = self.pacer.cap(partitions, cap)
         plan = self.spout.plan(now, cap)
         started_ms = self.clock()
         result = self._run(plan)
@@ -211,7 +233,7 @@ class Pipeline:
         taken = self.spout.apply(result, self.clock(),
                                  max_task_errors=options.max_consecutive_task_errors)
         if self.pacer is not None:
-            self.pacer.observe(taken, self.clock() - started_ms)
+            self.pacer.observe(taken, self.clock() - started_ms, partitions)
         if len(plan):
             self.summary.batches += 1
             log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",
@@ -224,10 +246,23 @@ class Pipeline:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap
-        if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
-            self.worker_job = self.worker_job.with_bootstrap(bootstrap)
-            self.runner.start(self.worker_job)
-        return self.runner.run(plan)
+        self._in_flight = (self.summary.batches + 1, time.time(), plan)
+        try:
+            if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
+                self.worker_job = self.worker_job.with_bootstrap(bootstrap)
+                self.runner.start(self.worker_job)
+            return self.runner.run(plan)
+        except Exception as exc:
+            if not spark_gone(exc):
+                raise
+            raise PipelineError(
+                f"Spark's JVM went away during batch {self.summary.batches + 1} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                "stopping: what was acknowledged before is committed and this batch is read "
+                "again at the next start. To stop a job, send SIGTERM to the driver (pid "
+                f"{os.getpid()}) or its process group") from exc
+        finally:
+            self._in_flight = None
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:
@@ -237,9 +272,17 @@ class Pipeline:
         loop_ended: Optional[Callable[[], None]] = None
         started = time.monotonic()
         try:
+            self._phase = "starting"
             self.reporter.start(self.clock())
-            self.open()
-            loop_ended = take_stop_signals(self, self.runner.spark_context)
+            try:
+                self.open()
+                loop_ended = take_stop_signals(self, self.runner.spark_context)
+            except KeyboardInterrupt:    # pyspark's own SIGINT handler, while Spark starts
+                self.stop("SIGINT")
+                raise StopBeforeStart("SIGINT") from None
+            self._phase = "running"
+            if self._stop.is_set() and self.signals_received:   # as Spark's start ended
+                raise StopBeforeStart(self._stop_reason)
             self.reporter.start_interval(self.clock())
             while not self._stop.is_set():
                 taken = self.batch(options)

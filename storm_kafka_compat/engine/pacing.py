@@ -5,25 +5,46 @@ interval; :func:`~storm_kafka_compat.engine.reader.task_budget_s`) and leaves
 the rest for the next batch. A multi-stage batch cannot: the tuples routed to
 later stages must all be processed, or their trees time out and replay. Nor can
 the DataFrame mode, whose user function gets the batch whole. For those the
-driver sizes the batch instead. From the last batches (messages taken, time
-taken) it fits ``time = overhead + cost x messages`` -- the overhead being
-Spark's per-job cost, which no batch size changes -- and caps the next batch's
-new messages per partition so that its processing, the overhead left out, lasts
-about one task budget. What a killed driver replays then stays about one commit
-interval plus one budget of processing, whatever the bolts' speed
-(docs/operations.md, "What a crash replays").
+driver sizes the batch instead.
+
+A batch of ``m`` messages takes ``overhead + cost x m``: the overhead is
+Spark's per-job cost, which no batch size changes; the cost is the bolts' work
+per message. The pacer estimates both from the last batches and sizes the next
+one so that its processing, the overhead left out, lasts about one task budget.
+What a killed driver replays then stays about one commit interval plus one
+budget of processing, whatever the bolts' speed (docs/operations.md, "What a
+crash replays").
+
+Telling the two terms apart needs batches of at least two sizes; batches of one
+size only bound their sum. Charging the whole time to the messages (as this
+module once did) locks in: with an overhead above the budget each batch comes
+out smaller than the last, down to one message per partition, and batches of
+one size then confirm the estimate for ever. So:
+
+* the first batch (Spark's and the workers' start-up, the JIT) is not used;
+* per batch size only the fastest batch counts (pauses make a batch slower,
+  never faster);
+* with two sizes or more, a least-squares line gives both terms; with one size,
+  the overhead of the last good fit gives the cost;
+* when the cost cannot be told (one size and no overhead known yet, or a cost
+  lost in the noise) the next batch tries another size: half of it while that
+  is more than one message per partition, else twice it;
+* a batch never grows to more than twice the largest batch seen in the window,
+  so one noisy estimate costs one batch of at most twice the known size.
 
 Pure: time is passed in.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 #: new messages per partition in the first paced batch, before any cost is known
 FIRST_CAP = 16
-#: batches the fit looks back on
+#: batches the estimate looks back on
 WINDOW = 8
+#: how much larger than the largest batch of the window the next one may be
+GROWTH = 2.0
 
 
 class BatchPacer:
@@ -37,41 +58,86 @@ class BatchPacer:
 
     def __init__(self, budget_ms: float) -> None:
         self.budget_ms = float(budget_ms)
+        #: (messages, ms) of the batches after the first, the last WINDOW of them
         self._seen: List[Tuple[int, float]] = []
-        #: the fitted cost of one message (ms), once a batch was seen
+        self._batches = 0
+        #: messages of the next batch, over all partitions (None: FIRST_CAP each)
+        self._next_total: Optional[float] = None
+        #: the estimated cost of one message (ms), when it can be told
         self.cost_ms: Optional[float] = None
-        #: the fitted cost of a batch whatever its size (ms)
-        self.overhead_ms: float = 0.0
+        #: the estimated cost of a batch whatever its size (ms), once known
+        self.overhead_ms: Optional[float] = None
 
     def cap(self, partitions: int, limit: int) -> int:
         """New messages per partition for a batch over ``partitions`` partitions,
         never above ``limit`` nor below 1."""
-        if self.cost_ms is None:
+        if self._next_total is None:
             return max(1, min(limit, FIRST_CAP))
-        share = self.budget_ms / self.cost_ms / max(1, partitions)
-        return max(1, min(limit, int(share)))
+        return max(1, min(limit, int(self._next_total / max(1, partitions))))
 
-    def observe(self, messages: int, elapsed_ms: float) -> None:
-        """A batch took ``messages`` in ``elapsed_ms``. A batch that took nothing
-        (caught up, or all retries failed) says nothing about the cost."""
+    def observe(self, messages: int, elapsed_ms: float, partitions: int = 1) -> None:
+        """A batch over ``partitions`` partitions took ``messages`` in ``elapsed_ms``.
+        A batch that took nothing (caught up, or all retries failed) says nothing
+        about the cost."""
         if messages <= 0 or elapsed_ms <= 0:
             return
+        self._batches += 1
+        if self._batches == 1:          # start-up: say nothing of later batches
+            self._next_total = _other_size(messages, partitions)
+            return
         self._seen = (self._seen + [(messages, float(elapsed_ms))])[-WINDOW:]
-        self.cost_ms, self.overhead_ms = fit(self._seen)
+        points = _fastest(self._seen)
+        largest = max(m for m, _ in points)
+        if len(points) >= 2:
+            fitted = fit(points)
+            if fitted is not None:
+                self.cost_ms, self.overhead_ms = fitted
+            else:                       # the cost is lost in the noise: mostly overhead
+                self.cost_ms, self.overhead_ms = None, min(t for _, t in points)
+        else:
+            m0, t0 = points[0]
+            known = self.overhead_ms is not None and t0 > self.overhead_ms
+            self.cost_ms = (t0 - self.overhead_ms) / m0 if known and \
+                self.overhead_ms is not None else None
+        if self.cost_ms is not None:
+            self._next_total = min(self.budget_ms / self.cost_ms, GROWTH * largest)
+        elif len(points) >= 2 or self.overhead_ms is not None:
+            self._next_total = GROWTH * largest
+        else:
+            self._next_total = _other_size(points[0][0], partitions)
 
 
-def fit(seen: List[Tuple[int, float]]) -> Tuple[float, float]:
-    """Least squares of ``time = overhead + cost x messages`` over ``(messages,
-    time)`` pairs, both terms kept >= 0. With one batch size only, or a fit
-    outside the model, the whole time counts as cost (which errs towards smaller
-    batches)."""
-    n = len(seen)
-    mx = sum(m for m, _ in seen) / n
-    my = sum(t for _, t in seen) / n
-    var = sum((m - mx) ** 2 for m, _ in seen)
-    if var > 0:
-        cost = sum((m - mx) * (t - my) for m, t in seen) / var
-        overhead = my - cost * mx
-        if cost > 0 and overhead >= 0:
-            return cost, overhead
-    return sum(t for _, t in seen) / sum(m for m, _ in seen), 0.0
+def _other_size(messages: int, partitions: int) -> float:
+    """A batch size that tells the overhead from the cost beside ``messages``: half,
+    while that leaves more than one message per partition, else twice."""
+    if messages / max(1, partitions) >= 2:
+        return messages / 2.0
+    return messages * GROWTH
+
+
+def _fastest(seen: List[Tuple[int, float]]) -> List[Tuple[int, float]]:
+    """The fastest batch of each size (a pause only ever makes a batch slower)."""
+    best: Dict[int, float] = {}
+    for m, t in seen:
+        best[m] = min(t, best.get(m, t))
+    return sorted(best.items())
+
+
+def fit(points: List[Tuple[int, float]]) -> Optional[Tuple[float, float]]:
+    """Least squares of ``time = overhead + cost x messages`` over ``(messages, time)``
+    pairs of at least two sizes: ``(cost, overhead)``, both >= 0 (an overhead
+    fitted below 0 is 0 and the line goes through the origin), or None when the
+    time does not grow with the size (the cost cannot be told from the noise)."""
+    n = len(points)
+    mx = sum(m for m, _ in points) / n
+    my = sum(t for _, t in points) / n
+    var = sum((m - mx) ** 2 for m, _ in points)
+    if var <= 0:
+        return None
+    cost = sum((m - mx) * (t - my) for m, t in points) / var
+    if cost <= 0:
+        return None
+    overhead = my - cost * mx
+    if overhead < 0:
+        return sum(m * t for m, t in points) / sum(m * m for m, _ in points), 0.0
+    return cost, overhead

@@ -47,9 +47,12 @@ def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
                     processed_before: Mapping[TopicPartition, int],
                     interval_ms: float, batches: int, messages: int, commits: int,
                     commit_failures: int, fetch_failures: int,
+                    store_unreachable_since: Optional[float] = None,
                     now_s: Optional[float] = None) -> Dict[str, Any]:
     """One interval's status. ``processed``/``processed_before`` are cumulative
-    messages per partition now and at the previous snapshot."""
+    messages per partition now and at the previous snapshot;
+    ``store_unreachable_since`` (epoch s) is set while the offset store does not
+    answer."""
     seconds = interval_ms / 1000.0 if interval_ms > 0 else 0.0
     parts: List[Dict[str, Any]] = []
     for key, pm in managers.items():
@@ -73,19 +76,52 @@ def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
         "pending": sum(p["pending"] for p in parts),
         "retries": sum(p["retries"] for p in parts),
         "commits": commits, "commit_failures": commit_failures,
-        "fetch_failures": fetch_failures, "partitions": parts}
+        "fetch_failures": fetch_failures,
+        "store_unreachable_since": (int(store_unreachable_since)
+                                    if store_unreachable_since is not None else None),
+        "partitions": parts}
+
+
+def with_batch_in_flight(snapshot: Optional[Mapping[str, Any]], batch: int, started_s: float,
+                         plans: Iterable[Any], now_s: float) -> Dict[str, Any]:
+    """``snapshot`` (or a starting one) with the batch that runs now: its number, for
+    how long, and per partition where its fetch starts (``in_flight_from``) or how
+    many retries it re-emits. Pending counts what came back; a batch in flight has
+    not come back yet (issue 26: the status showed PENDING 0 then)."""
+    out: Dict[str, Any] = dict(snapshot) if snapshot is not None else {"starting": True}
+    by_key = {(p.topic, p.partition): p for p in plans}
+    out["in_flight"] = {"batch": batch, "running_s": round(max(0.0, now_s - started_s), 1),
+                        "partitions": len(by_key),
+                        "retries": sum(len(p.reemit) for p in by_key.values() if p.retry)}
+    if "partitions" in out:
+        rows = []
+        for row in out["partitions"]:
+            plan = by_key.get((row["topic"], row["partition"]))
+            row = dict(row)
+            if plan is not None:
+                row["in_flight"] = (f"retry {len(plan.reemit)}" if plan.retry
+                                    else f"from {plan.offset}")
+            rows.append(row)
+        out["partitions"] = rows
+    return out
 
 
 def progress_line(snapshot: Mapping[str, Any]) -> str:
-    """``batch N: R msg/s, lag L, pending P, retries T`` over the last interval."""
+    """``batch N: R msg/s, lag L, pending P, retries T`` over the last interval, and
+    for how long the offset store has not answered, if it does not."""
     unknown = snapshot.get("lag_unknown") or 0
     lag = f"{snapshot['lag']:,}" + (f" (+{unknown} unknown)" if unknown else "")
-    return (f"batch {snapshot['batches']}: {snapshot['rate']:,.0f} msg/s, lag {lag}, "
+    line = (f"batch {snapshot['batches']}: {snapshot['rate']:,.0f} msg/s, lag {lag}, "
             f"pending {snapshot['pending']:,}, retries {snapshot['retries']:,}")
+    since = snapshot.get("store_unreachable_since")
+    if since is not None:
+        line += (f"; ZooKeeper unreachable for {max(0, int(snapshot['time'] - since))} s "
+                 f"({snapshot['commit_failures']} commits failed; processing goes on)")
+    return line
 
 
 STATUS_COLUMNS = ("TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "PENDING", "RETRIES",
-                  "RATE")
+                  "RATE", "IN-FLIGHT")
 
 
 def status_rows(snapshot: Mapping[str, Any]) -> Iterable[Dict[str, Any]]:
@@ -93,7 +129,7 @@ def status_rows(snapshot: Mapping[str, Any]) -> Iterable[Dict[str, Any]]:
     for p in snapshot["partitions"]:
         yield {"TOPIC": p["topic"], "PARTITION": p["partition"], "COMMITTED": p["committed"],
                "LOG-END": p["log_end"], "LAG": p["lag"], "PENDING": p["pending"],
-               "RETRIES": p["retries"], "RATE": p["rate"]}
+               "RETRIES": p["retries"], "RATE": p["rate"], "IN-FLIGHT": p.get("in_flight")}
     yield {"TOPIC": "TOTAL", "PARTITION": "all",
            "LAG": snapshot["lag"], "PENDING": snapshot["pending"],
            "RETRIES": snapshot["retries"], "RATE": snapshot["rate"]}
@@ -212,6 +248,8 @@ class Reporter:
         self._reported_processed: Dict[TopicPartition, int] = {}
         self._last_progress_ms = 0
         self._next_metrics_ms = 0
+        #: the store outage last published (its start, epoch s)
+        self._published_outage: Optional[float] = None
 
     def start(self, now_ms: int) -> None:
         """The run starts now: the first metrics bucket, and the first progress interval
@@ -225,12 +263,16 @@ class Reporter:
         self._last_progress_ms = now_ms
 
     def tick(self, now_ms: int, progress_every_ms: float) -> None:
-        """Send the metric records and publish the status when their time came."""
-        if now_ms >= self._next_metrics_ms:
+        """Send the metric records and publish the status when their time came, and at
+        once when the offset store stops answering or answers again."""
+        outage = self.spout.store_unreachable_since
+        changed = outage != self._published_outage
+        self._published_outage = outage
+        if now_ms >= self._next_metrics_ms or changed:
             self.emit_metrics()
             self._next_metrics_ms = now_ms + self.job.spout.metrics_time_bucket_size_in_secs * 1000
         elapsed_ms = now_ms - self._last_progress_ms
-        if elapsed_ms >= progress_every_ms:
+        if elapsed_ms >= progress_every_ms or changed:
             snap = self.report(elapsed_ms)
             if self.progress:
                 self.progress(progress_line(snap))
@@ -290,9 +332,12 @@ class Reporter:
         self.metrics({"time": now, "name": "stormKafkaCompat", "value": {
             "commitFailures": counts.commit_failures,
             "fetchFailures": counts.fetch_failures,
+            "outOfRange": counts.out_of_range,
             "timeouts": counts.timeouts,
             "refreshFailures": self.spout.assignment.refresh_failures,
-            "ownershipConflicts": self.spout.ownership_conflicts}})
+            "ownershipConflicts": self.spout.ownership_conflicts,
+            # epoch s since when the offset store has not answered, 0 while it does
+            "storeUnreachableSince": int(self.spout.store_unreachable_since or 0)}})
 
     def report(self, interval_ms: float) -> Dict[str, Any]:
         """Publish the status of the interval that just ended (:attr:`status`) and
@@ -306,7 +351,8 @@ class Reporter:
             processed=processed, processed_before=self._reported_processed,
             interval_ms=interval_ms, batches=self.summary.batches,
             messages=self.summary.messages, commits=counts.commits,
-            commit_failures=counts.commit_failures, fetch_failures=counts.fetch_failures)
+            commit_failures=counts.commit_failures, fetch_failures=counts.fetch_failures,
+            store_unreachable_since=self.spout.store_unreachable_since)
         self._reported_processed = processed
         self.status = snap
         return snap

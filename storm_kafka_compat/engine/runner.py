@@ -83,6 +83,21 @@ def spark_job_error(exc: BaseException) -> str:
     return lines[0] if lines else repr(exc)
 
 
+def spark_gone(exc: BaseException) -> bool:
+    """``exc`` says that Spark's JVM is gone or its SparkContext stopped (the JVM was
+    killed, or shut down under the batch): no later batch can run."""
+    try:
+        from py4j.protocol import Py4JNetworkError  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - pyspark brings py4j
+        Py4JNetworkError = ConnectionError  # noqa: N806 - the class's name
+    if isinstance(exc, (Py4JNetworkError, ConnectionError)):
+        return True
+    text = str(exc)
+    return any(sign in text for sign in (
+        "SparkContext was shut down", "Cannot call methods on a stopped SparkContext",
+        "Answer from Java side is empty", "Error while receiving"))
+
+
 class SparkRunner:
     """Single-stage batches on Spark: the plans are split over at most
     ``spark.tasks`` (else ``defaultParallelism``) tasks, each reading and
@@ -127,6 +142,8 @@ class SparkRunner:
         try:
             return self._run(plan)
         except Exception as exc:  # Py4JJavaError: a task died (worker crash, import error)
+            if spark_gone(exc):
+                raise                  # not the batch's failure: the driver stops
             message = spark_job_error(exc)
             log.error("the Spark job of this batch failed: %s", message)
             return BatchResult.failed(plan, TaskFailure(FailureKind.BOLT_ERROR,

@@ -41,6 +41,12 @@ class Stoppable(Protocol):
     @property
     def stopping(self) -> bool: ...
 
+    @property
+    def starting(self) -> bool:
+        """The run is starting (the first partition refresh, Spark's start): no batch
+        has run, so a stop need not wait for anything."""
+        ...
+
     def stop(self, reason: str) -> None: ...
 
     def force_stop(self) -> None: ...
@@ -56,14 +62,32 @@ SHUTDOWN_MARGIN_MS = 10_000
 EXIT_HANDOVER_S = 10.0
 
 
+class StopBeforeStart(BaseException):
+    """A stop signal came while the run was starting: the start-up is abandoned at
+    once (nothing was read, nothing is committed). A BaseException, as
+    KeyboardInterrupt is, so that no ``except Exception`` of a client library on
+    the way swallows it."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 def on_stop_signal(pipeline: Stoppable, name: str) -> None:
     """A stop signal (``name``) reached the driver: the first asks ``pipeline`` to stop
-    after the batch in flight, the second stops it at once.
+    after the batch in flight, the second stops it at once. While the run is still
+    starting there is no batch to wait for: the first signal stops the start-up
+    at once (:class:`StopBeforeStart`).
 
     Only signals count towards the second, not a stop asked for otherwise: a Ctrl-C
     under spark-submit reaches the JVM (:class:`JvmShutdown`) and this process
     together, and is one request."""
     pipeline.signals_received += 1
+    if pipeline.starting:
+        log.warning("%s received during start-up: stopping now (no batch has run; nothing "
+                    "to commit)", name)
+        pipeline.stop(name)
+        raise StopBeforeStart(name)
     if pipeline.signals_received == 1:
         if pipeline.stopping:
             log.warning("%s received; already stopping after the batch in flight (a "
@@ -95,6 +119,29 @@ def install_stop_handlers(pipeline: Stoppable) -> Callable[[], None]:
 
     def restore() -> None:
         for sig, h in previous.items():
+            signal.signal(sig, h)
+    return restore
+
+
+def stop_at_once_handlers() -> Callable[[], None]:
+    """Until the returned function is called (it may be called again), SIGTERM and
+    SIGINT raise :class:`StopBeforeStart`: a command that has started nothing yet
+    (loading the CONFIG, importing the bolts) stops at once. The pipeline's own
+    handlers replace these while it runs. A no-op outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        log.warning("%s received during start-up: stopping now (no batch has run; nothing "
+                    "to commit)", name)
+        raise StopBeforeStart(name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        while previous:
+            sig, h = previous.popitem()
             signal.signal(sig, h)
     return restore
 
@@ -221,13 +268,25 @@ def _nothing() -> None:
 
 def install_jvm_stop_hook(pipeline: Stoppable, spark_context: "SparkContext"
                           ) -> Callable[[], None]:
-    """Under spark-submit, hook a :class:`JvmShutdown` for ``pipeline`` into the JVM's
-    shutdown; return what the loop calls once it has ended and committed (it takes
-    the hooks out again unless the JVM is already shutting down). Elsewhere (``run``
-    starts the JVM itself, ignoring SIGINT; Spark Connect has none) a no-op."""
+    """Bring a stop that reaches Spark's JVM to ``pipeline``; return what the loop calls
+    once it has ended and committed.
+
+    Under spark-submit: a :class:`JvmShutdown` hooked into the JVM's shutdown (the
+    hooks are taken out again at the end unless the JVM is already shutting down),
+    and a SIGTERM to the JVM handed to this driver. When ``run`` started the JVM
+    itself (in a session of its own, so that a signal to the driver's process group
+    does not reach it: engine.spark.get_spark): a SIGTERM sent to the JVM alone is
+    handed to this driver too, which then finishes the batch and commits. Spark
+    Connect has no JVM here: a no-op."""
     from storm_kafka_compat.engine import spark as spark_adapter
-    if not spark_adapter.under_spark_submit() or getattr(spark_context, "_gateway", None) is None:
+    if getattr(spark_context, "_gateway", None) is None:
         return lambda: None
+    if not spark_adapter.under_spark_submit():
+        restore = _hand_jvm_sigterm(pipeline, spark_context, "SIGTERM to Spark's JVM")
+
+        def put_back() -> None:
+            _put_back(restore)
+        return put_back
     try:
         shutdown = JvmShutdown(pipeline,
                                batch_wait_s(spark_adapter.shutdown_timeout_ms(spark_context)))
@@ -244,24 +303,40 @@ def install_jvm_stop_hook(pipeline: Stoppable, spark_context: "SparkContext"
                     "send SIGTERM to the driver pid %d instead", exc, os.getpid())
         return lambda: None
     watch_jvm_shutdown(shutdown)
-    try:
-        # a SIGTERM to the JVM is then a signal to this driver, like a SIGTERM to its
-        # pid (a second one stops at once); the hooks still serve SIGINT and SIGHUP
-        restore_term = spark_adapter.handle_jvm_signal(
-            spark_context, "TERM", lambda: on_stop_signal(pipeline, "SIGTERM to spark-submit"))
-    except Exception:  # noqa: BLE001 - the hooks then serve SIGTERM too
-        log.debug("no SIGTERM handler in spark-submit's JVM", exc_info=True)
-        restore_term = None
+    # a SIGTERM to the JVM is then a signal to this driver, like a SIGTERM to its pid
+    # (a second one stops at once); the hooks still serve SIGINT and SIGHUP
+    restore_term = _hand_jvm_sigterm(pipeline, spark_context, "SIGTERM to spark-submit")
 
     def ended() -> None:
         shutdown.loop_ended()
+        _put_back(restore_term)
         try:
-            if restore_term is not None:
-                restore_term()
             if not shutdown.requested:
                 watch_jvm_shutdown(None)
                 remove()
         except Exception:  # noqa: BLE001 - the JVM is going away; the hooks with it
-            log.debug("the JVM's SIGTERM handler or shutdown hooks could not be put back",
-                      exc_info=True)
+            log.debug("the JVM's shutdown hooks could not be taken out", exc_info=True)
     return ended
+
+
+def _hand_jvm_sigterm(pipeline: Stoppable, spark_context: "SparkContext",
+                      name: str) -> Optional[Callable[[], None]]:
+    """Have a SIGTERM to the JVM call :func:`on_stop_signal` for ``pipeline``; return
+    what gives the JVM its own handler back (None when it could not be installed)."""
+    from storm_kafka_compat.engine import spark as spark_adapter
+    try:
+        restore: Callable[[], None] = spark_adapter.handle_jvm_signal(
+            spark_context, "TERM", lambda: on_stop_signal(pipeline, name))
+        return restore
+    except Exception:  # noqa: BLE001 - the JVM then shuts down on SIGTERM, as by default
+        log.debug("no SIGTERM handler in Spark's JVM", exc_info=True)
+        return None
+
+
+def _put_back(restore: Optional[Callable[[], None]]) -> None:
+    if restore is None:
+        return
+    try:
+        restore()
+    except Exception:  # noqa: BLE001 - the JVM is going away; its handler with it
+        log.debug("the JVM's SIGTERM handler could not be put back", exc_info=True)

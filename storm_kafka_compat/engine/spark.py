@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import SparkConfig
 
@@ -147,6 +147,23 @@ def halt_jvm(spark_context: Any, status: int) -> None:
     spark_context._jvm.java.lang.Runtime.getRuntime().halt(status)
 
 
+def launch_own_session_jvm(master: str, settings: Mapping[str, str]) -> None:
+    """Start Spark's JVM as PySpark would (the same ``spark-submit`` command line,
+    stdin a pipe it exits on), but in a session of its own.
+
+    A supervisor or a container runtime stops a job with a signal to its process
+    group (``kill -TERM -- -PGID``). In the driver's group the JVM would stop the
+    SparkContext and its Python workers would die under the batch in flight; in
+    its own session only the driver gets the signal, finishes the batch and
+    commits (engine.signals). The JVM still ends with the driver: PySpark's gateway
+    exits when its stdin closes."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    conf = SparkConf().setMaster(master).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
 def get_spark(config: Optional[SparkConfig] = None) -> "SparkSession":
     """Get or create the SparkSession described by ``config`` (UI off unless its
     ``conf`` turns it on) and ship its ``py_files`` to the executors.
@@ -182,6 +199,8 @@ def get_spark(config: Optional[SparkConfig] = None) -> "SparkSession":
     from pyspark import SparkContext
     new_jvm = SparkContext._gateway is None    # the JVM inherits stderr when it starts
     with filtered_jvm_stderr(quiet_start and new_jvm and not submitted):
+        if new_jvm and not submitted:
+            launch_own_session_jvm(with_task_retries(config.master), settings)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if config.py_files:

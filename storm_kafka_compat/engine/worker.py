@@ -94,9 +94,15 @@ class WorkerJob:
             return built
 
     def kafka(self) -> KafkaAccess:
-        """The worker's cached client for this job's settings."""
+        """The worker's cached client for this job's settings; one fetch waits at most
+        :func:`~storm_kafka_compat.kafka.client.fetch_deadline_ms` (one partition
+        whose leader moved must not hold the batch for socketTimeoutMs)."""
+        from storm_kafka_compat.kafka.client import fetch_deadline_ms
         from storm_kafka_compat.kafka.worker import worker_kafka
-        return worker_kafka(self.backend, self.bootstrap, self.spout, self.kafka_conf)
+        deadline = fetch_deadline_ms(self.spout.socket_timeout_ms, self.budget_s,
+                                     self.spout.fetch_max_wait)
+        return worker_kafka(self.backend, self.bootstrap, self.spout, self.kafka_conf,
+                            fetch_timeout_ms=deadline)
 
     def scheme(self) -> Scheme:
         """The spout's scheme (with storm-kafka-client's ``emitNullTuples`` when set)."""

@@ -52,6 +52,22 @@ DEFAULT_CLIENT_ID = "storm-kafka-compat"
 #: one measured returned no partition data at 0 ms, one record per fetch at 1 ms and
 #: everything available at 100 ms (docs/testing.md).
 MIN_FETCH_MAX_WAIT_MS = 100
+#: the shortest deadline of one executor-side fetch (ms): a partition whose leader
+#: moved or does not answer fails its fetch after this (the spout refreshes its
+#: leaders and the next batch reads it again) instead of holding the whole batch
+#: for socketTimeoutMs (a controller kill on Kafka 0.9 held every partition's batch
+#: for 10 s, recovery took 17-38 s)
+MIN_FETCH_DEADLINE_MS = 3000
+
+
+def fetch_deadline_ms(socket_timeout_ms: int, budget_s: float, fetch_max_wait_ms: int) -> int:
+    """How long one executor-side fetch may wait for records: the task's budget, at
+    least :data:`MIN_FETCH_DEADLINE_MS` and one ``fetchMaxWait`` and a second more
+    (a healthy broker answers within its wait), never above ``socketTimeoutMs``."""
+    wanted = max(MIN_FETCH_DEADLINE_MS, int(budget_s * 1000), fetch_max_wait_ms + 1000)
+    return min(socket_timeout_ms, wanted)
+
+
 #: partitions fetched with a consumer of their own per access object (so a partition
 #: keeps its position and prefetched records between fetches); beyond, the least
 #: recently used consumer is closed

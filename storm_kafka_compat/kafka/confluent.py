@@ -258,7 +258,8 @@ class ConfluentAccess:
     def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
                  client_config: Mapping[str, Any] = {}, *,
                  clock: Callable[[], float] = time.monotonic,
-                 consumer_factory: Optional[Callable[[Dict[str, Any]], Any]] = None) -> None:
+                 consumer_factory: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 fetch_timeout_ms: Optional[int] = None) -> None:
         self.config = consumer_config(bootstrap_servers, spout, client_config)
         self.spout = spout
         self._clock = clock
@@ -270,6 +271,9 @@ class ConfluentAccess:
         self._lock = threading.RLock()
         self._slice_s = (self.config["fetch.wait.max.ms"] + POLL_SLICE_MARGIN_MS) / 1000.0
         self._timeout_s = spout.socket_timeout_ms / 1000.0
+        #: how long one fetch() polls for records (socketTimeoutMs unless bounded)
+        self.fetch_timeout_ms = min(spout.socket_timeout_ms,
+                                    fetch_timeout_ms or spout.socket_timeout_ms)
         self.last_client_error: Optional[str] = None
         self._oversized: Set[Tuple[str, int]] = set()   # partitions already warned about
 
@@ -318,7 +322,7 @@ class ConfluentAccess:
         if max_offset is not None:
             limit = min(limit, max_offset - offset)
         key = (topic, partition)
-        deadline = self._clock() + self._timeout_s
+        deadline = self._clock() + self.fetch_timeout_ms / 1000.0
         with self._lock:
             entry = self._fetcher(key)
             c = entry[0]
@@ -537,6 +541,6 @@ class ConfluentAccess:
         extra = f" (last client error: {self.last_client_error})" if self.last_client_error else ""
         return FailedFetchError(
             f"fetch of {topic}/{partition} at offset {offset} returned nothing within "
-            f"socketTimeoutMs {self.spout.socket_timeout_ms} although the log end is beyond "
-            f"it{extra}; the leader may have moved or be unreachable (the coordinator "
-            "refreshes)", topic=topic, partition=partition, offset=offset)
+            f"{self.fetch_timeout_ms} ms although the log end is beyond it{extra}; the "
+            "leader may have moved or be unreachable (the coordinator refreshes)",
+            topic=topic, partition=partition, offset=offset)

@@ -151,10 +151,14 @@ class KafkaPythonAccess:
 
     def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
                  client_config: Mapping[str, Any] = {}, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 fetch_timeout_ms: Optional[int] = None) -> None:
         self.config = consumer_config(bootstrap_servers, spout, client_config)
         self.spout = spout
         self._clock = clock
+        #: how long one fetch() polls for records (socketTimeoutMs unless bounded)
+        self.fetch_timeout_ms = min(spout.socket_timeout_ms,
+                                    fetch_timeout_ms or spout.socket_timeout_ms)
         self._consumer: Any = None            # metadata and offsets
         #: one consumer per fetched partition, least recently used first: a
         #: partition keeps its assignment, position and prefetched records between
@@ -216,7 +220,7 @@ class KafkaPythonAccess:
             limit = min(limit, max_messages)
         if max_offset is not None:
             limit = min(limit, max_offset - offset)
-        deadline = self._clock() + self.spout.socket_timeout_ms / 1000.0
+        deadline = self._clock() + self.fetch_timeout_ms / 1000.0
         with self._lock, self._errors(topic, partition, offset, "fetch"):
             c = self._fetcher(tp)
             self._prepare(c, tp, offset)
@@ -240,7 +244,7 @@ class KafkaPythonAccess:
                 if end is None:
                     remaining_ms = int((deadline - self._clock()) * 1000)
                     if remaining_ms <= 0:
-                        raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+                        raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
                         return []
@@ -254,7 +258,7 @@ class KafkaPythonAccess:
                                 "nothing", offset, topic, partition, end)
                     return []
                 if self._clock() >= deadline:
-                    raise _timeout(topic, partition, offset, self.spout.socket_timeout_ms)
+                    raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (``KafkaConsumer.highwater``)."""
@@ -291,7 +295,7 @@ class KafkaPythonAccess:
         from kafka import TopicPartition
         with self._lock, self._errors(topic, None, None, "metadata lookup"):
             c = self._get_consumer()
-            c.topics()  # forces a metadata refresh of every topic
+            self._refresh_metadata(c)
             cluster = c._cluster  # kafka-python keeps leaders only there
             out: Dict[int, Broker] = {}
             for p in sorted(cluster.partitions_for_topic(topic) or ()):
@@ -306,7 +310,9 @@ class KafkaPythonAccess:
     def topics(self) -> List[str]:
         """See :meth:`KafkaAccess.topics`."""
         with self._lock, self._errors(None, None, None, "metadata lookup"):
-            return sorted(self._get_consumer().topics())
+            c = self._get_consumer()
+            self._refresh_metadata(c)
+            return sorted(c._cluster.topics())
 
     def close(self) -> None:
         """Close every consumer."""
@@ -336,6 +342,26 @@ class KafkaPythonAccess:
             from kafka import KafkaConsumer
             self._consumer = KafkaConsumer(**self.config)
         return self._consumer
+
+    def _refresh_metadata(self, c: Any) -> None:
+        """Fresh metadata of every topic, within ``socketTimeoutMs``.
+
+        ``KafkaConsumer.topics()`` waits for it without a deadline: with
+        ``api_version`` set (which 0.9 brokers need) nothing is bootstrapped
+        before the first call, and brokers that do not answer made ``run``,
+        ``offsets show`` and ``offsets explain`` hang for ever. Raises
+        kafka-python's KafkaTimeoutError (a FailedFetchError here) instead."""
+        net, manager = getattr(c, "_net", None), getattr(c, "_manager", None)
+        cluster = c._cluster
+        if net is None or manager is None:     # another kafka-python 3 layout
+            c.topics()
+            return
+        stash = cluster.need_all_topic_metadata
+        cluster.need_all_topic_metadata = True
+        try:
+            net.run(manager.wait_for, cluster.request_update(), self.spout.socket_timeout_ms)
+        finally:
+            cluster.need_all_topic_metadata = stash
 
     def _fetcher(self, tp: Any) -> Any:
         """The consumer assigned to ``tp`` alone (created, or the least recently
@@ -452,10 +478,19 @@ class _ErrorMap:
                         "check kafka.sasl_plain_username and kafka.sasl_plain_password (and "
                         "kafka.sasl_mechanism) in the CONFIG", **kw) from exc
                 hint = version_hint(self.owner.config["bootstrap_servers"], self.owner.config)
+            name = type(exc).__name__
+            detail = str(exc).removeprefix(f"{name}: ")
+            if isinstance(exc, Errors.KafkaTimeoutError):
+                servers = self.owner.config["bootstrap_servers"]
+                shown = ",".join(servers) if isinstance(servers, (list, tuple)) else servers
+                bound = (f"{self.owner.fetch_timeout_ms} ms (a fetch's deadline)"
+                         if self.what == "fetch" else
+                         f"socketTimeoutMs {self.owner.spout.socket_timeout_ms} ms")
+                detail = f"{detail}: no answer from {shown} within {bound}"
             raise FailedFetchError(
-                f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check "
-                "that the broker is up and reachable (a running job refreshes its "
-                f"partitions and retries){hint}", **kw) from exc
+                f"{self.what} for {where} failed ({name}: {detail}); check that the broker "
+                "is up and reachable (a running job refreshes its partitions and "
+                f"retries){hint}", **kw) from exc
         if isinstance(exc, Errors.KafkaError):
             raise KafkaAccessError(
                 f"{self.what} for {where} failed ({type(exc).__name__}: {exc}); check the "
@@ -475,8 +510,8 @@ def _refused_credentials(config: Mapping[str, Any]) -> Optional[str]:
 def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> FailedFetchError:
     return FailedFetchError(
         f"fetch of {topic}/{partition} at offset {offset} returned nothing within "
-        f"socketTimeoutMs {timeout_ms} although the log end is beyond it; the leader may "
-        "have moved or be unreachable (the coordinator refreshes)",
+        f"{timeout_ms} ms although the log end is beyond it; the leader may have moved or "
+        "be unreachable (the coordinator refreshes)",
         topic=topic, partition=partition, offset=offset)
 
 

@@ -185,6 +185,9 @@ _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\
                    "r": "\r", "t": "\t"}
 _HEX = set("0123456789abcdefABCDEF")
 _EOF = ("eof", None)
+#: the start of every reason for a document that ends too early (a cut write, a
+#: hand edit saved half-way)
+_TRUNCATED = "truncated: the document ends"
 
 
 class _Lexer:
@@ -231,7 +234,7 @@ class _Lexer:
         out: List[str] = []
         while True:
             if self.pos >= n:
-                raise _ParseError("unterminated string")
+                raise _ParseError(_TRUNCATED + " inside a string")
             ch = text[self.pos]
             if ch == '"':
                 self.pos += 1
@@ -270,6 +273,8 @@ def _parse_json_simple(text: str, overflow: _LongOverflow) -> Any:
             return parse_object()
         if kind == "[":
             return parse_array()
+        if token == _EOF:
+            raise _ParseError(_TRUNCATED + " before a value")
         raise _ParseError(f"unexpected token {kind!r}")
 
     def parse_object() -> Dict[str, Any]:
@@ -280,6 +285,8 @@ def _parse_json_simple(text: str, overflow: _LongOverflow) -> Any:
                 continue
             if kind == "}":
                 return obj
+            if kind == "eof":
+                raise _ParseError(_TRUNCATED + " before the object's closing '}'")
             if kind != "value" or not isinstance(val, str):
                 raise _ParseError("object key is not a string")
             key = val
@@ -290,6 +297,8 @@ def _parse_json_simple(text: str, overflow: _LongOverflow) -> Any:
                 if token[0] in ("value", "{", "["):
                     obj[key] = value_after(token)
                     break
+                if token == _EOF:
+                    raise _ParseError(f"{_TRUNCATED} after the key {key!r}")
                 raise _ParseError(f"unexpected token {token[0]!r} after key {key!r}")
 
     def parse_array() -> List[Any]:
@@ -303,6 +312,8 @@ def _parse_json_simple(text: str, overflow: _LongOverflow) -> Any:
             if token[0] in ("value", "{", "["):
                 arr.append(value_after(token))
                 continue
+            if token == _EOF:
+                raise _ParseError(_TRUNCATED + " before the array's closing ']'")
             raise _ParseError(f"unexpected token {token[0]!r} in array")
 
     first = lexer.next()

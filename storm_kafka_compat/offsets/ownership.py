@@ -1,43 +1,147 @@
-"""Detect a second job writing the same offset documents (pure).
+"""Who owns a spout's documents: the ownership record and the guard (pure).
 
-Two jobs with the same ``zkRoot``/``id`` overwrite each other's offsets:
-storm-kafka never noticed (each KafkaSpout task blindly sets its documents),
-so both topologies silently replay or skip each other's progress. We notice it
-the way an operator would: a document this job wrote last now names another
-``topology.id``. Before each commit the driver reads back the documents it is
-about to overwrite and compares::
+Two writers of one ``zkRoot``/``id`` overwrite each other's offsets: storm-kafka
+never noticed, and both topologies silently replay or skip each other's progress.
+Two things keep a job the only writer of its documents:
 
-    guard = OwnershipGuard(topology_id)
-    ...
-    for conflict in guard.check(store, docs):          # before store.write_many(docs)
-        log.error("%s", conflict.message)
-    store.write_many(docs)
-    guard.wrote(docs)                                  # after it succeeded
+**The ownership record.** A running job keeps an ephemeral znode beside its
+documents, ``zkRoot/id/owner~task-<i>`` (``~`` is not a character of Kafka topic
+names, so the node can neither be taken for a topic's directory in the wildcard
+layout nor for a ``partition_N`` document; Storm never lists the directory). Its
+body is a small JSON object naming the job: topology id and name, host, driver
+pid, start time, task ``i`` of ``T`` and a random token. ZooKeeper removes it when
+the job's session ends (a stop, a crash after the session timeout). Records of
+tasks ``i`` of ``T`` and ``j`` of ``U`` overlap when ``i = j (mod gcd(T, U))``:
+some partition index then belongs to both. So:
 
-A document that is edited by hand while the job runs, keeping our topology
-id, is not a conflict: it is overwritten at the next commit, as Storm does.
-A document that names another topology before this job ever wrote it (the
-Storm topology we resume from) is not one either.
+* a job starting while an overlapping record exists refuses to start, naming the
+  other job (:class:`OwnerRecord.describe`), unless told to take over
+  (``run --take-over``); a record left by a crashed driver on this host (its pid
+  is gone) is removed at once, one from another host is waited for up to the
+  session timeout;
+* ``offsets reset``, ``offsets migrate --from-kafka-group`` and the other commands
+  that write documents refuse while a record exists, unless ``--force``;
+* at every commit the job checks that its record is still its own; a record
+  taken over by another job stops this one without writing.
 
-Cost: one pipelined read per document written, i.e. one extra round trip per
-commit interval in practice (``ZkStateStore.read_many``).
+**The guard.** :class:`OwnershipGuard` remembers the bytes this job last wrote to
+each document (and what it tried to write since, a write that timed out may still
+land). Before a commit it reads them back (one pipelined read): a document that
+changed under the job was written by someone else -- an operator's ``offsets
+reset --force``, a Storm topology, a job with the same ``topology.id`` -- and the
+job stops instead of overwriting it (:class:`OwnershipConflict`); the documents
+nobody touched are still committed. A document that names another topology before
+this job ever wrote it (the Storm topology we resume from) is not a conflict.
+
+Cost: one pipelined read of the record and of the documents written, i.e. one
+extra round trip per commit interval.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass
-from typing import Iterable, List, Optional, Set
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set
 
 from storm_kafka_compat.errors import OwnershipConflictError
+from storm_kafka_compat.offsets.document import StoredDocument, parse_document
 from storm_kafka_compat.offsets.store import DocumentStore
+
+#: the ownership record's node name, before the task index
+OWNER_PREFIX = "owner~task-"
+
+
+def owner_path(spout_root: str, task_index: int) -> str:
+    """``zkRoot/id/owner~task-<i>``: where task ``i`` keeps its ownership record."""
+    return f"{spout_root.rstrip('/')}/{OWNER_PREFIX}{task_index}"
+
+
+def is_owner_node(name: str) -> bool:
+    """A child of ``zkRoot/id`` that is an ownership record."""
+    return name.startswith(OWNER_PREFIX)
+
+
+@dataclass(frozen=True)
+class OwnerRecord:
+    """A running job's ownership record of a spout's documents.
+
+    ``tasks`` and ``task`` are the job's ``--total-tasks`` and ``--task-index``;
+    ``token`` is random per run (a record with our token is ours)."""
+
+    token: str
+    topology_id: str
+    topology_name: str
+    host: str
+    pid: int
+    started_ms: int
+    task: int = 0
+    tasks: int = 1
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def parse(cls, data: Optional[bytes]) -> Optional["OwnerRecord"]:
+        """The record in ``data``, None when it is not one (any other node)."""
+        try:
+            raw = json.loads(bytes(data or b"").decode("utf-8"))
+            return cls(str(raw["token"]), str(raw["topology_id"]), str(raw["topology_name"]),
+                       str(raw["host"]), int(raw["pid"]), int(raw["started_ms"]),
+                       int(raw.get("task", 0)), int(raw.get("tasks", 1)))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def overlaps(self, task: int, tasks: int) -> bool:
+        """Task ``task`` of ``tasks`` shares a partition index with this record's task."""
+        return (self.task - task) % math.gcd(self.tasks, tasks) == 0
+
+    def describe(self) -> str:
+        """The job, as an operator finds it: id, task, driver pid and host, start."""
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started_ms / 1000))
+        task = f", task {self.task} of {self.tasks}" if self.tasks > 1 else ""
+        return (f"topology {self.topology_id!r} ({self.topology_name}{task}), driver pid "
+                f"{self.pid} on {self.host}, started {started}")
+
+
+def crashed(record: OwnerRecord, host: str, pid_alive: Callable[[int], bool]) -> bool:
+    """The record was left by a driver on ``host`` whose process is gone (its
+    ephemeral node lives on until the session times out)."""
+    return record.host == host and not pid_alive(record.pid)
+
+
+def read_owners(store: DocumentStore, spout_root: str) -> Dict[str, OwnerRecord]:
+    """Every ownership record under ``spout_root`` (path to record)."""
+    names = [n for n in store.children(spout_root) or [] if is_owner_node(n)]
+    paths = [f"{spout_root.rstrip('/')}/{n}" for n in names]
+    found = store.read_many(paths) if paths else {}
+    out: Dict[str, OwnerRecord] = {}
+    for path in paths:
+        doc = found.get(path)
+        record = OwnerRecord.parse(doc.data) if doc is not None else None
+        if record is not None:
+            out[path] = record
+    return out
+
+
+def owners_refusal(owners: Mapping[str, OwnerRecord], what: str) -> Optional[str]:
+    """The sentence a writing command refuses with while ``owners`` run, else None."""
+    if not owners:
+        return None
+    jobs = "; ".join(f"{r.describe()} ({path})" for path, r in sorted(owners.items()))
+    return (f"{what} refused: a running job owns these documents ({jobs}), and it would write "
+            "its own offsets over the new ones at its next commit. Stop it first (SIGTERM to "
+            "its driver), or add --force to write anyway: the job then stops at its next "
+            "commit without overwriting them")
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class OwnershipConflict:
-    """A document whose stored ``topology.id`` is not ours.
+    """A document that changed under this job since it last wrote it.
 
     Attributes
     ----------
@@ -47,21 +151,31 @@ class OwnershipConflict:
     theirs : str or None
         The stored topology id (None when the document has none or is unreadable).
     stored_offset : int or None
-        The offset the other writer stored (the next offset to process).
+        The offset now stored (the next offset to process).
+    written_offset : int or None
+        The offset this job wrote there last.
     """
 
     zk_path: str
     ours: str
     theirs: Optional[str]
     stored_offset: Optional[int]
+    written_offset: Optional[int] = None
 
     @property
     def message(self) -> str:
-        """One sentence naming the path, both ids and the fix."""
-        return (f"{self.zk_path} now names topology {self.theirs!r} (offset "
-                f"{self.stored_offset}), but this job ({self.ours!r}) wrote it last: another "
-                f"job with the same zkRoot/id is running, and each overwrites the other's "
-                f"offsets; stop one of them or give it its own spout id")
+        """One sentence naming the path, both ids, both offsets and the fix."""
+        if self.theirs != self.ours:
+            return (f"{self.zk_path} now names topology {self.theirs!r} (offset "
+                    f"{self.stored_offset}), but this job ({self.ours!r}) wrote it last "
+                    f"(offset {self.written_offset}): another job with the same zkRoot/id "
+                    "is running, and each would overwrite the other's offsets; this job "
+                    "stops without writing it. Stop one of them or give it its own spout id")
+        return (f"{self.zk_path} was changed by another writer: offset {self.stored_offset} "
+                f"is stored where this job ({self.ours!r}) wrote {self.written_offset} (an "
+                "`offsets reset`, or another job with the same topology.id and zkRoot/id); "
+                "this job stops without overwriting it. Start it again to resume from the "
+                "stored offset")
 
     def error(self) -> OwnershipConflictError:
         """The conflict as an exception (for a policy that stops the job)."""
@@ -74,8 +188,7 @@ def check_owner(store: DocumentStore, paths: Iterable[str], topology_id: str
 
     Parameters
     ----------
-    store : ZkStateStore-like
-        An :class:`~storm_kafka_compat.offsets.store.OffsetStore` of documents.
+    store : DocumentStore
     paths : iterable of str
         Documents to check; a missing node is not a conflict.
     topology_id : str
@@ -106,7 +219,7 @@ def check_owner(store: DocumentStore, paths: Iterable[str], topology_id: str
 
 
 class OwnershipGuard:
-    """Remembers which documents this job wrote last and checks them before a write.
+    """Remembers what this job wrote last to each document and checks it before a write.
 
     Parameters
     ----------
@@ -116,25 +229,55 @@ class OwnershipGuard:
 
     def __init__(self, topology_id: str) -> None:
         self.topology_id = topology_id
-        self._ours: Set[str] = set()
+        #: path -> the bytes this job wrote there last (confirmed)
+        self._written: Dict[str, bytes] = {}
+        #: path -> bytes sent since, whose write failed (it may still land)
+        self._tried: Dict[str, Set[bytes]] = {}
         #: conflicts seen so far (a metric)
         self.conflicts = 0
+        #: what the last check read (the documents and the extra paths)
+        self.last_read: Dict[str, Optional[StoredDocument]] = {}
 
-    def check(self, store: DocumentStore, paths: Iterable[str]) -> List[OwnershipConflict]:
-        """Conflicts among ``paths`` that this job wrote last (others are not read)."""
-        mine = [p for p in paths if p in self._ours]
-        found = check_owner(store, mine, self.topology_id)
+    def check(self, store: DocumentStore, paths: Iterable[str],
+              extra: Iterable[str] = ()) -> List[OwnershipConflict]:
+        """Conflicts among ``paths`` that this job wrote before (others are not read):
+        each document that holds bytes this job did not write. ``extra`` paths are
+        read in the same pipelined request (the ownership record); their documents
+        are in :attr:`last_read` afterwards."""
+        mine = [p for p in dict.fromkeys(paths) if p in self._written]
+        wanted = mine + [p for p in extra if p not in mine]
+        docs = dict(store.read_many(wanted)) if wanted else {}
+        self.last_read = docs
+        found = []
+        for path in mine:
+            doc = docs.get(path)
+            if doc is None:        # deleted by hand: recreated, as Storm does
+                continue
+            if doc.data == self._written[path] or doc.data in self._tried.get(path, ()):
+                continue
+            ours = parse_document(self._written[path])
+            found.append(OwnershipConflict(path, self.topology_id, doc.topology_id, doc.offset,
+                                           ours.offset))
         self.conflicts += len(found)
         return found
 
-    def wrote(self, paths: Iterable[str]) -> None:
-        """Record a successful write of ``paths`` (our id is now stored there)."""
-        self._ours.update(paths)
+    def trying(self, docs: Mapping[str, bytes]) -> None:
+        """``docs`` are about to be written (if the write fails, they may still land)."""
+        for path, data in docs.items():
+            self._tried.setdefault(path, set()).add(bytes(data))
+
+    def wrote(self, docs: Mapping[str, bytes]) -> None:
+        """Record a successful write of ``docs`` (path -> bytes)."""
+        for path, data in docs.items():
+            self._written[path] = bytes(data)
+            self._tried.pop(path, None)
 
     def forget(self, paths: Iterable[str]) -> None:
         """Stop watching ``paths`` (a partition that is no longer ours)."""
-        self._ours.difference_update(paths)
+        for path in paths:
+            self._written.pop(path, None)
+            self._tried.pop(path, None)
 
     @property
     def watched(self) -> Set[str]:
-        return set(self._ours)
+        return set(self._written)

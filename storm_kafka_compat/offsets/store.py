@@ -19,8 +19,8 @@ have written nothing the caller may count on. The in-memory doubles in
 
 from __future__ import annotations
 
-from typing import (Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar,
-                    runtime_checkable)
+from typing import (ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple,
+                    TypeVar, runtime_checkable)
 
 from storm_kafka_compat.offsets.document import StoredDocument
 from storm_kafka_compat.structs import TopicPartition
@@ -57,6 +57,37 @@ class DocumentStore(OffsetStore[str, StoredDocument, bytes], Protocol):
 
     def children(self, path: str, /) -> Optional[List[str]]:
         """The names under ``path``, sorted; None when ``path`` does not exist."""
+        ...
+
+
+@runtime_checkable
+class OwnerRecords(DocumentStore, Protocol):
+    """A document store that keeps a job's ownership record
+    (:mod:`storm_kafka_compat.offsets.ownership`): a node that lives as long as the
+    job's session."""
+
+    def create_ephemeral(self, path: str, data: bytes, /) -> bool:
+        """Create ``path`` (parents as needed) holding ``data``, removed when this
+        store's session ends; False when the node exists already."""
+        ...
+
+    def delete(self, path: str, /) -> bool:
+        """Delete ``path``; False when it did not exist."""
+        ...
+
+
+@runtime_checkable
+class BoundedStore(Protocol):
+    """A store whose requests can be bounded for a while: the periodic commit must not
+    stall the loop while the store is away (the final commit waits as long as the
+    store's retry policy says)."""
+
+    #: since when (epoch s) the store has not answered, None while it answers
+    unreachable_since: Optional[float]
+
+    def bounded(self, wait_s: float, /) -> ContextManager[None]:
+        """Within the block: one attempt per request, at most ``wait_s`` each, and no
+        wait at all for a store already known to be away."""
         ...
 
 

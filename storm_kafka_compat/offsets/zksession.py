@@ -14,10 +14,11 @@ This is the project's one ZooKeeper retry loop; the offset store
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Iterator, List, Optional, Tuple, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (AuthFailedError, ConnectionLoss, KazooException, NoAuthError,
@@ -111,6 +112,11 @@ class ZkSession:
         #: policy; before, the first connection timeout decides (a wrong address
         #: fails in storm.zookeeper.connection.timeout, not after every retry)
         self._ever_connected = False
+        #: inside bounded(): how long one request may wait (s), one attempt only
+        self._bound_s: Optional[float] = None
+        #: since when (epoch s) ZooKeeper has not answered: the connection was lost
+        #: or a request failed; None once a request succeeds again
+        self.unreachable_since: Optional[float] = None
         auth_data: List[Tuple[str, str]] = []
         acl = None
         if auth is not None:
@@ -148,6 +154,8 @@ class ZkSession:
         else:
             self._live.clear()
             if not self._closed:      # a clean stop is not news
+                if self.unreachable_since is None:
+                    self.unreachable_since = time.time()
                 logger.info("ZooKeeper %s connection state %s", self.hosts, state)
 
     def _await_connected(self) -> None:
@@ -157,8 +165,32 @@ class ZkSession:
         if not self._started:
             self._started = True
             self._client.start_async()
-        if not self._live.wait(self.connection_timeout_ms / 1000.0):
+        wait_s = self.connection_timeout_ms / 1000.0
+        if self._bound_s is not None:
+            # a known outage is not waited for again; otherwise at most the bound
+            wait_s = 0.0 if self.unreachable_since is not None else min(wait_s, self._bound_s)
+        if not self._live.wait(wait_s):
             raise _NotConnected()
+
+    @contextlib.contextmanager
+    def bounded(self, wait_s: float) -> Iterator[None]:
+        """Within this block every request is one attempt (no retries) that waits at most
+        ``wait_s`` for a connection and for each answer, and not at all for a
+        connection already known to be down. For the periodic commit: ZooKeeper
+        being away must not stall the loop, and the commit is due again at the next
+        interval (the final commit keeps the whole retry policy)."""
+        previous, self._bound_s = self._bound_s, float(wait_s)
+        try:
+            yield
+        finally:
+            self._bound_s = previous
+
+    @property
+    def call_wait_s(self) -> float:
+        """How long one request waits for its answer (shorter inside :meth:`bounded`)."""
+        if self._bound_s is None:
+            return self.call_timeout_s
+        return min(self.call_timeout_s, self._bound_s)
 
     @property
     def retry_budget_s(self) -> float:
@@ -195,25 +227,29 @@ class ZkSession:
 
     def _retrying(self, what: str, path: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` with Storm's RetryNTimes semantics; a ZooKeeper never
-        reached since the store was created fails after one connection timeout."""
+        reached since the store was created fails after one connection timeout.
+        Inside :meth:`bounded`, one attempt only."""
         last: BaseException = _NotConnected("no attempt made")
         started = time.monotonic()
-        for number in range(self.retry_times + 1):
+        attempts = 1 if self._bound_s is not None else self.retry_times + 1
+        for number in range(attempts):
             if number:
                 self._sleep(self.retry_interval_ms / 1000.0)
             try:
                 self._await_connected()
-                return attempt()
+                result = attempt()
+                self.unreachable_since = None
+                return result
             except _NotConnected as exc:
                 if not self._ever_connected:
                     raise self._never_reached(what, path) from None
                 last = exc
                 logger.info("ZooKeeper %s: %s %s failed (attempt %d of %d): not connected",
-                            self.hosts, what, path, number + 1, self.retry_times + 1)
+                            self.hosts, what, path, number + 1, attempts)
             except _RETRIABLE as exc:
                 last = exc
                 logger.info("ZooKeeper %s: %s %s failed (attempt %d of %d): %s",
-                            self.hosts, what, path, number + 1, self.retry_times + 1,
+                            self.hosts, what, path, number + 1, attempts,
                             type(exc).__name__)
             except NoAuthError:
                 raise StateError(
@@ -230,12 +266,20 @@ class ZkSession:
                     f"ZooKeeper at {self.hosts} refused {what} {path!r}: "
                     f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}; check the "
                     f"node and its parents with zkCli (ls/stat {path})", zk_path=path) from exc
-        raise self._unavailable(what, path, last, self.retry_times + 1,
-                                time.monotonic() - started)
+        if self.unreachable_since is None:
+            self.unreachable_since = time.time()
+        if self._bound_s is not None:
+            raise ZooKeeperUnavailableError(
+                f"ZooKeeper at {self.hosts} did not answer {what} {path!r} within "
+                f"{self._bound_s:g} s ({type(last).__name__}"
+                f"{': ' + str(last) if str(last) else ''}); unreachable since "
+                f"{time.strftime('%H:%M:%S', time.localtime(self.unreachable_since))}",
+                zk_path=path, hosts=self.hosts)
+        raise self._unavailable(what, path, last, attempts, time.monotonic() - started)
 
     def _send(self, async_result: Any) -> Any:
         self.round_trips += 1
-        return async_result.get(timeout=self.call_timeout_s)
+        return async_result.get(timeout=self.call_wait_s)
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -182,7 +182,7 @@ class ZkStateStore(ZkSession):
             self.round_trips += len(pending)
             for path, result in pending:
                 try:
-                    data, stat = result.get(timeout=self.call_timeout_s)
+                    data, stat = result.get(timeout=self.call_wait_s)
                 except NoNodeError:
                     results[path] = None
                     self._known.discard(path)
@@ -243,6 +243,22 @@ class ZkStateStore(ZkSession):
     def write(self, path: str, data: bytes) -> None:
         """Write one document (create with parents, or set unconditionally)."""
         self.write_many({path: data})
+
+    def create_ephemeral(self, path: str, data: bytes) -> bool:
+        """Create ``path`` holding ``data`` as an ephemeral node of this session (parents
+        created as needed); False when it exists already (an ownership record)."""
+        validate_zk_path(path)
+        self._ensure_parent(_parent(path))
+
+        def attempt() -> bool:
+            try:
+                self._send(self._client.create_async(path, bytes(data), acl=self._acl,
+                                                     ephemeral=True))
+            except NodeExistsError:
+                return False
+            return True
+
+        return self._retrying("creating", path, attempt)
 
     def delete(self, path: str) -> bool:
         """Delete one node (not recursive). Returns False when it did not exist."""

@@ -34,11 +34,12 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
-from storm_kafka_compat.errors import KafkaAccessError, PipelineError, StormKafkaCompatError
+from storm_kafka_compat.errors import (KafkaAccessError, OwnershipConflictError, PipelineError,
+                                       StormKafkaCompatError)
 from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
 from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
@@ -48,6 +49,9 @@ from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: while commits keep failing, a warning sums them up this often (ms)
+OUTAGE_REMINDER_MS = 60_000
 
 
 @dataclass
@@ -90,6 +94,9 @@ class SpoutCounts:
     #: storm-kafka-client's AT_MOST_ONCE commits before a fetch)
     commit_failures: int = 0
     fetch_failures: int = 0
+    #: of the fetch failures, OFFSET_OUT_OF_RANGE answers not followed
+    #: (useStartOffsetTimeIfOffsetOutOfRange false)
+    out_of_range: int = 0
     timeouts: int = 0
     processed: Dict[TopicPartition, int] = field(default_factory=dict)
     acked: Dict[TopicPartition, int] = field(default_factory=dict)
@@ -132,9 +139,17 @@ class OffsetPolicy(Protocol):
         """The start decision for ``info`` and the partition's new state."""
         ...
 
-    def write(self, due: Sequence[Tuple[PartitionState, int]]) -> int:
+    @property
+    def unreachable_since(self) -> Optional[float]:
+        """Since when (epoch s) the store has not answered; None while it answers."""
+        ...
+
+    def write(self, due: Sequence[Tuple[PartitionState, int]], *, patient: bool = True) -> int:
         """Store ``(state, offset)`` pairs; return the round trips. Raises a
-        :class:`~storm_kafka_compat.errors.StormKafkaCompatError` on failure."""
+        :class:`~storm_kafka_compat.errors.StormKafkaCompatError` on failure, an
+        :class:`~storm_kafka_compat.errors.OwnershipConflictError` when another writer
+        owns the documents (the run then stops). Not ``patient`` (the periodic
+        commit): the store is not waited for long, the next commit tries again."""
         ...
 
     def storm_conf(self) -> Dict[str, object]:
@@ -185,6 +200,12 @@ class Spout:
         self._caught_up: Dict[TopicPartition, bool] = {}
         #: partitions whose task failed, and how many batches in a row
         self._task_errors: Dict[TopicPartition, int] = {}
+        #: partitions whose out-of-range fetches were said (until one succeeds)
+        self._out_of_range_said: Set[TopicPartition] = set()
+        #: since when commits fail (ms, self.clock), how many, the last reminder
+        self._failing_since_ms: Optional[int] = None
+        self._failed_in_outage = 0
+        self._last_outage_log_ms = 0
         self.assignment = Assignment(discovery, manager_factory=self._new_manager,
                                      on_removed=self._removed, task_index=task_index,
                                      total_tasks=total_tasks)
@@ -304,9 +325,18 @@ class Spout:
         assert r.failure is not None
         if r.failure.kind is FailureKind.OUT_OF_RANGE:
             if not self.job.spout.use_start_offset_time_if_offset_out_of_range:
-                log.warning("%s: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so this "
-                            "is a fetch failure", r.key, r.failure.message)
                 self.counts.fetch_failures += 1
+                self.counts.out_of_range += 1
+                if r.key not in self._out_of_range_said:
+                    # once per partition while it stays out of range: every batch says
+                    # it again otherwise (the outOfRange metric counts them)
+                    self._out_of_range_said.add(r.key)
+                    log.warning("%s: %s; useStartOffsetTimeIfOffsetOutOfRange is false, so "
+                                "this is a fetch failure, every batch until the offset is "
+                                "moved (`offsets reset`; the outOfRange metric counts them)",
+                                r.key, r.failure.message)
+                else:
+                    log.info("%s: still out of range: %s", r.key, r.failure.message)
                 return True
             try:
                 earliest = self.kafka.offset_for(r.key.topic, r.key.partition, EARLIEST_TIME)
@@ -326,6 +356,7 @@ class Spout:
 
     def _settle(self, pm: PartitionState, r: PartitionResult, now_ms: int) -> int:
         """Apply a task's outcome: the offsets taken, acks, fails, open trees."""
+        self._out_of_range_said.discard(r.key)
         pm.fetched(r.plan, r.taken, scanned_to=r.scanned_to, latency_ms=r.latency_ms)
         if not r.taken and not r.plan.retry:       # nothing new: the common idle case
             self._caught_up[r.key] = True
@@ -365,34 +396,71 @@ class Spout:
 
     # --- commits ---------------------------------------------------------------------------
     def maybe_commit(self, now_ms: int) -> Optional[CommitReport]:
-        """Commit when the commit timer says so; the report, or None when not due."""
+        """Commit when the commit timer says so; the report, or None when not due. The
+        store is not waited for long (the next commit is due one interval later)."""
         if not self.timer.due(now_ms):
             return None
-        report = self.commit()
+        report = self.commit(patient=False)
         self.timer.committed(now_ms)
         return report
 
-    def commit_managers(self, managers: List[PartitionState]) -> CommitReport:
+    @property
+    def store_unreachable_since(self) -> Optional[float]:
+        """Since when (epoch s) the offset store has not answered; None while it does."""
+        return self.policy.unreachable_since
+
+    def commit_managers(self, managers: List[PartitionState], *,
+                        patient: bool = True) -> CommitReport:
         """Store every partition whose offset changed, in as few round trips as the
-        store allows."""
+        store allows. While the store stays away, the first failure is an error and
+        the next ones are summed up once a minute."""
         due = [(pm, off) for pm in managers for off in [pm.commit_offset()] if off is not None]
         if not due:
             return CommitReport()
         try:
-            trips = self.policy.write(due)
+            trips = self.policy.write(due, patient=patient)
+        except OwnershipConflictError:
+            self.counts.commit_failures += 1
+            raise                               # another writer: the run stops
         except StormKafkaCompatError as exc:
             self.counts.commit_failures += 1
-            log.error("commit of %d partitions to %s failed: %s; keeping the state in memory "
-                      "and retrying at the next commit", len(due), self.policy.store_name, exc)
+            self._commit_failed(len(due), exc)
             return CommitReport(error=str(exc))
+        if self._failing_since_ms is not None:
+            log.warning("commit to %s succeeded again after %.0f s (%d commits failed); "
+                        "%d partitions written", self.policy.store_name,
+                        (self.clock() - self._failing_since_ms) / 1000.0,
+                        self._failed_in_outage, len(due))
+            self._failing_since_ms = None
         for pm, off in due:
             pm.mark_committed(off)
         self.counts.commits += len(due)
         self.counts.commit_round_trips += trips
         return CommitReport(written=len(due), round_trips=trips)
 
-    def commit(self) -> CommitReport:
-        return self.commit_managers(list(self.managers().values()))
+    def _commit_failed(self, partitions: int, exc: StormKafkaCompatError) -> None:
+        now = self.clock()
+        pending = sum(pm.pending_count for pm in self.managers().values())
+        if self._failing_since_ms is None:
+            self._failing_since_ms = self._last_outage_log_ms = now
+            self._failed_in_outage = 1
+            log.error("commit of %d partitions to %s failed: %s; keeping the state in memory "
+                      "and retrying at the next commit (processing goes on; %d pending)",
+                      partitions, self.policy.store_name, exc, pending)
+            return
+        self._failed_in_outage += 1
+        if now - self._last_outage_log_ms >= OUTAGE_REMINDER_MS:
+            self._last_outage_log_ms = now
+            log.warning("commits to %s still fail after %.0f s (%d failed): %s; processing goes "
+                        "on, %d pending", self.policy.store_name,
+                        (now - self._failing_since_ms) / 1000.0, self._failed_in_outage, exc,
+                        pending)
+        else:
+            log.info("commit of %d partitions to %s failed again: %s", partitions,
+                     self.policy.store_name, exc)
+
+    def commit(self, *, patient: bool = True) -> CommitReport:
+        return self.commit_managers(list(self.managers().values()), patient=patient)
 
     def final_commit(self, attempts: int, sleep: Callable[[float], None]) -> bool:
         """Commit on shutdown, retrying a failed write ``attempts`` times

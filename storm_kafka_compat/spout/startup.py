@@ -8,13 +8,19 @@ partition starts and why.
 Storm's rules (reference section 2.3):
 
 1. No usable document (no node, or ``topology.id`` not a string, or ``offset``
-   not an integer) -> start at the ``startOffsetTime`` offset.
+   not an integer or negative) -> start at the ``startOffsetTime`` offset.
 2. Stored id differs from ours and ``ignoreZkOffsets`` -> the ``startOffsetTime``
    offset. A different id without the flag is resumed (the migration path).
 3. Otherwise the stored offset.
 4. Then, if ``reference - start > maxOffsetBehind`` or ``start <= 0``, the start
    becomes the reference offset itself (not ``latest - maxOffsetBehind``, unless
-   the opt-in ``max_offset_behind_reset_to_window`` is set).
+   the opt-in ``max_offset_behind_reset_to_window`` is set). A stored offset of 0
+   is "no state" (``no_state``), not a damaged document.
+
+What Storm takes silently is said here: an unusable document (``invalid_state``,
+or an error under ``corruptStatePolicy: fail``), a negative offset, and a
+document whose ``topic``/``partition`` fields name another partition (resumed
+from, as Storm does, with a warning; refused under ``fail``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, Callable, Dict, Optional, Protocol
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, SpoutConfig
 from storm_kafka_compat.errors import CorruptStateError
+from storm_kafka_compat.offsets.document import document_fields
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +59,9 @@ class StoredState(Protocol):
     @property
     def problem(self) -> Optional[str]: ...
 
+    @property
+    def parsed(self) -> Any: ...
+
 
 @dataclass(frozen=True)
 class StartDecision:
@@ -78,7 +88,8 @@ def describe_time(start_offset_time: int) -> str:
 
 
 def decide_start(stored: Optional[StoredState], *, topology_id: str, config: SpoutConfig,
-                 offset_for: Callable[[int], int], where: str = "") -> StartDecision:
+                 offset_for: Callable[[int], int], where: str = "",
+                 topic: Optional[str] = None, partition: Optional[int] = None) -> StartDecision:
     """Decide the start offset of one partition exactly as storm-kafka 1.2.x does.
 
     Parameters
@@ -93,32 +104,41 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
         ``NO_OFFSET`` (-5) when Kafka has none.
     where : str
         Partition description for messages, e.g. the ZooKeeper path.
+    topic, partition : optional
+        The partition the document is read for: a document whose ``topic`` or
+        ``partition`` field names another one (copied from another path) is
+        resumed from as Storm does, with a warning, or refused under
+        ``corruptStatePolicy: fail``.
 
     Raises
     ------
     CorruptStateError
-        The document is unusable and ``corrupt_state_policy`` is ``"fail"``.
+        The document is unusable (or names another partition, or holds a negative
+        offset) and ``corrupt_state_policy`` is ``"fail"``.
     """
     time_name = describe_time(config.start_offset_time)
     reference = offset_for(config.start_offset_time)
     stored_offset = stored.offset if stored is not None else None
     stored_id = stored.topology_id if stored is not None else None
+    where = where or "the partition path"
+    problem = stored.problem if stored is not None else None
+    if problem is None and stored_offset is not None and stored_offset < 0:
+        problem = f"offset {stored_offset} is negative"
+    elsewhere = _names_another_partition(stored, topic, partition)
 
     if stored is None:
         decision, start = NO_STATE, reference
         reason = f"no document; starting at the {time_name} offset {reference}"
-    elif stored.problem is not None:
-        if config.corrupt_state_policy == "fail":
-            raise CorruptStateError(
-                f"stored document at {where or 'the partition path'} is unusable "
-                f"({stored.problem}): {stored.data[:200]!r}; fix or delete the node, or set "
-                "corruptStatePolicy: storm to fall back to startOffsetTime as Storm does",
-                zk_path=where or None, data=stored.data, reason=stored.problem)
-        log.warning("stored document at %s is unusable (%s), bytes %r; starting at the "
-                    "%s offset %d as Storm does", where, stored.problem, stored.data[:200],
+    elif problem is not None:
+        _refuse_under_fail(config, stored, where, problem)
+        log.warning("stored document at %s is unusable (%s), bytes %r; starting at the %s "
+                    "offset %d as Storm does (corruptStatePolicy: storm), so the partition is "
+                    "read again from there. To stop instead set corruptStatePolicy: fail; to "
+                    "resume elsewhere write the offset with `storm-kafka-compat offsets reset "
+                    "CONFIG --to-offset N --execute`", where, problem, stored.data[:200],
                     time_name, reference)
         decision, start = INVALID_STATE, reference
-        reason = (f"stored document rejected ({stored.problem}); Storm treats it as no state: "
+        reason = (f"stored document rejected ({problem}); Storm treats it as no state: "
                   f"starting at the {time_name} offset {reference}")
     elif stored_id != topology_id and config.ignore_zk_offsets:
         decision, start = IGNORE_ZK_OFFSETS, offset_for(config.start_offset_time)
@@ -126,9 +146,17 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
                   f"ignoreZkOffsets is true; starting at the {time_name} offset {start}")
     else:
         assert stored_offset is not None
+        if elsewhere is not None:
+            _refuse_under_fail(config, stored, where, elsewhere)
+            log.warning("stored document at %s %s; resuming from its offset %d as Storm does "
+                        "(Storm ignores these fields): check that it was not copied from "
+                        "another partition's path, or set corruptStatePolicy: fail to refuse "
+                        "such documents", where, elsewhere, stored_offset)
         decision, start = RESUME, stored_offset
         same = "our" if stored_id == topology_id else f"another topology's ({stored_id!r})"
         reason = f"resuming from {same} stored offset {stored_offset}"
+        if elsewhere is not None:
+            reason += f", although the document {elsewhere}"
 
     # Storm's sanity reset, 64-bit semantics (Python ints do not overflow).
     if reference - start > config.max_offset_behind:
@@ -144,15 +172,51 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
         decision, start = MAX_OFFSET_BEHIND, target
     elif start <= 0:
         if decision == RESUME:
-            decision = INVALID_STATE
-            reason = (f"stored offset {start} is not > 0, which Storm treats as no state; "
-                      f"starting at the {time_name} offset {reference}")
+            # offset 0 is what `offsets reset --to-earliest` writes for a log that starts
+            # at 0: "no state" to Storm, not a damaged document
+            decision = NO_STATE
+            reason = (f"stored offset 0 counts as no state in Storm (a reset to the start of "
+                      f"a log that begins at 0 writes it); starting at the {time_name} offset "
+                      f"{reference}")
+            if reference > 0 and config.start_offset_time != EARLIEST_TIME:
+                log.warning("%s holds offset 0, which Storm reads as no state: starting at the "
+                            "%s offset %d, so offsets 0-%d are not read; write the offset "
+                            "you mean with `offsets reset` (or use startOffsetTime -2)", where,
+                            time_name, reference, reference - 1)
         start = reference
     if start == NO_OFFSET:
         reason += " (Kafka returned no offset for this time: the first fetch will be out of range)"
     return StartDecision(decision=decision, start_offset=start, reason=reason,
                          reference_offset=reference, stored_offset=stored_offset,
                          stored_topology_id=stored_id)
+
+
+def _refuse_under_fail(config: SpoutConfig, stored: StoredState, where: str,
+                       problem: str) -> None:
+    """Raise the CorruptStateError of ``corruptStatePolicy: fail`` for ``stored``."""
+    if config.corrupt_state_policy != "fail":
+        return
+    raise CorruptStateError(
+        f"stored document at {where} is unusable ({problem}): {stored.data[:200]!r}; fix or "
+        "delete the node (or write an offset with `offsets reset`), or set "
+        "corruptStatePolicy: storm to fall back as Storm does",
+        zk_path=where, data=stored.data, reason=problem)
+
+
+def _names_another_partition(stored: Optional[StoredState], topic: Optional[str],
+                             partition: Optional[int]) -> Optional[str]:
+    """"names partition 7 (topic 'x')" when the document's informational fields name
+    another partition or topic than the one it is read for, else None."""
+    if stored is None:
+        return None
+    fields = document_fields(stored.parsed)
+    other = []
+    if partition is not None and fields["partition"] is not None and \
+            fields["partition"] != partition:
+        other.append(f"partition {fields['partition']} (this is partition {partition})")
+    if topic is not None and fields["topic"] is not None and fields["topic"] != topic:
+        other.append(f"topic {fields['topic']!r} (this is {topic!r})")
+    return "names " + " and ".join(other) if other else None
 
 
 def stored_summary(stored: Optional[StoredState]) -> Any:

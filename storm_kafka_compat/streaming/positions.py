@@ -125,7 +125,8 @@ class ZkPositions:
         stored = self.store.read(path)
         decision = decide_start(
             stored, topology_id=self.topology_id, config=self.job.spout,
-            offset_for=lambda t: self.kafka.offset_for(info.topic, info.partition, t), where=path)
+            offset_for=lambda t: self.kafka.offset_for(info.topic, info.partition, t), where=path,
+            topic=info.topic, partition=info.partition)
         log.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
         self.decisions[info.key] = decision
         start = decision.start_offset

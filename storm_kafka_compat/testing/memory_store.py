@@ -7,7 +7,7 @@ and ``fail_reads`` make the next calls raise ZooKeeperUnavailableError.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Dict, Iterable, List, Mapping, Optional, Set
 
 from storm_kafka_compat.errors import ZooKeeperUnavailableError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
@@ -22,6 +22,7 @@ class MemoryStateStore:
         self.writes = 0
         self.fail_writes = 0
         self.fail_reads = 0
+        self.ephemeral: Set[str] = set()
 
     def read(self, path: str) -> Optional[StoredDocument]:
         if self.fail_reads:
@@ -49,6 +50,24 @@ class MemoryStateStore:
 
     def write(self, path: str, data: bytes) -> None:
         self.write_many({path: data})
+
+    def create_ephemeral(self, path: str, data: bytes) -> bool:
+        """Create ``path`` unless it exists (an ownership record; :meth:`expire` plays
+        the end of the session)."""
+        if path in self.docs:
+            return False
+        self.docs[path] = bytes(data)
+        self.ephemeral.add(path)
+        return True
+
+    def delete(self, path: str) -> bool:
+        self.ephemeral.discard(path)
+        return self.docs.pop(path, None) is not None
+
+    def expire(self) -> None:
+        """The session ended: every ephemeral node goes."""
+        for path in list(self.ephemeral):
+            self.delete(path)
 
     def close(self) -> None:
         pass

@@ -31,6 +31,7 @@ Every offset is the next offset to read.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -180,8 +181,51 @@ class ToolEnv(Runtime):
                 s.log_end = self.offset_for(s.topic, s.partition, LATEST_TIME)
         return out
 
+    def refuse_if_owned(self, what: str, paths: List[str], *, watch_s: float,
+                        sleep: Callable[[float], None] = time.sleep) -> None:
+        """Before ``what`` writes ``paths``: refuse while a job owns the spout's documents
+        (its ownership record, :mod:`storm_kafka_compat.offsets.ownership`) or while
+        any of ``paths`` changes within a watch of ``watch_s`` seconds (a writer
+        without a record: a Storm topology still committing).
+
+        Raises
+        ------
+        ResetRefusedError
+            Naming the job, or the documents that moved; nothing was written.
+        """
+        from storm_kafka_compat.errors import ResetRefusedError
+        from storm_kafka_compat.offsets.ownership import owners_refusal, read_owners
+        from storm_kafka_compat.offsets.paths import spout_root
+        spout = self.job.spout
+        if spout.zk_root is not None and spout.id is not None:
+            refusal = owners_refusal(read_owners(self.store, spout_root(spout.zk_root,
+                                                                        spout.id)), what)
+            if refusal is not None:
+                raise ResetRefusedError(refusal)
+        if watch_s <= 0 or not paths:
+            return
+        before = document_versions(self.store, paths)
+        sleep(watch_s)
+        after = document_versions(self.store, paths)
+        moved = [p for p in paths if before.get(p) != after.get(p)]
+        if moved:
+            shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3
+                                            else "")
+            raise ResetRefusedError(
+                f"{what} refused: {len(moved)} document(s) changed during a {watch_s:g} s "
+                f"watch ({shown}): a writer is still at work (a Storm topology, or a job "
+                "without an ownership record), and would write its own offsets over the new "
+                "ones. Stop it first (storm deactivate, wait, storm kill), or add --force")
+
     def __enter__(self) -> "ToolEnv":
         return self
+
+
+def document_versions(store: Any, paths: List[str]) -> Dict[str, Optional[int]]:
+    """Each document's version (grows by one per write; None: no node), in one
+    pipelined read: compare two readings to see whether someone writes."""
+    found = store.read_many_stat(paths) if paths else {}
+    return {p: (v[1].version if v is not None else None) for p, v in found.items()}
 
 
 def select_partitions(infos: List[PartitionInfo], spec: Optional[str]) -> List[PartitionInfo]:

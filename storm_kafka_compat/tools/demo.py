@@ -19,6 +19,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
+import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,17 +68,33 @@ def demo_config(zk_connect: str, zk_port: int) -> Dict[str, Any]:
     }
 
 
-def next_steps(kept: Mapping[str, Any]) -> List[str]:
-    """What to run against the servers ``demo --keep`` left up."""
-    config = kept["config"]
+def command_name() -> str:
+    """How to call this program from a shell: ``storm-kafka-compat`` when that is on
+    the PATH and is this installation's, else the console script's full path beside
+    this interpreter (the README installs into ``.venv``, not onto the PATH), else
+    ``python -m storm_kafka_compat.cli.main``."""
+    script = Path(sys.executable).with_name("storm-kafka-compat")
+    found = shutil.which("storm-kafka-compat")
+    if found is not None and (not script.exists() or Path(found).resolve() == script.resolve()):
+        return "storm-kafka-compat"
+    if script.exists():
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m storm_kafka_compat.cli.main"
+
+
+def next_steps(kept: Mapping[str, Any], command: Optional[str] = None) -> List[str]:
+    """What to run against the servers ``demo --keep`` left up, as lines a shell
+    takes as they are (``command``: how to call this program, :func:`command_name`)."""
+    skc = command or command_name()
+    config = shlex.quote(str(kept["config"]))
     zk = kept["zookeeper"]
     return [
-        f"storm-kafka-compat offsets show {config}",
-        f"storm-kafka-compat offsets show --zk {zk} --zk-root {ZK_ROOT} --id {SPOUT_ID} "
-        f"--topic {TOPIC}",
-        f"storm-kafka-compat offsets explain {config}",
-        f"storm-kafka-compat offsets reset {config} --to-earliest --partitions 0",
-        f"storm-kafka-compat run {config} --until-caught-up",
+        f"{skc} offsets show {config}",
+        f"{skc} offsets show --zk {zk} --zk-root {ZK_ROOT} --id {SPOUT_ID} --topic {TOPIC}",
+        f"{skc} offsets explain {config}",
+        f"{skc} offsets reset {config} --to-earliest --partitions 0",
+        f"{skc} run {config} --until-caught-up",
+        f"{skc} run {config} --status-port 8099 & sleep 20; {skc} status 8099; kill -TERM $!",
         f"kill {kept['zookeeper_pid']} {kept['broker_pid']}   # stop the servers",
     ]
 

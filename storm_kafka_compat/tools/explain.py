@@ -85,7 +85,7 @@ def explain_state(env: ToolEnv, state: PartitionState, topology_id: str) -> Expl
     try:
         d = decide_start(stored, topology_id=topology_id, config=env.job.spout,
                          offset_for=lambda t: env.offset_for(state.topic, state.partition, t),
-                         where=state.zk_path)
+                         where=state.zk_path, topic=state.topic, partition=state.partition)
     except CorruptStateError as exc:
         return Explanation(
             topic=state.topic, partition=state.partition, zk_path=state.zk_path,

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.offsets.paths import spout_root
-from storm_kafka_compat.tools import ToolEnv
+from storm_kafka_compat.tools import ToolEnv, document_versions
 from storm_kafka_compat.tools.lag import LagRow, lag
 
 #: decisions of ``offsets explain`` that do not resume from the stored offset
@@ -146,20 +146,16 @@ def plan_migration(env: ToolEnv, *, watch_s: float = 5.0, topology_id: Optional[
         other = [d for d in ids_under_root(env.store, spout.zk_root, wildcard=wildcard)
                  if d.spout_id != spout.id]
         watched = [d.zk_path for d in decisions] + [p for d in other for p in d.offsets]
-        before = _versions(env.store, watched)
+        before = document_versions(env.store, watched)
     if watch_s > 0:
         sleep(watch_s)
-    after = _group_commits(env) if env.kafka_store else _versions(env.store, list(before))
+    after = _group_commits(env) if env.kafka_store else document_versions(env.store,
+                                                                             list(before))
     changed = [key for key in before if before[key] != after.get(key)] + \
         [key for key in after if key not in before]
     plan = MigrationPlan(location, tid, decisions, lag(env), other, changed, watch_s, traps)
     plan.problems = _problems(plan, env.kafka_store)
     return plan
-
-
-def _versions(store: Any, paths: List[str]) -> Dict[str, Any]:
-    found = store.read_many_stat(paths) if paths else {}
-    return {p: (v[1].version if v is not None else None) for p, v in found.items()}
 
 
 def _group_commits(env: ToolEnv) -> Dict[str, Any]:

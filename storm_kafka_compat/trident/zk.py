@@ -48,10 +48,37 @@ def read_trident_partition(zk: Any, root: str, tx_state_id: str, topic: str, par
 
 
 def write_trident_rollback(zk: Any, path: str, txid: int, data: bytes, *,
-                           timeout_s: float = 10.0) -> None:
+                           timeout_s: float = 10.0, spout_root: Optional[str] = None,
+                           force: bool = False) -> None:
     """Overwrite (or create) ``path/<txid>`` with ``data``: the emitter's next batch
     then starts from its ``nextOffset`` (``RotatingTransactionalState`` initialises a
-    new txid from the highest one below it)."""
+    new txid from the highest one below it).
+
+    With ``spout_root`` (``zkRoot/id`` of the job moved from Trident) the roll-back is
+    refused while that job runs (its ownership record,
+    :mod:`storm_kafka_compat.offsets.ownership`), naming it, unless ``force``: the job
+    would go on past the position handed back.
+
+    Raises
+    ------
+    ResetRefusedError
+        The job still runs; nothing was written.
+    """
+    if spout_root is not None and not force:
+        from storm_kafka_compat.errors import ResetRefusedError
+        from storm_kafka_compat.offsets.ownership import (OwnerRecord, is_owner_node,
+                                                          owners_refusal)
+        names = (zk.get_children_async(spout_root).get(timeout=timeout_s)
+                 if zk.exists_async(spout_root).get(timeout=timeout_s) else [])
+        owners = {}
+        for name in (n for n in names if is_owner_node(n)):
+            record = OwnerRecord.parse(zk.get_async(f"{spout_root}/{name}").get(
+                timeout=timeout_s)[0])
+            if record is not None:
+                owners[f"{spout_root}/{name}"] = record
+        refusal = owners_refusal(owners, "the Trident roll-back")
+        if refusal is not None:
+            raise ResetRefusedError(refusal)
     node = f"{path}/{txid}"
     zk.ensure_path_async(path).get(timeout=timeout_s)
     if zk.exists_async(node).get(timeout=timeout_s):

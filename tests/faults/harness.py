@@ -39,6 +39,9 @@ JOB_START_TIMEOUT_S = 300.0
 #: JVM options that shorten Spark's start on small machines (C1 only, serial GC)
 FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+#: the repository (``tests.bolts`` and the other test modules import from it)
+REPO = str(Path(__file__).resolve().parents[2])
+
 #: environment variable the test bolts (``tests.bolts``) append their records to
 RECORD_ENV = "STORM_KAFKA_COMPAT_TEST_RECORD"
 
@@ -305,9 +308,12 @@ class JobProcess:
 
 def run_cli(args: Sequence[str], *, timeout_s: float = 120.0, cwd: Optional[os.PathLike] = None,
             env: Optional[Mapping[str, str]] = None) -> subprocess.CompletedProcess:
-    """Run ``storm-kafka-compat ARGS`` to completion (text output captured)."""
+    """Run ``storm-kafka-compat ARGS`` to completion (text output captured); the
+    repository is on ``PYTHONPATH`` (the test bolts are imported before a run)."""
     full_env = dict(os.environ)
     full_env.update({"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"})
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, full_env.get("PYTHONPATH", ""))
+                                             if p)
     full_env.update(env or {})
     return subprocess.run([*console_script(), *args], capture_output=True, text=True,
                           timeout=timeout_s, cwd=None if cwd is None else str(cwd),

@@ -173,3 +173,64 @@ def test_unreachable_zookeeper_and_broker(zk_server, tmp_path, unique):
     assert code == 1, stderr[-2000:]
     assert len(errors) == 1 and f"127.0.0.1:{dead_broker}" in errors[0], stderr[-2000:]
     assert zk_tree(zk_server.connect_string) == before, "a failed start wrote to ZooKeeper"
+
+
+@pytest.mark.hard_timeout(300)
+def test_brokers_that_do_not_answer_with_api_version_set(zk_server, tmp_path, unique):
+    """Issue 26: with ``kafka.api_version`` set (0.9 brokers need it) and bootstrap hosts
+    that do not answer, run, offsets show and offsets explain printed nothing and never
+    returned, and run ignored SIGTERM. Each now ends with one error within
+    socketTimeoutMs (and a SIGTERM during the start stops the run at once)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.faults.harness import REPO, console_script
+
+    dead = free_port()
+    config = job_config(topic="bad-input", zk_root=f"/skc-faults/{unique('apiversion')}",
+                        spout_id="spout", zk_port=zk_server.port,
+                        bootstrap=f"127.0.0.1:{dead}", spout={"socketTimeoutMs": 3000},
+                        kafka={"api_version": "0.9"})
+    path = write_config(tmp_path / "job.yaml", config)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": REPO}
+    procs = {args: subprocess.Popen([*console_script(), *args.split(), str(path)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=env, start_new_session=True)
+             for args in ("run", "offsets show", "offsets explain", "run --until-caught-up")}
+    started = time.monotonic()
+    time.sleep(1.5)
+    os.kill(procs["run"].pid, signal.SIGTERM)         # a supervisor stopping it
+    try:
+        out = {args: (proc.wait(timeout=60), proc.communicate()) for args, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert time.monotonic() - started < 40
+    code, (stdout, stderr) = out["run"]
+    assert code == 0 and "stopped during start-up (SIGTERM): no batch ran" in stderr, stderr
+    for args in ("offsets show", "offsets explain", "run --until-caught-up"):
+        code, (stdout, stderr) = out[args]
+        errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+        assert code == 1 and len(errors) == 1, (args, stderr)
+        assert f"no answer from 127.0.0.1:{dead} within socketTimeoutMs 3000 ms" in errors[0]
+        assert "Traceback" not in stderr
+
+
+def test_a_master_spark_does_not_know_is_a_config_error_before_spark(tmp_path):
+    """`spark.master: local[x]` passed `config check` and `run` printed a 91-line traceback."""
+    config = job_config(topic="t", zk_root="/skc-faults/master", spout_id="spout", zk_port=9,
+                        bootstrap="127.0.0.1:9", spark={"master": "local[x]"})
+    path = write_config(tmp_path / "job.yaml", config)
+    for args in (["config", "check"], ["run"]):
+        done = run_cli([*args, str(path)], timeout_s=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"Error: {path}: spark.master 'local[x]' is not a Spark "
+                                      "master URL; use one of: local, local[N], local[*]"), \
+            done.stderr
+        assert len(done.stderr.splitlines()) == 1

@@ -1,11 +1,18 @@
-"""Documents changed by hand: a corrupt document found at start follows
-corruptStatePolicy and says so; a document edited while the job runs is
-overwritten at the next commit of that partition (as Storm does); two jobs with
-the same zkRoot/id at once are detected and reported."""
+"""Documents an operator (or another job) changes, on Apache Kafka 0.9 and a real
+ZooKeeper (issue 26).
+
+A document found at start that Storm would not resume from follows
+``corruptStatePolicy`` and says why in words that match (a cut-off document is
+"truncated"); ``fail`` refuses a negative offset and a document naming another
+partition too, ``storm`` resumes from the latter with a warning. While a job
+runs it owns its documents: a second job refuses to start naming it, ``offsets
+reset --execute`` refuses naming it, and a reset forced past that makes the job
+stop without overwriting the reset."""
 
 from __future__ import annotations
 
-import signal
+import json
+import socket
 import time
 
 import pytest
@@ -14,110 +21,106 @@ from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.paths import partition_path
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
-    committed_offsets, delivered_offsets, job_config, missing_offsets, read_deliveries,
-    read_documents, set_document, wait_until, write_config, zk_tree)
+    committed_offsets, job_config, produce_chunk, read_deliveries, read_documents, run_cli,
+    set_document, wait_until, write_config, zk_tree)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
 PARTITIONS = 2
-CORRUPT = b'{"topology":{"id":"storm-7-1500000000","name":"clicks"},"offset":"12"'
+#: a document cut off after its offset (its closing brace is missing)
+TRUNCATED = b'{"topology":{"id":"storm-7-1500000000","name":"clicks"},"offset":12'
+
+
+def _doc(topic: str, partition: int, offset: int, *, named: int = -1,
+         tid: str = "storm-7-1500000000") -> bytes:
+    return encode_document(topology_id=tid, topology_name="clicks", offset=offset,
+                           partition=partition if named < 0 else named, broker_host="old",
+                           broker_port=9092, topic=topic)
 
 
 @pytest.mark.hard_timeout(700)
-def test_corrupt_document_at_start_and_edit_while_running(zk_server_factory, tansu_factory,
-                                                          seed, job_factory, tmp_path, unique):
-    zk, broker = zk_server_factory(), tansu_factory()
-    topic, root = unique("corrupt"), "/skc-faults/corrupt"
-    p0 = partition_path(root, "spout", 0)
-    log_end = seed(broker, topic, PARTITIONS, 100)
-    set_document(zk.connect_string, p0, CORRUPT)
-    base = dict(topic=topic, zk_root=root, spout_id="spout", zk_port=zk.port,
-                static={p: broker.bootstrap for p in range(PARTITIONS)},
-                topology={"topology.id": "faults-corrupt"})
+def test_documents_found_at_start_and_a_reset_while_the_job_runs(kafka09, zk_server,
+                                                                job_factory, tmp_path, unique):
+    topic, root = unique("docs"), f"/skc-faults/{unique('docs')}"
+    kafka09.create_topic(topic, PARTITIONS, 1)
+    log_end = produce_chunk(kafka09, topic, {p: 0 for p in range(PARTITIONS)}, 100)
+    p0, p1 = partition_path(root, "spout", 0), partition_path(root, "spout", 1)
+    zk = zk_server.connect_string
+    base = dict(topic=topic, zk_root=root, spout_id="spout", zk_port=zk_server.port,
+                bootstrap=kafka09.bootstrap, kafka={"api_version": "0.9"},
+                topology={"topology.id": "faults-docs"})
 
-    # policy "fail": the start stops with an error naming the path; nothing is written
-    before = zk_tree(zk.connect_string, root)
-    strict = job_config(**base, spout={"corruptStatePolicy": "fail"})
-    job = job_factory(write_config(tmp_path / "strict.yaml", strict), ("--until-caught-up",),
-                      name="strict")
-    job.start()
-    assert job.wait(timeout_s=JOB_START_TIMEOUT_S) == 1, job.stderr_tail()
-    errors = [line for line in job.stderr().splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and p0 in errors[0] and "unusable" in errors[0], errors
-    assert "corruptStatePolicy" in errors[0]
-    assert zk_tree(zk.connect_string, root) == before
-    assert read_deliveries(job.record_path) == []
+    # corruptStatePolicy fail: each refused before Spark starts, nothing written
+    strict = write_config(tmp_path / "strict.yaml",
+                          job_config(**base, spout={"corruptStatePolicy": "fail"}))
+    for data, said in [
+            (TRUNCATED, "invalid JSON (truncated: the document ends before the object's "
+                        "closing '}')"),
+            (_doc(topic, 0, -5), "offset -5 is negative"),
+            (_doc(topic, 0, 30, named=7), "names partition 7 (this is partition 0)")]:
+        set_document(zk, p0, data)
+        before = zk_tree(zk, root)
+        done = run_cli(["run", str(strict), "--until-caught-up"], timeout_s=120)
+        assert done.returncode == 1, done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1 and p0 in errors[0] and said in errors[0], done.stderr
+        assert zk_tree(zk, root) == before
+    # offsets explain says it too (the fault round saw only `resume 30`)
+    explained = run_cli(["offsets", "explain", str(strict), "--json"], timeout_s=120)
+    assert explained.returncode == 0, explained.stderr
+    first = json.loads(explained.stdout)[0]
+    assert first["decision"] == "invalid_state"
+    assert "names partition 7 (this is partition 0)" in first["reason"]
 
-    # policy "storm" (the default): WARN with the path and the bytes, start at
-    # startOffsetTime (earliest), then the job owns the document
-    lenient = job_config(**base, spout={"stateUpdateIntervalMs": 500})
-    job = job_factory(write_config(tmp_path / "storm.yaml", lenient), ("--max-messages", "50"),
-                      name="storm")
+    # corruptStatePolicy storm (the default): partition 0 resumes at 30 from the
+    # document naming partition 7, with a warning; partition 1's truncated document
+    # is named so, and the partition starts at the log start
+    set_document(zk, p1, TRUNCATED)
+    lenient = write_config(tmp_path / "job.yaml", job_config(
+        **base, spout={"stateUpdateIntervalMs": 500}))
+    job = job_factory(lenient, ("--max-messages", "50"), name="owner")
     job.start()
-    wait_until(lambda: committed_offsets(zk.connect_string, root, "spout",
-                                         range(PARTITIONS)) == log_end,
+    wait_until(lambda: committed_offsets(zk, root, "spout", range(PARTITIONS)) == log_end,
                timeout_s=JOB_START_TIMEOUT_S, what="commit of the log end",
                on_timeout=job.stderr_tail)
-    warning = [line for line in job.stderr().splitlines() if "unusable" in line]
-    assert warning and "WARNING" in warning[0] and p0 in warning[0], job.stderr_tail()
-    assert "startOffsetTime -2 (earliest) offset 0" in warning[0]
+    stderr = job.stderr()
+    assert "names partition 7 (this is partition 0); resuming from its offset 30" in stderr
+    assert f"{p1} is unusable (invalid JSON (truncated: the document ends" in stderr
+    seen = {(r["partition"], r["offset"]) for r in read_deliveries(job.record_path)}
+    assert min(o for p, o in seen if p == 0) == 30 and min(o for p, o in seen if p == 1) == 0
 
-    # edited by hand while running: kept until the partition commits again, then overwritten
-    p1 = partition_path(root, "spout", 1)
-    set_document(zk.connect_string, p1, encode_document(
-        topology_id="faults-corrupt", topology_name="faults", offset=3, partition=1,
-        broker_host="edited", broker_port=1, topic=topic))
-    time.sleep(2.0)   # several commit intervals with nothing new: no write
-    assert read_documents(zk.connect_string, [p1])[p1].offset == 3
-    log_end = seed(broker, topic, PARTITIONS, 50, start=100)
-    wait_until(lambda: committed_offsets(zk.connect_string, root, "spout",
-                                         range(PARTITIONS)) == log_end,
-               timeout_s=90, what="the edited document overwritten", on_timeout=job.stderr_tail)
-    job.signal(signal.SIGTERM)
-    assert job.wait(timeout_s=90) == 0, job.stderr_tail()
-    counts = delivered_offsets(read_deliveries(job.record_path))
-    assert missing_offsets(counts, log_end) == []
+    # the job owns the documents: its record names it
+    record = json.loads(read_documents(zk, [f"{root}/spout/owner~task-0"])[
+        f"{root}/spout/owner~task-0"].data)
+    assert (record["pid"], record["host"], record["topology_id"]) == \
+        (job.pid, socket.gethostname(), "faults-docs")
+    owner = f"topology 'faults-docs' (faults), driver pid {job.pid} on {socket.gethostname()}"
 
+    # a second job on the same zkRoot/id, with the same topology.id: it does not start
+    started = time.monotonic()
+    second = run_cli(["run", str(lenient), "--until-caught-up"], timeout_s=120)
+    assert second.returncode == 1, second.stderr
+    assert f"Error: another job owns the documents under {root}/spout: {owner}" \
+        in second.stderr, second.stderr
+    assert "--take-over" in second.stderr and time.monotonic() - started < 60
 
-@pytest.mark.hard_timeout(600)
-def test_two_jobs_with_the_same_zkroot_and_id(zk_server_factory, tansu_factory, seed,
-                                              job_factory, tmp_path, unique):
-    zk, broker = zk_server_factory(), tansu_factory()
-    topic, root = unique("twojobs"), "/skc-faults/twojobs"
-    seed(broker, topic, 1, 50)
-    jobs = []
-    for name in ("job-a", "job-b"):
-        config = job_config(topic=topic, zk_root=root, spout_id="spout", zk_port=zk.port,
-                            static={0: broker.bootstrap},
-                            spout={"stateUpdateIntervalMs": 300},
-                            topology={"topology.id": name})
-        job = job_factory(write_config(tmp_path / f"{name}.yaml", config), name=name,
-                          record_path=tmp_path / f"{name}.jsonl")
-        jobs.append(job.start())
-    path = partition_path(root, "spout", 0)
-    # keep both busy until each has written at least once: the document changes hands
-    ids = set()
-    start = 50
-    deadline = time.monotonic() + 200
-    while len(ids) < 2 and time.monotonic() < deadline:
-        seed(broker, topic, 1, 20, start=start)
-        start += 20
-        time.sleep(1.0)
-        doc = read_documents(zk.connect_string, [path])[path]
-        if doc is not None:
-            ids.add(doc.topology_id)
-    assert ids == {"job-a", "job-b"}, [j.stderr_tail() for j in jobs]
+    # a reset beside it is refused, naming it; nothing written
+    before = zk_tree(zk, root)
+    refused = run_cli(["offsets", "reset", str(lenient), "--to-offset", "10", "--partitions",
+                       "0", "--execute"], timeout_s=120)
+    assert refused.returncode == 1, refused.stderr
+    assert f"offsets reset --execute refused: a running job owns these documents ({owner}" \
+        in refused.stderr and "--force" in refused.stderr
+    assert {p: v for p, v in zk_tree(zk, root).items() if "owner~" not in p} == \
+        {p: v for p, v in before.items() if "owner~" not in p}
 
-    def reported():
-        return any("same zkRoot/id" in j.stderr() for j in jobs)
-
-    try:
-        wait_until(reported, timeout_s=30, what="the conflict reported")
-    finally:
-        for job in jobs:
-            job.signal(signal.SIGTERM)
-        for job in jobs:
-            job.wait(timeout_s=90)
-    text = "\n".join(j.stderr() for j in jobs)
-    line = next(line for line in text.splitlines() if "same zkRoot/id" in line)
-    assert path in line and "'job-a'" in line and "'job-b'" in line
+    # forced: written; the job stops at its next commit instead of overwriting it
+    forced = run_cli(["offsets", "reset", str(lenient), "--to-offset", "10", "--partitions",
+                      "0", "--execute", "--force"], timeout_s=120)
+    assert forced.returncode == 0 and "wrote 1 document(s)" in forced.stderr, forced.stderr
+    log_end = produce_chunk(kafka09, topic, log_end, 20)
+    assert job.wait(timeout_s=120) == 1, job.stderr_tail()
+    assert f"Error: {p0} was changed by another writer: offset 10 is stored where this job " \
+           "('faults-docs') wrote 100" in job.stderr(), job.stderr_tail()
+    final = committed_offsets(zk, root, "spout", range(PARTITIONS))
+    assert final[0] == 10 and 100 <= (final[1] or 0) <= 120, final

@@ -112,3 +112,73 @@ def test_zookeeper_session_expires_behind_a_cut_proxy(zk_server_factory, tansu_f
     stderr = job.stderr()
     # kazoo reports the expired session as LOST, then connects with a new one
     assert "connection state LOST" in stderr, stderr[-3000:]
+
+
+def _status(job) -> dict:
+    """The job's status endpoint (``run --status-port 0`` prints where)."""
+    import json
+    import re
+    import urllib.request
+    found = re.search(r"status: (http://127\.0\.0\.1:\d+/status)", job.stderr())
+    assert found, job.stderr_tail()
+    with urllib.request.urlopen(found.group(1), timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+#: a fields grouping puts the bolt in a second Spark stage: batches are sized by the
+#: driver's pacer (engine.pacing)
+FIELDS_BOLTS = [{"name": "rec", "bolt": "tests.bolts:record",
+                 "inputs": [{"from": "spout", "grouping": "fields", "fields": ["str"]}]}]
+
+
+@pytest.mark.hard_timeout(600)
+def test_a_paused_zookeeper_does_not_stall_a_paced_multi_stage_job(
+        zk_server_factory, kafka09, job_factory, tmp_path, unique):
+    """Issue 26, the fault round: (1) a fields-grouping topology with
+    stateUpdateIntervalMs 500 locked its pacer at one message per partition per batch
+    (2,000 messages in 486 batches); (2) with the offset store paused and Storm's
+    default ZooKeeper timeouts, the driver blocked in the commit for the whole
+    outage (0.8-4.7 msg/s), silently. Now the batches stay large, and during the
+    pause the job goes on processing, and says so at once: an error line, the status
+    endpoint and the metrics."""
+    from tests.faults.harness import produce_chunk
+    zk = zk_server_factory()
+    topic, root = unique("zkpause"), "/skc-faults/zkpause"
+    kafka09.create_topic(topic, PARTITIONS, 1)
+    log_end = produce_chunk(kafka09, topic, {p: 0 for p in range(PARTITIONS)}, 1000)
+    config = job_config(topic=topic, zk_root=root, spout_id="spout", zk_port=zk.port,
+                        bootstrap=kafka09.bootstrap, kafka={"api_version": "0.9"},
+                        spout={"stateUpdateIntervalMs": 500},
+                        topology={"topology.id": "faults-zkpause", "bolts": FIELDS_BOLTS})
+    del config["bolt"]
+    job = job_factory(write_config(tmp_path / "job.yaml", config), ("--status-port", "0"))
+    job.start()
+    wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=JOB_START_TIMEOUT_S,
+               what="the first 2,000 messages committed", on_timeout=job.stderr_tail)
+    batches = _status(job)["batches"]
+    # about 2 messages a batch when the pacer locked; dozens now
+    assert batches <= 200, f"{batches} batches for 2,000 messages"
+
+    zk.pause()                                     # SIGSTOP: connected, never answering
+    paused = time.monotonic()
+    try:
+        log_end = produce_chunk(kafka09, topic, log_end, 100)
+        wait_until(lambda: len(read_deliveries(job.record_path)) >= sum(log_end.values()),
+                   timeout_s=14, what="processing while ZooKeeper is paused",
+                   on_timeout=job.stderr_tail)
+        status = wait_until(lambda: (lambda s: s if s.get("store_unreachable_since")
+                                     else None)(_status(job)),
+                            timeout_s=max(1.0, 14 - (time.monotonic() - paused)), what="the status",
+                            on_timeout=job.stderr_tail)
+        assert status["commit_failures"] >= 1
+        outage = [m for m in find_metric(job.metrics(), "stormKafkaCompat")
+                  if m.get("storeUnreachableSince")]
+        assert outage and outage[0]["commitFailures"] >= 1, job.metrics()
+        assert "processing goes on" in job.stderr(), job.stderr_tail()
+    finally:
+        zk.resume()
+    wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=90,
+               what="the commit once ZooKeeper answers again", on_timeout=job.stderr_tail)
+    assert _stop_gracefully(job) == 0, job.stderr_tail()
+    assert missing_offsets(delivered_offsets(read_deliveries(job.record_path)), log_end) == []
+    assert "succeeded again after" in job.stderr()

@@ -221,7 +221,7 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
     back_root = zk_root + "-back"
     back = zk_job(tmp_path / "back.yaml", cluster, topic, back_root)
     done = cli("offsets", "migrate", str(back), "--from-kafka-group", source, "--execute",
-               "--json")
+               "--watch", "0", "--json")
     assert done.returncode == 0, done.stderr
     acts = {e["partition"]: e["action"] for e in json.loads(done.stdout)["partitions"]}
     assert acts == {0: "move", 1: "skip", 2: "move"}

@@ -109,7 +109,7 @@ def test_explain_and_reset_then_run_resumes_at_the_target(tmp_path, kafka09, kaf
 
     # --shift-by: only partitions with a document; Storm's id and name are kept
     done = cli("offsets", "reset", str(config), "--shift-by", "-3", "--partitions", "0,1",
-               "--execute")
+               "--execute", "--watch", "0")
     assert done.returncode == 0, done.stderr
     assert get(zk, path[0]) == storm_document(topic, 0, 17, broker=broker, topology_id=STORM_ID)
     assert get(zk, path[1]) == storm_document(topic, 1, 7, broker=broker, topology_id=STORM_ID)
@@ -120,7 +120,8 @@ def test_explain_and_reset_then_run_resumes_at_the_target(tmp_path, kafka09, kaf
                                       "lag": 0} for p in range(3)}
 
     # --to-offset: every partition, then the run replays from there
-    done = cli("offsets", "reset", str(config), "--to-offset", "25", "--execute", "--json")
+    done = cli("offsets", "reset", str(config), "--to-offset", "25", "--execute", "--watch", "0",
+               "--json")
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["executed"] is True
@@ -129,12 +130,14 @@ def test_explain_and_reset_then_run_resumes_at_the_target(tmp_path, kafka09, kaf
     assert run("offset") == [(p, o) for p in range(3) for o in range(25, 30)]
 
     # --to-earliest: a stored 0 is "no state" for Storm; startOffsetTime -2 reads from 0
-    done = cli("offsets", "reset", str(config), "--to-earliest", "--execute")
+    done = cli("offsets", "reset", str(config), "--to-earliest", "--execute", "--watch", "0")
     assert done.returncode == 0, done.stderr
     for p in range(3):      # the runs wrote this topology's documents
         assert get(zk, path[p]) == storm_document(topic, p, 0, broker=broker,
                                                   topology_id=TOPOLOGY_ID)
-    assert {p: s for p, (_, s) in explain().items()} == {0: 0, 1: 0, 2: 0}
+    # no_state, not the alarming invalid_state the migration guide says to investigate
+    # (issue 26, item 7)
+    assert explain() == {p: ("no_state", 0) for p in range(3)}
     assert run("earliest") == [(p, o) for p in range(3) for o in range(30)]
     assert _lags(config) == {str(p): {"consumerCommittedOffset": 30, "logHeadOffset": 30,
                                       "lag": 0} for p in range(3)}

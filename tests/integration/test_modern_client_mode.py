@@ -124,7 +124,7 @@ def test_offsets_migrate_to_a_group_and_back(modern_kafka, modern_topic, zk_serv
                       (topic, 2): (5, CommitMetadata("orders-3-1700000300", 2, "t").to_json())})
     back_root = zk_root + "-back"
     done = cli("offsets", "migrate", str(config("back", back_root)), "--from-kafka-group",
-               source, "--execute", "--json")
+               source, "--execute", "--watch", "0", "--json")
     assert done.returncode == 0, done.stderr
     assert {e["partition"]: e["action"] for e in json.loads(done.stdout)["partitions"]} == {
         0: "move", 1: "skip", 2: "move"}

@@ -367,7 +367,8 @@ def test_reset_execute_then_run_resumes_at_target(kafka_topic, make_job, tmp_pat
     topic = kafka_topic(partitions=2, messages=_messages({0: 12, 1: 12}))
     job = make_job(topic, 2, topology_id="clicks-9-1700000000")
     put(job.zk, job.zk_path(0), doc(2, 0, topic, tid=UUID_ID, name="old-clicks"))
-    res = cli("offsets", "reset", str(job.path), "--to-offset", "6", "--execute")
+    res = cli("offsets", "reset", str(job.path), "--to-offset", "6", "--execute",
+              "--watch", "0")
     assert res.returncode == 0, res.stderr
     rows = parse_table(res.stdout)
     assert [(r["PARTITION"], r["CURRENT-OFFSET"], r["NEW-OFFSET"], r["DIFFERENCE"])
@@ -399,7 +400,7 @@ def test_reset_clamps_refuses_and_shift(kafka_topic, make_job):
     assert "Error: reset refused" in res.stderr and f"{topic}/1" in res.stderr
     assert snapshot(job.zk, job.zk_root) == before
     res = cli("offsets", "reset", str(job.path), "--shift-by", "-2", "--partitions", "0",
-              "--execute", "--json")
+              "--execute", "--watch", "0", "--json")
     assert res.returncode == 0, res.stderr
     assert [p["new_offset"] for p in json.loads(res.stdout)["partitions"]] == [1]
     assert get(job.zk, job.zk_path(0)) == doc(1, 0, topic)
@@ -446,7 +447,7 @@ def test_migrate_to_kafka_dry_run_execute_and_back(kafka_topic, make_job, tansu,
 
     # and back: the documents hold these offsets already, nothing changes
     res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", group, "--execute",
-              "--json")
+              "--watch", "0", "--json")
     assert res.returncode == 0, res.stderr
     acts = {p["partition"]: p["action"] for p in json.loads(res.stdout)["partitions"]}
     assert acts == {0: "unchanged", 1: "unchanged", 2: "skip", 3: "skip"}
@@ -462,7 +463,8 @@ def test_migrate_from_kafka_round_trip_through_storm_and_kafka08(kafka_topic, ma
         g.write_many({(topic, 0): (4, '{"topologyId":"clicks-3-1700000000","taskId":1,'
                                   '"threadName":"t"}'), (topic, 1): (9, "")})
     # Kafka group -> storm documents
-    res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", source, "--execute")
+    res = cli("offsets", "migrate", str(job.path), "--from-kafka-group", source, "--execute",
+              "--watch", "0")
     assert res.returncode == 0, res.stderr
     assert parse_document_offset(get(job.zk, job.zk_path(0))) == 4
     assert parse_document_offset(get(job.zk, job.zk_path(1))) == 9

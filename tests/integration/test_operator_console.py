@@ -48,7 +48,8 @@ def kept(tmp_path_factory):
     proc = _cli("demo", "--messages", "400", "--partitions", "3", "--keep", str(keep))
     assert proc.returncode == 0, proc.stderr[-3000:]
     config = keep / "job.yaml"
-    pids = [int(p) for p in proc.stderr.split("kill ", 1)[1].split("#")[0].split()]
+    stop = next(line for line in proc.stderr.splitlines() if "# stop the servers" in line)
+    pids = [int(p) for p in stop.split("kill ", 1)[1].split("#")[0].split()]
     try:
         yield proc, config, pids
     finally:

@@ -446,12 +446,25 @@ def test_spark_section() -> None:
     assert s == SparkConfig("local[4]", "clicks", 3, {"spark.ui.enabled": "false",
                                                       "spark.executor.cores": "2"})
     assert spark_config_from_dict({"app_name": "x"}).app_name == "x"
+    for master in ("local", "local[*]", "local[2,4]", "local[*,3]", "local-cluster[2,1,1024]",
+                   "spark://a:7077,b:7077", "yarn", "k8s://https://api:6443", "mesos://m:5050"):
+        assert spark_config_from_dict({"master": master}).master == master
+
+
+def test_a_wrong_master_names_the_forms_spark_accepts() -> None:
+    with pytest.raises(ConfigError) as err:
+        spark_config_from_dict({"master": "local[x]"})
+    assert str(err.value).startswith("spark.master 'local[x]' is not a Spark master URL; use "
+                                      "one of: local, local[N], local[*], local[N,F];")
 
 
 @pytest.mark.parametrize("mapping,key", [
     ({"tasks": 0}, "spark.tasks"),
     ({"tasks": True}, "spark.tasks"),
     ({"master": ""}, "spark.master"),
+    ({"master": "local[x]"}, "spark.master"),          # run printed a 91-line traceback
+    ({"master": "local[2"}, "spark.master"),
+    ({"master": "spark://host"}, "spark.master"),
     ({"conf": {"a": [1]}}, "spark.conf.a"),
     ({"appname": "x"}, "spark.appname"),
     ({"triggerInterval": "2 fortnights"}, "spark.triggerInterval"),
@@ -701,7 +714,11 @@ def test_config_warnings() -> None:
     job = job_config_from_dict(job_dict())
     notes = config_warnings(job)
     assert any("STORM-692" in n for n in notes)
-    assert any("fetchMaxWait" in n for n in notes)
+    # what the adapters do with Storm's 0/0 (kafka.client.MIN_FETCH_MAX_WAIT_MS), not
+    # "polled without pause" as this note said while configuration.md said 100 ms
+    assert "fetchMaxWait and minFetchByte are both 0 (Storm 1.0.1+ defaults): Storm " \
+           "busy-polls an idle partition; here a fetch waits at least 100 ms for data " \
+           "(docs/deviations.md)." in notes
     job = job_config_from_dict(job_dict(spout={**REQ, "zkServers": ["z"], "fetchMaxWait": 100,
                                                "minFetchByte": 1}))
     assert config_warnings(job) == []

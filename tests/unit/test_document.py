@@ -194,6 +194,20 @@ def test_malformed_documents_are_no_state(data, problem):
     assert doc.data == data
 
 
+@pytest.mark.parametrize("data, reason", [
+    # a document cut short (a write cut off, a hand edit saved half-way) is named so,
+    # not as a key that is not a string
+    (b'{"topology":{"id":"x","name":"n"},"offset":12', "before the object's closing '}'"),
+    (b'{"topology":{"id":"x","name":"n"},"offs', "inside a string"),
+    (b'{"topology":{"id":"x","name":"n"},"offset":', "after the key 'offset'"),
+    (b'{"topology":{"id":"x","name":"n"},"offset":12,"l":[1,', "before the array's closing ']'"),
+    (b'{', "before the object's closing '}'"),
+])
+def test_a_truncated_document_says_it_is_truncated(data, reason):
+    problem = parse_document(data).problem
+    assert problem == f"invalid JSON (truncated: the document ends {reason})", problem
+
+
 def test_problem_document_keeps_the_readable_parts_for_display():
     doc = parse_document(b'{"topology":{"id":"x"},"offset":12.0}')
     assert doc.topology_id == "x" and doc.offset is None

@@ -3,34 +3,105 @@ which pipelines are paced."""
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.engine.pacing import FIRST_CAP, BatchPacer, fit
+from typing import List
+
+from storm_kafka_compat.engine.pacing import FIRST_CAP, WINDOW, BatchPacer, fit
 from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
 from tests.unit.test_driver_loop import job, kafka_with
 
 
-def test_the_first_batch_is_small_then_sized_to_the_budget() -> None:
+def test_the_first_batch_is_small_and_says_nothing_of_the_cost() -> None:
     pacer = BatchPacer(budget_ms=250)
     assert pacer.cap(4, 100_000) == FIRST_CAP
     assert pacer.cap(4, 5) == 5                       # never above the caller's limit
-    pacer.observe(1000, 500)                           # one size only: 0.5 ms a message
-    assert pacer.cap(4, 100_000) == 125                # 250 ms / 0.5 ms over 4 partitions
-    pacer.observe(0, 300)                              # nothing taken: no news
-    assert pacer.cap(4, 100_000) == 125
-    pacer.observe(1, 60_000)                           # a very slow batch
-    assert pacer.cap(4, 100_000) == 1                  # never below one message
+    pacer.observe(64, 20_000, 4)                      # Spark's start: not a cost
+    assert pacer.cost_ms is None
+    assert pacer.cap(4, 100_000) == 8                  # another size: half
+    pacer.observe(0, 300, 4)                           # nothing taken: no news
+    assert pacer.cap(4, 100_000) == 8
 
 
 def test_spark_overhead_is_fitted_apart_from_the_cost_per_message() -> None:
-    # 1 s of overhead per batch, 10 ms a message: 64 messages take 1.64 s, 8 take 1.08 s
+    # 1 s of overhead per batch, 10 ms a message
     pacer = BatchPacer(budget_ms=250)
-    pacer.observe(64, 1640)
-    assert pacer.cap(4, 1000) == 2                     # overhead not known yet: small
-    pacer.observe(8, 1080)
+    pacer.observe(64, 9_000, 4)                        # start-up
+    pacer.observe(64, 1640, 4)
+    assert pacer.cost_ms is None                       # one size: the split is unknown
+    assert pacer.cap(4, 1000) == 8                     # so the next batch is half as large
+    pacer.observe(32, 1320, 4)
+    assert pacer.cost_ms is not None and pacer.overhead_ms is not None
     assert abs(pacer.cost_ms - 10.0) < 1e-9 and abs(pacer.overhead_ms - 1000.0) < 1e-6
     assert pacer.cap(4, 1000) == 6                     # 250 ms of processing over 4 partitions
-    assert fit([(10, 5.0), (20, 4.0)]) == (0.3, 0.0)   # outside the model: all cost
+    # with batches of that one size, the known overhead still gives the cost
+    for _ in range(WINDOW + 1):
+        pacer.observe(24, 1240, 4)
+    assert abs(pacer.cost_ms - 10.0) < 1e-9 and pacer.cap(4, 1000) == 6
+
+
+def test_fit_keeps_both_terms_non_negative() -> None:
+    assert fit([(10, 5.0), (20, 4.0)]) is None         # time falls with size: no cost known
+    assert fit([(10, 5.0), (10, 7.0)]) is None         # one size
+    cost, overhead = fit([(10, 1.0), (20, 3.0)])       # overhead fitted below 0: through 0
+    assert overhead == 0.0 and abs(cost - 0.14) < 1e-9
+
+
+def _simulate(pacer: BatchPacer, batches: int, *, overhead_ms: float, cost_ms: float,
+              partitions: int, first_extra_ms: float = 0.0,
+              limit: int = 100_000) -> List[int]:
+    """Run ``batches`` batches of a topic that always has data through ``pacer``: a
+    batch of m messages takes overhead + cost x m (the first one longer by
+    ``first_extra_ms``); return the per-partition caps used."""
+    caps = []
+    for n in range(batches):
+        cap = pacer.cap(partitions, limit)
+        caps.append(cap)
+        taken = cap * partitions
+        elapsed = overhead_ms + cost_ms * taken + (first_extra_ms if n == 0 else 0.0)
+        pacer.observe(taken, elapsed, partitions)
+    return caps
+
+
+def test_equal_batches_with_a_spark_overhead_above_the_budget_do_not_lock_at_one() -> None:
+    # the fault round: a fields-grouping topology, stateUpdateIntervalMs 500 (a 250 ms
+    # budget), Spark's per-job cost of the two stages 900 ms, 0.25 ms a message, 4
+    # partitions, and a slow first batch; the right cap is 250 ms / 0.25 ms / 4 = 250
+    pacer = BatchPacer(budget_ms=250)
+    caps = _simulate(pacer, 40, overhead_ms=900, cost_ms=0.25, partitions=4,
+                     first_extra_ms=6_000)
+    assert 1 not in caps[1:], caps
+    assert all(200 <= c <= 260 for c in caps[20:]), caps
+    # the batches' processing stays near the budget once the cost is known
+    assert pacer.cost_ms is not None and abs(pacer.cost_ms - 0.25) < 0.01
+    assert abs(pacer.overhead_ms - 900) < 5
+
+
+def test_the_old_rule_locked_in_and_the_new_one_recovers_from_a_cap_of_one() -> None:
+    # one size only, whole time charged to the messages: what the old pacer did
+    cap = FIRST_CAP
+    for _ in range(20):
+        taken = cap * 4
+        cap = max(1, int(250 / ((900 + 0.25 * taken) / taken) / 4))
+    assert cap == 1
+    # the new pacer, brought to a cap of 1 by a slow bolt that then becomes fast
+    pacer = BatchPacer(budget_ms=250)
+    slow = _simulate(pacer, 12, overhead_ms=900, cost_ms=400.0, partitions=4)
+    assert slow[-1] == 1
+    fast = _simulate(pacer, 25, overhead_ms=900, cost_ms=0.25, partitions=4)
+    assert fast[-1] >= 200 and max(fast) <= 260, fast
+    # growth is at most twice the largest batch of the window per batch
+    assert all(b <= 2 * a for a, b in zip(fast, fast[1:])), fast
+
+
+def test_a_real_cost_per_message_is_never_outgrown() -> None:
+    # no overhead, 50 ms a message: 5 messages fill the budget (250 ms)
+    pacer = BatchPacer(budget_ms=250)
+    caps = _simulate(pacer, 30, overhead_ms=0, cost_ms=50.0, partitions=1)
+    assert max(caps[1:]) <= FIRST_CAP and caps[-1] == 5, caps
+    # a slow batch now and then (GC) does not shrink the batches: the fastest counts
+    pacer.observe(5, 5_000, 1)
+    assert pacer.cap(1, 1000) == 5
 
 
 def _word_count_job() -> JobConfig:
@@ -52,7 +123,6 @@ def test_a_multi_stage_topology_is_paced_and_a_single_stage_one_is_not() -> None
     assert [p.max_messages for p in first] == [FIRST_CAP, FIRST_CAP]
     summary = staged.run(RunOptions(until_caught_up=True))
     assert summary.messages == 80 and summary.stopped_by == "caught up"
-    assert staged.pacer.cost_ms is not None
     forced = Pipeline(job(), runner=InProcessRunner(kafka), store=MemoryStateStore(), pace=True,
                       kafka_factory=lambda boot: kafka)
     forced.open()

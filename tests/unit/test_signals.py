@@ -17,14 +17,16 @@ from storm_kafka_compat.testing.clock import ManualClock
 
 
 class FakePipeline:
-    def __init__(self, stopping: bool = False) -> None:
+    def __init__(self, stopping: bool = False, starting: bool = False) -> None:
         self.stopping = stopping
+        self.starting = starting
         self.signals_received = 0
         self.calls: List[str] = []
 
     def stop(self, reason: str) -> None:
         self.calls.append(f"stop:{reason}")
         self.stopping = True
+        self.starting = False
 
     def force_stop(self) -> None:
         self.calls.append("force")
@@ -132,6 +134,21 @@ def test_a_first_signal_stops_and_a_second_forces() -> None:
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_signal_during_start_up_stops_at_once_and_a_second_does_not_raise_again(
+        caplog) -> None:
+    pipeline = FakePipeline(starting=True)
+    restore = install_stop_handlers(pipeline)
+    try:
+        with pytest.raises(signals.StopBeforeStart) as stopped:
+            os.kill(os.getpid(), signal.SIGINT)
+        assert stopped.value.signal_name == "SIGINT" and pipeline.calls == ["stop:SIGINT"]
+        assert "SIGINT received during start-up: stopping now" in caplog.text
+        os.kill(os.getpid(), signal.SIGTERM)          # while cleaning up: no second raise
+        assert pipeline.calls == ["stop:SIGINT", "force"]
+    finally:
+        restore()
+
+
 class FakeJvm:
     """engine.spark's hook functions, recorded (no Spark)."""
 
@@ -218,9 +235,19 @@ def test_without_a_hook_the_job_still_runs(monkeypatch, caplog) -> None:
     assert signals._current is None
 
 
-def test_outside_spark_submit_nothing_is_hooked(monkeypatch) -> None:
+def test_outside_spark_submit_only_a_sigterm_to_the_jvm_is_handed_to_the_driver(
+        monkeypatch) -> None:
+    # `run` starts the JVM in a session of its own: a kill of the driver's process
+    # group no longer reaches it, and a SIGTERM to the JVM alone stops the loop
+    # after the batch instead of stopping Spark under it
     jvm = FakeJvm(monkeypatch)
     from storm_kafka_compat.engine import spark as spark_adapter
     monkeypatch.setattr(spark_adapter, "under_spark_submit", lambda: False)
-    signals.install_jvm_stop_hook(FakePipeline(), FakeContext())()
-    assert jvm.hooks == [] and jvm.removed == 0
+    pipeline = FakePipeline()
+    ended = signals.install_jvm_stop_hook(pipeline, FakeContext())
+    assert jvm.hooks == [] and signals._current is None
+    (term,) = jvm.term_handlers
+    term()
+    assert pipeline.calls == ["stop:SIGTERM to Spark's JVM"]
+    ended()
+    assert jvm.term_restored == 1 and jvm.removed == 0

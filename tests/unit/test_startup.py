@@ -1,7 +1,7 @@
 """The start-up decision, case by case (reference section 2.3 and section 11 cases 1-8, 30)."""
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -16,6 +16,7 @@ class Stored:
     offset: Optional[int]
     problem: Optional[str] = None
     data: bytes = b"{}"
+    parsed: Any = None
 
 
 def cfg(**kw):
@@ -41,7 +42,8 @@ CASES = [
     ("different id, no flag: resume (migration path)", Stored("storm-1-2", 4_000), {},
      "resume", 4_000),
     ("offset 0 is no state, LATEST skips the partition", Stored("me", 0),
-     {"start_offset_time": -1}, "invalid_state", 5_000),
+     {"start_offset_time": -1}, "no_state", 5_000),
+    ("offset 0 is no state, EARLIEST", Stored("me", 0), {}, "no_state", 100),
     ("negative offset is no state", Stored("me", -7), {}, "invalid_state", 100),
     ("malformed document under the storm policy", Stored(None, None, "invalid JSON", b"{x"),
      {}, "invalid_state", 100),
@@ -83,6 +85,54 @@ def test_corrupt_document_fails_under_the_fail_policy():
                      offset_for=kafka, where="/r/s/partition_3")
     assert err.value.zk_path == "/r/s/partition_3" and b"12.0" in err.value.data
     assert "/r/s/partition_3" in str(err.value) and "corruptStatePolicy" in str(err.value)
+
+
+def test_a_negative_offset_is_refused_under_fail_and_warned_about_under_storm(caplog):
+    doc = Stored("me", -5, data=b'{"topology":{"id":"me"},"offset":-5}')
+    with pytest.raises(CorruptStateError) as err:
+        decide_start(doc, topology_id="me", config=cfg(corrupt_state_policy="fail"),
+                     offset_for=kafka, where="/r/s/partition_1")
+    assert err.value.reason == "offset -5 is negative" and "/r/s/partition_1" in str(err.value)
+    d = decide_start(doc, topology_id="me", config=cfg(), offset_for=kafka,
+                     where="/r/s/partition_1")
+    assert (d.decision, d.start_offset) == ("invalid_state", 100)
+    assert "offset -5 is negative" in d.reason
+    assert "/r/s/partition_1 is unusable (offset -5 is negative)" in caplog.text
+    assert "corruptStatePolicy: fail" in caplog.text
+
+
+def test_offset_0_is_no_state_and_says_why(caplog):
+    d = decide_start(Stored("me", 0), topology_id="me", config=cfg(), offset_for=kafka,
+                     where="/r/s/partition_0")
+    assert d.decision == "no_state" and "stored offset 0 counts as no state" in d.reason
+    assert "WARNING" not in caplog.text and caplog.text.count("offsets 0-") == 0
+    # from a later startOffsetTime the partition's first offsets are skipped: said so
+    decide_start(Stored("me", 0), topology_id="me", config=cfg(start_offset_time=-1),
+                 offset_for=kafka, where="/r/s/partition_0")
+    assert "offsets 0-4999 are not read" in caplog.text
+
+
+@pytest.mark.parametrize("parsed, said", [
+    ({"partition": 7, "topic": "t"}, "names partition 7 (this is partition 3)"),
+    ({"partition": 3, "topic": "other"}, "names topic 'other' (this is 't')"),
+])
+def test_a_document_naming_another_partition_is_said_or_refused(caplog, parsed, said):
+    doc = Stored("me", 30, parsed={"topology": {"id": "me"}, "offset": 30, **parsed})
+    d = decide_start(doc, topology_id="me", config=cfg(), offset_for=kafka,
+                     where="/r/s/partition_3", topic="t", partition=3)
+    assert (d.decision, d.start_offset) == ("resume", 30)     # as Storm does
+    assert said in d.reason and said in caplog.text
+    with pytest.raises(CorruptStateError) as err:
+        decide_start(doc, topology_id="me", config=cfg(corrupt_state_policy="fail"),
+                     offset_for=kafka, where="/r/s/partition_3", topic="t", partition=3)
+    assert said in str(err.value)
+    # its own partition and topic: nothing to say
+    caplog.clear()
+    own = Stored("me", 30, parsed={"topology": {"id": "me"}, "offset": 30, "partition": 3,
+                                   "topic": "t"})
+    d = decide_start(own, topology_id="me", config=cfg(corrupt_state_policy="fail"),
+                     offset_for=kafka, where="/r/s/partition_3", topic="t", partition=3)
+    assert d.reason == "resuming from our stored offset 30" and not caplog.text
 
 
 def test_corrupt_document_is_logged_with_path_and_bytes(caplog):

@@ -49,6 +49,13 @@ def kinds(cfg: Dict[str, Any], **facts: Any) -> List[str]:
     ({"maxOffsetBehind": 100000, "startOffsetTime": 1700000000000,
       "maxOffsetBehindResetToWindow": True}, {}, ["max_offset_behind"]),
     ({"maxOffsetBehind": 100000}, {}, []),      # measured from the log start: no skip
+    # below what a partition may hold in flight: failures are dropped, not retried
+    ({"maxOffsetBehind": 500}, {}, ["max_offset_behind_in_flight"]),
+    ({"maxOffsetBehind": 500}, {"topology.max.spout.pending": 400}, []),
+    ({"maxOffsetBehind": 500}, {"topology.max.spout.pending": 2000},
+     ["max_offset_behind_in_flight"]),
+    ({"maxOffsetBehind": 500, "startOffsetTime": -1}, {},
+     ["max_offset_behind", "max_offset_behind_in_flight"]),
 ])
 def test_storm_kafka_traps(spout: Dict[str, Any], topology: Dict[str, Any],
                            expected: List[str]) -> None:
@@ -73,6 +80,11 @@ def test_each_trap_says_consequence_and_fix() -> None:
                                                        "startOffsetTime": -1})))[0]
     assert behind.severity == CAUTION and "more than 500 messages" in behind.consequence
     assert "STORM-399" in behind.consequence
+    in_flight = find_traps(TrapFacts.from_mapping(config({"maxOffsetBehind": 500})))[0]
+    assert in_flight.kind == "max_offset_behind_in_flight"
+    assert "below the 100000 messages a partition may have in flight" in in_flight.consequence
+    assert "not retried" in in_flight.consequence and "skipped" in in_flight.consequence
+    assert in_flight.fix.startswith("raise maxOffsetBehind above 100000")
 
 
 def test_per_run_id_from_the_source_names_the_expression_and_how_to_find_the_id() -> None:

@@ -151,7 +151,10 @@ class GroupCommits:
         self.plan_commits += 1
         return True
 
-    def write(self, due: Sequence[Tuple[PartitionState, int]]) -> int:
+    #: a consumer group's commits are bounded by the admin client's own timeouts
+    unreachable_since: Optional[float] = None
+
+    def write(self, due: Sequence[Tuple[PartitionState, int]], *, patient: bool = True) -> int:
         return int(self.groups.write_many({pm.key: (off, self.metadata) for pm, off in due}))
 
     def close(self) -> None:
