@@ -244,11 +244,11 @@ class KafkaPythonAccess:
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
                         return []
-                if offset < position >= end:
-                    return []
                     grace_until = self._clock() + (self.config["fetch_max_wait_ms"]
                                                    + BEYOND_END_GRACE_MS) / 1000.0
-                elif offset > end and self._clock() >= grace_until:
+                if offset < position >= end:      # passed invisible entries to the end
+                    return []
+                if offset > end and self._clock() >= grace_until:
                     log.warning("offset %d of %s/%d is beyond the log end %d and the "
                                 "broker answered no OFFSET_OUT_OF_RANGE; returning "
                                 "nothing", offset, topic, partition, end)
