@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Iterable, Iterator, List, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.engine.process import BatchOutcome, process_batch
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 FIRST_CHUNK = 16
 
 #: processes a chunk of fetched messages under a plan
-Processor = Callable[[List[MessageLike], FetchPlan], BatchOutcome]
+Processor = Callable[[Sequence[MessageLike], FetchPlan], BatchOutcome]
 
 
 def processor(job: WorkerJob) -> Processor:
@@ -49,7 +49,7 @@ def processor(job: WorkerJob) -> Processor:
             topology = job.topology()
             conf = dict(job.storm_conf)
 
-            def run_topology(messages: List[MessageLike], plan: FetchPlan) -> BatchOutcome:
+            def run_topology(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
                 return process_batch(messages, scheme=scheme, topology=topology,
                                      plan_filter=plan, now_ms=int(time.time() * 1000),
                                      conf=conf)
@@ -58,7 +58,7 @@ def processor(job: WorkerJob) -> Processor:
             raise ValueError("no bolt configured: set `bolt: module:callable`")
         bolt = load_object(job.bolt, key="bolt")
 
-        def run_bolt(messages: List[MessageLike], plan: FetchPlan) -> BatchOutcome:
+        def run_bolt(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
             return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
         return run_bolt
     return job.per_worker("processor", build)
