@@ -101,7 +101,7 @@ _LIBRDKAFKA_LOG.addFilter(_ExpectedOnOldBrokers())
 #: librdkafka's pause after its prefetch queue filled (ms); see consumer_config
 FETCH_QUEUE_BACKOFF_MS = 10
 #: records one fetch() may return when the caller sets no bound
-DEFAULT_MAX_MESSAGES = 100_000
+DEFAULT_MAX_MESSAGES = 10_000
 #: settings this adapter owns; the client mapping may not change them
 RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
             "enable.partition.eof", "bootstrap.servers")
