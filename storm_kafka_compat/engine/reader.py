@@ -122,6 +122,8 @@ class PartitionReader:
         #: :attr:`position`: the log ended with entries no consumer receives
         #: (transaction markers, aborted records under read_committed)
         self.passed_to: Optional[int] = None
+        #: seconds spent in the client's fetches so far (waiting for data included)
+        self.read_s = 0.0
         self.done = False
         self._fetches = 0
 
@@ -167,6 +169,7 @@ class PartitionReader:
         else:
             messages = list(self.kafka.fetch(self.topic, self.partition, self.position,
                                              max_messages=limit, max_offset=self.max_offset))
+        self.read_s += self.clock() - started
         if self._fetches == 0:
             self.latency_ms = int((self.clock() - started) * 1000)
             if self.stop_at_log_end:

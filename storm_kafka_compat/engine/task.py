@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import gc
+import os
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Optional, Sequence
@@ -29,7 +30,8 @@ from storm_kafka_compat.engine.reader import PartitionReader
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
-from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, PartitionResult, TaskFailure
+from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
+                                          TaskTiming)
 from storm_kafka_compat.topology.schemes import MessageLike
 
 log = logging.getLogger(__name__)
@@ -79,22 +81,33 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
     message of the budget; messages fetched but not reached are not taken, and
     the next batch fetches them again. A retry plan is one fetch, processed
     whole, as in storm-kafka. ``kafka``/``process`` are injectable for tests.
+    The result's ``timing`` says where the task's time went.
     """
-    result = PartitionResult(plan)
+    result = PartitionResult(plan, timing=TaskTiming(started=time.time(), worker=os.getpid()))
     started = clock()
     reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(), plan,
                                       client=job.backend, clock=clock)
     messages, result.failure = reader.first_fetch()
     result.latency_ms = reader.latency_ms
     if not messages:
-        return passed(reader, result)
+        return _timed(passed(reader, result), reader)
     proc = process if process is not None else processor(job)
     if plan.retry:
         add_outcome(result, proc(messages, plan))
-        return result
+        return _timed(result, reader)
     with collection_paused():
-        return _read_and_process(reader, result, messages, proc, plan,
-                                 started + job.budget_s, clock)
+        return _timed(_read_and_process(reader, result, messages, proc, plan,
+                                        started + job.budget_s, clock), reader)
+
+
+def _timed(result: PartitionResult, reader: PartitionReader) -> PartitionResult:
+    """The task's timing completed: when it ended and its time in the client."""
+    timing = result.timing
+    if timing is not None:
+        timing.ended = time.time()
+        timing.read_s = reader.read_s
+        timing.process_s = max(0.0, timing.ended - timing.started - reader.read_s)
+    return result
 
 
 @contextmanager

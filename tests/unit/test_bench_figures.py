@@ -183,3 +183,21 @@ def test_percentile_nearest_rank():
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0
     assert percentile([5.0], 99) == 5.0 and percentile([], 50) is None
+
+
+def test_batch_breakdown_lays_tasks_against_their_jobs():
+    from storm_kafka_compat.bench.pipeline import batch_breakdown
+    batches = [
+        # job 10.0-12.0 on 2 slots: tasks 10.1-11.1 and 10.2-11.9 (read 0.5 / 1.2)
+        {"submitted": 10.0, "returned": 12.0, "moved": 0,
+         "tasks": [(10.1, 11.1, 0.2, 0.8), (10.2, 11.9, 0.5, 1.2)]},
+        # the driver took 0.5 s; job 12.5-13.0, one task that moved worker
+        {"submitted": 12.5, "returned": 13.0, "moved": 1, "tasks": [(12.6, 12.9, 0.1, 0.2)]},
+    ]
+    b = batch_breakdown(batches, slots=2)
+    assert b["batches"] == 2 and b["jobs"] == 2.5 and b["driver"] == 0.5
+    assert b["to_first_task"] == pytest.approx(0.2)
+    assert b["after_last_task"] == pytest.approx(0.2)
+    assert b["read"] == pytest.approx(0.8) and b["process"] == pytest.approx(2.2)
+    assert b["idle_slots"] == pytest.approx(2 * 2.0 - 2.7 + 2 * 0.5 - 0.3)
+    assert b["partition_moves"] == 1
