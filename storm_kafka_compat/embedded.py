@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from storm_kafka_compat.config import Broker, JobConfig
 
@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
     from storm_kafka_compat.spout.spout import Spout
 
-#: the brokers the commands can start: a real Apache Kafka 0.9.0.1, or tansu (fast,
-#: in memory; its defects are listed in docs/testing.md)
-BROKERS = ("kafka09", "tansu")
+#: the brokers the commands can start: a real Apache Kafka 3.9 (ZooKeeper mode, from
+#: Maven Central) or 0.9.0.1 (from npm), or tansu (fast, in memory; its defects are
+#: listed in docs/testing.md)
+BROKERS = ("kafka39", "kafka09", "tansu")
 
 #: (partition, key, value) as the producers take them
 Message = Tuple[int, Optional[bytes], Optional[bytes]]
@@ -37,14 +38,61 @@ def missing_kafka09() -> Optional[str]:
     return missing_prerequisite()
 
 
+def missing_broker(broker: str) -> Optional[str]:
+    """Why ``broker`` (one of :data:`BROKERS`) cannot start here, or None."""
+    if broker == "kafka09":
+        return missing_kafka09()
+    if broker == "kafka39":
+        from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+        return KAFKA_39.missing_prerequisite()
+    return None
+
+
+def spark_kafka_jars(pyspark_version: str) -> Tuple[str, List[str]]:
+    """Spark's own Kafka source (``spark-sql-kafka-0-10_2.13`` and its dependencies)
+    from Maven Central for ``pyspark_version``, or for the newest earlier release that
+    Maven Central serves; returns (the version resolved, the jars for ``spark.jars``).
+
+    Raises
+    ------
+    EmbeddedServerError
+        ``mvn`` is missing or no version near ``pyspark_version`` resolves.
+    """
+    from storm_kafka_compat.servers.maven import Artifact, MavenBundle, MavenUnavailableError
+    from storm_kafka_compat.servers.maven import resolve
+    spark_provided = ("org.apache.spark:spark-core_2.13", "org.apache.spark:spark-sql_2.13",
+                      "org.apache.spark:spark-catalyst_2.13", "org.apache.spark:spark-tags_2.13",
+                      "org.apache.hadoop:hadoop-client-api",
+                      "org.apache.hadoop:hadoop-client-runtime", "org.slf4j:slf4j-api",
+                      "org.scala-lang:scala-library")
+    errors = []
+    for version in _spark_versions_from(pyspark_version):
+        bundle = MavenBundle(f"spark-sql-kafka-{version}", (
+            Artifact(f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"),),
+            exclusions=spark_provided)
+        try:
+            return version, sorted(str(p) for p in resolve(bundle).glob("*.jar"))
+        except MavenUnavailableError as exc:
+            errors.append(f"{version}: {exc}")
+    raise MavenUnavailableError("Spark's Kafka source did not resolve: " + "; ".join(errors))
+
+
+def _spark_versions_from(version: str) -> List[str]:
+    """``version`` then the x.y.0 releases before it, newest first (4.3.0 -> 4.3.0,
+    4.2.0, 4.1.0, 4.0.0)."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return [version] + [f"{major}.{m}.0" for m in range(minor - 1, -1, -1)
+                        if f"{major}.{m}.0" != version]
+
+
 class EmbeddedServers:
     """ZooKeeper and one broker on loopback, stopped by their PIDs on exit.
 
     Parameters
     ----------
     broker : str
-        ``kafka09`` (a real Apache Kafka 0.9.0.1 broker with its own ZooKeeper) or
-        ``tansu``.
+        ``kafka39`` or ``kafka09`` (a real Apache Kafka 3.9 or 0.9.0.1 broker with its own
+        ZooKeeper) or ``tansu``.
     base_dir : path
         Where the servers keep their data and logs.
     """
@@ -58,13 +106,16 @@ class EmbeddedServers:
         self._tansu: Optional["EmbeddedTansu"] = None
         #: the ``kafka`` mapping every client of the broker needs
         self.kafka: Dict[str, Any] = {}
-        if broker == "kafka09":
+        if broker in ("kafka09", "kafka39"):
             from storm_kafka_compat.servers.kafka import KafkaCluster
-            self._cluster = KafkaCluster(1, base)
+            from storm_kafka_compat.servers.kafka_versions import KAFKA_09, KAFKA_39
+            self._cluster = KafkaCluster(1, base, distribution=KAFKA_09 if broker == "kafka09"
+                                         else KAFKA_39)
             zookeeper = self._cluster.zookeeper
-            assert zookeeper is not None      # a 0.9 cluster always has its ZooKeeper
+            assert zookeeper is not None      # a ZooKeeper-mode cluster has its ZooKeeper
             self.zk: "EmbeddedZooKeeper" = zookeeper
-            self.kafka = {"api_version": "0.9"}
+            if broker == "kafka09":
+                self.kafka = {"api_version": "0.9"}
         else:
             from storm_kafka_compat.servers.tansu import EmbeddedTansu
             from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
@@ -125,7 +176,8 @@ class EmbeddedServers:
         return self._tansu.pid
 
     def describe(self) -> str:
-        kind = "Apache Kafka 0.9.0.1" if self._cluster is not None else "tansu"
+        kind = (f"Apache Kafka {self._cluster.distribution.version}"
+                if self._cluster is not None else "tansu")
         return (f"ZooKeeper {self.zk.connect_string} (pid {self.zk.pid}), {kind} "
                 f"{self.bootstrap} (pid {self.broker_pid})")
 
@@ -137,11 +189,17 @@ class EmbeddedServers:
             create_topic(self.bootstrap, topic, partitions)
 
     def produce(self, topic: str, messages: Iterable[Message]) -> int:
-        """A batching producer on Kafka; one record per batch on tansu (its high
+        """A batching producer on Kafka (librdkafka's when confluent-kafka is
+        installed, else kafka-python's); one record per batch on tansu (its high
         watermark is wrong otherwise)."""
         if self._cluster is not None:
-            from storm_kafka_compat.servers.kafka_clients import produce
-            return int(produce(self.bootstrap, topic, messages))
+            try:
+                import confluent_kafka  # noqa: F401
+            except ImportError:
+                return int(self._cluster.produce(topic, messages))
+            from storm_kafka_compat.servers.kafka_clients import produce_librdkafka
+            return produce_librdkafka(self.bootstrap, topic, messages,
+                                      settings=self._cluster.distribution.librdkafka_settings)
         from storm_kafka_compat.servers.tansu import produce_exact
         return int(produce_exact(self.bootstrap, topic, messages))
 

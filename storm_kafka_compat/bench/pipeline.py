@@ -53,26 +53,40 @@ def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spou
 
 
 class _TimedRunner(SparkRunner):
-    """The pipeline's Spark runner, noting when batches with data end."""
+    """The pipeline's Spark runner, noting when batches with data end and where each
+    batch's time went (:func:`batch_breakdown`)."""
 
     def __init__(self, spark: "SparkSession", clock: Callable[[], float]) -> None:
         super().__init__(lambda: spark)
+        self.spark_session = spark
         self.clock = clock
         self.started: float = 0.0
         self.last_data: float = 0.0
         self.batches: List[Dict[str, Any]] = []
+        self._workers: Dict[Any, int] = {}
 
     def run(self, plan: BatchPlan) -> BatchResult:
         t0 = self.clock()
+        wall0 = time.time()
         if not self.started:
             self.started = t0
         result = super().run(plan)
         t1 = self.clock()
+        wall1 = time.time()
         taken = sum(r.taken_count for r in result)
         failures = [r.failure for r in result if r.failure is not None]
         broken = [f.message for f in failures if f.kind.task_error]
-        self.batches.append({"seconds": t1 - t0, "taken": taken,
-                             "failed_fetches": len(failures) - len(broken)})
+        moved = 0
+        for r in result:
+            if r.timing is not None:
+                before = self._workers.get(r.key)
+                moved += before is not None and before != r.timing.worker
+                self._workers[r.key] = r.timing.worker
+        self.batches.append({
+            "seconds": t1 - t0, "taken": taken, "failed_fetches": len(failures) - len(broken),
+            "submitted": wall0, "returned": wall1, "moved": moved,
+            "tasks": [(r.timing.started, r.timing.ended, r.timing.read_s, r.timing.process_s)
+                      for r in result if r.timing is not None]})
         if broken:
             raise RuntimeError(f"benchmark batch failed: {broken[0]}")
         # a failed fetch is retried by the driver, as in production; it is counted
@@ -110,10 +124,47 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
         raise RuntimeError(f"the {backend} pipeline processed {summary.messages} messages of "
                            f"{expected} (stopped: {summary.stopped_by})")
     seconds = timed.last_data - timed.started
+    slots = int(spark.sparkContext.defaultParallelism)
     return {"messages": summary.messages, "seconds": seconds,
+            "breakdown": batch_breakdown([b for b in timed.batches if b["taken"]], slots),
             "msgs_per_s": summary.messages / seconds if seconds > 0 else 0.0,
             "batches": summary.batches,
             "batch_seconds": [round(b["seconds"], 3) for b in timed.batches],
             "commits": summary.commits, "commit_round_trips": summary.commit_round_trips,
             "failed_fetches": sum(b["failed_fetches"] for b in timed.batches),
             "run_seconds": run_s}
+
+
+def batch_breakdown(batches: List[Dict[str, Any]], slots: int) -> Dict[str, Any]:
+    """Where the batches' wall time went, summed over ``batches`` (seconds).
+
+    ``jobs``: the Spark jobs; ``driver``: between one job's end and the next's start
+    (applying results, planning, commits, metrics); ``to_first_task``: from a job's
+    submission to its first task's start (scheduling, the plans' trip);
+    ``after_last_task``: from the last task's end to the job's return (the results'
+    trip); ``read``/``process``: inside the tasks, in the client's fetches and in the
+    scheme, tuples and bolts; ``idle_slots``: slot time no task used
+    (``slots`` x the jobs' time less the tasks' time: tasks waiting for the slowest
+    partition); ``partition_moves``: tasks that ran on another Python worker than
+    their partition's previous task (a cold client).
+    """
+    out = {"batches": len(batches), "slots": slots, "jobs": 0.0, "driver": 0.0,
+           "to_first_task": 0.0, "after_last_task": 0.0, "read": 0.0, "process": 0.0,
+           "idle_slots": 0.0, "partition_moves": 0}
+    previous_end: Optional[float] = None
+    for b in batches:
+        job = b["returned"] - b["submitted"]
+        out["jobs"] += job
+        if previous_end is not None:
+            out["driver"] += max(0.0, b["submitted"] - previous_end)
+        previous_end = b["returned"]
+        tasks = b["tasks"]
+        if tasks:
+            out["to_first_task"] += max(0.0, min(t[0] for t in tasks) - b["submitted"])
+            out["after_last_task"] += max(0.0, b["returned"] - max(t[1] for t in tasks))
+            busy = sum(t[1] - t[0] for t in tasks)
+            out["read"] += sum(t[2] for t in tasks)
+            out["process"] += sum(t[3] for t in tasks)
+            out["idle_slots"] += max(0.0, slots * job - busy)
+        out["partition_moves"] += b["moved"]
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}

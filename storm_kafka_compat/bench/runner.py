@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
-from storm_kafka_compat.embedded import EmbeddedServers, missing_kafka09, spark_cluster
+from storm_kafka_compat.embedded import (BROKERS, EmbeddedServers, missing_broker, spark_cluster,
+                                         spark_kafka_jars)
 from storm_kafka_compat.kafka.settings import KafkaSettings, kafka_settings_from_dict
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class BenchOptions:
         commit interval).
     """
 
-    messages: int = 1_000_000
+    messages: int = 4_000_000
     partitions: int = 4
     size: int = 100
     backends: Tuple[str, ...] = BACKENDS
@@ -82,11 +83,12 @@ class BenchOptions:
     plan_partitions: Tuple[int, ...] = (10, 1_000, 10_000)
     warmup_messages: int = 500
     pipeline: bool = True
-    broker: str = "kafka09"
+    broker: str = "kafka39"
     repeat: int = 3
     latency_seconds: float = 10.0
     spark_cluster: int = 0
     trigger_interval_ms: Optional[int] = None
+    spark_source: bool = True
 
 
 @dataclass
@@ -94,7 +96,14 @@ class _Report:
     machine: Dict[str, Any]
     options: Dict[str, Any]
     fetch: Dict[str, Any] = field(default_factory=lambda: {"raw": {}, "adapter": {}})
+    #: the plain job with the pipeline's consumer settings (the baseline)
     plain: Dict[str, Any] = field(default_factory=dict)
+    #: the plain job on the library's defaults (a second, labelled row)
+    plain_defaults: Dict[str, Any] = field(default_factory=dict)
+    #: the settings each backend's baseline ran with
+    plain_settings: Dict[str, Any] = field(default_factory=dict)
+    #: Spark's own Kafka source: ``batch`` and ``streaming``
+    spark_source: Dict[str, Any] = field(default_factory=dict)
     pipeline: Dict[str, Any] = field(default_factory=dict)
     #: the pipeline on a standalone cluster (``spark_cluster`` workers), per backend
     cluster: Dict[str, Any] = field(default_factory=dict)
@@ -184,13 +193,15 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
 
 
 def _servers(options: BenchOptions, base: str, report: _Report) -> EmbeddedServers:
-    broker = options.broker
-    if broker == "kafka09":
-        reason = missing_kafka09()
-        if reason:
-            report.skipped.append(f"kafka09: {reason}; measured on tansu instead")
-            broker = "tansu"
-    return EmbeddedServers(broker, base)
+    """The broker asked for, else the next of kafka39, kafka09, tansu that can run
+    here (the report says why)."""
+    order = list(BROKERS)
+    for broker in order[order.index(options.broker):]:
+        reason = missing_broker(broker)
+        if reason is None:
+            return EmbeddedServers(broker, base)
+        report.skipped.append(f"{broker}: {reason}; trying the next broker")
+    raise AssertionError("tansu always runs")
 
 
 def _settings(servers: EmbeddedServers) -> KafkaSettings:
@@ -243,22 +254,58 @@ def _with_servers(options: BenchOptions, backends: List[str], report: _Report, s
             report.skipped.append("pipeline: not requested")
 
 
+def _spark_session(options: BenchOptions, servers: EmbeddedServers, report: _Report
+                   ) -> Tuple[Any, bool]:
+    """A ``local[2]`` session for the Spark figures (with Spark's Kafka source on
+    ``spark.jars`` when it is measured); whether this run owns it."""
+    from pyspark.sql import SparkSession
+
+    from storm_kafka_compat.config import SparkConfig
+    from storm_kafka_compat.engine.spark import get_spark
+    conf: Dict[str, str] = {}
+    if _spark_source_wanted(options, servers, report):
+        import pyspark
+        try:
+            version, jars = spark_kafka_jars(pyspark.__version__)
+        except Exception as exc:  # noqa: BLE001 - reported, the rest still runs
+            report.skipped.append(f"Spark's Kafka source: {exc}")
+        else:
+            conf["spark.jars"] = ",".join(jars)
+            report.machine["spark_kafka_source"] = version
+            if version != pyspark.__version__:
+                report.machine["spark_kafka_source_note"] = (
+                    f"spark-sql-kafka-0-10 {pyspark.__version__} is not on Maven Central; "
+                    f"{version}'s jars run on pyspark {pyspark.__version__}")
+    owned = SparkSession.getActiveSession() is None
+    t0 = time.monotonic()
+    spark = get_spark(SparkConfig(master="local[2]", app_name="storm-kafka-compat-bench",
+                                  conf=conf))
+    report.machine["spark_start_s"] = round(time.monotonic() - t0, 2)
+    return spark, owned
+
+
+def _spark_source_wanted(options: BenchOptions, servers: EmbeddedServers,
+                         report: _Report) -> bool:
+    if not options.spark_source:
+        return False
+    if servers.name != "kafka39":
+        report.skipped.append(f"Spark's Kafka source: needs a 0.11+ Apache Kafka broker, "
+                              f"this run has {servers.name}")
+        return False
+    return True
+
+
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.latency import latency_run
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
-    from storm_kafka_compat.bench.plain import plain_rate
+    from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
+    from storm_kafka_compat.bench.spark_kafka import batch_rate, source_options, streaming_rate
 
     owned = False
     if spark is None:
-        from pyspark.sql import SparkSession
-
-        from storm_kafka_compat.config import SparkConfig
-        from storm_kafka_compat.engine.spark import get_spark
-        owned = SparkSession.getActiveSession() is None
-        t0 = time.monotonic()
-        spark = get_spark(SparkConfig(master="local[2]", app_name="storm-kafka-compat-bench"))
-        report.machine["spark_start_s"] = round(time.monotonic() - t0, 2)
+        spark, owned = _spark_session(options, servers, report)
+    source = "spark_kafka_source" in report.machine
     trigger = options.trigger_interval_ms
     try:
         p, n = options.partitions, options.messages
@@ -269,36 +316,61 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
         warm_ends = {q: options.warmup_messages for q in range(p)}
         ends = {q: n // p + (1 if q < n % p else 0) for q in range(p)}
         stamp = int(time.time())
-        plain_runs: Dict[str, List[Dict[str, Any]]] = {b: [] for b in backends}
-        pipe_runs: Dict[str, List[Dict[str, Any]]] = {b: [] for b in backends}
+        # the pipelines' SpoutConfig: the plain job and Spark's source get its settings
+        spout = bench_job(topic=TOPIC, partitions=p, bootstrap=bootstrap, zk_port=zk_port,
+                          spout_id="settings", backend="kafka-python").spout
+        careful = {b: careful_consumer(b, bootstrap, spout, _settings(servers).for_backend(b))
+                   for b in backends}
+        defaults = {b: default_consumer(b, bootstrap, _settings(servers).for_backend(b))
+                    for b in backends}
+        report.plain_settings = {b: {k: v for k, v in c.items() if "password" not in k}
+                                 for b, c in careful.items()}
+        runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
+            name: {b: [] for b in backends} for name in ("plain", "defaults", "pipeline")}
+        source_runs: Dict[str, List[Dict[str, Any]]] = {"batch": [], "streaming": []}
+        options_source = source_options(bootstrap, spout)
         warm_s: Dict[str, float] = {}
         for backend in backends:
-            client = _settings(servers).for_backend(backend)
             log_line(f"warm-up: {backend} (plain job and pipeline)")
-            plain_rate(spark, backend=backend, bootstrap=bootstrap, topic=WARMUP_TOPIC,
-                       ends=warm_ends, client=client)
+            plain_rate(spark, backend=backend, topic=WARMUP_TOPIC, ends=warm_ends,
+                       consumer=careful[backend])
             warm = pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p, bootstrap=bootstrap,
                                  zk_port=zk_port, backend=backend, kafka=servers.kafka,
                                  trigger_interval_ms=trigger,
                                  spout_id=f"warmup-{backend}-{stamp}",
                                  expected=options.warmup_messages * p)
             warm_s[backend] = warm["run_seconds"]
+        if source:
+            log_line("warm-up: Spark's Kafka source")
+            batch_rate(spark, topic=WARMUP_TOPIC, ends=warm_ends, options=options_source)
         for round_ in range(options.repeat):
             for backend in backends:
-                client = _settings(servers).for_backend(backend)
-                log_line(f"plain PySpark job: {backend}, {n:,} messages (round {round_ + 1})")
-                plain_runs[backend].append(plain_rate(
-                    spark, backend=backend, bootstrap=bootstrap, topic=TOPIC, ends=ends,
-                    client=client))
+                log_line(f"plain PySpark job, the pipeline's consumer settings: {backend}, "
+                         f"{n:,} messages (round {round_ + 1})")
+                runs["plain"][backend].append(plain_rate(
+                    spark, backend=backend, topic=TOPIC, ends=ends, consumer=careful[backend]))
+                log_line(f"plain PySpark job, the library's defaults: {backend} "
+                         f"(round {round_ + 1})")
+                runs["defaults"][backend].append(plain_rate(
+                    spark, backend=backend, topic=TOPIC, ends=ends, consumer=defaults[backend]))
                 log_line(f"pipeline: {backend}, {n:,} messages (round {round_ + 1})")
-                pipe_runs[backend].append(pipeline_rate(
+                runs["pipeline"][backend].append(pipeline_rate(
                     spark, topic=TOPIC, partitions=p, bootstrap=bootstrap, zk_port=zk_port,
                     backend=backend, kafka=servers.kafka, trigger_interval_ms=trigger, expected=n,
                     spout_id=f"main-{backend}-{stamp}-{round_}"))
+            if source:
+                log_line(f"Spark's Kafka source, batch and streaming (round {round_ + 1})")
+                source_runs["batch"].append(batch_rate(spark, topic=TOPIC, ends=ends,
+                                                       options=options_source))
+                source_runs["streaming"].append(streaming_rate(spark, topic=TOPIC, ends=ends,
+                                                               options=options_source))
         for backend in backends:
-            report.plain[backend] = summarize(plain_runs[backend])
-            report.pipeline[backend] = dict(summarize(pipe_runs[backend]),
+            report.plain[backend] = summarize(runs["plain"][backend])
+            report.plain_defaults[backend] = summarize(runs["defaults"][backend])
+            report.pipeline[backend] = dict(summarize(runs["pipeline"][backend]),
                                             warmup_seconds=warm_s[backend])
+        if source:
+            report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
         if options.latency_seconds > 0:
             for backend in backends:
                 rate = max(1.0, report.pipeline[backend]["median"] / 2)

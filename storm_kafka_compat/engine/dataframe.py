@@ -62,7 +62,7 @@ def fetch_rows(plans: Iterable[FetchPlan], job: WorkerJob) -> Iterator[Tuple[Any
     for plan in plans:
         error = message = None
         scanned_to = None
-        reader = PartitionReader.for_plan(job.kafka(), plan, raw=False, client=job.backend)
+        reader = PartitionReader.for_plan(job.kafka(), plan, batch=False, client=job.backend)
         messages, failure = reader.first_fetch()
         for m in messages:
             if plan.takes(m.offset):

@@ -22,16 +22,17 @@ import bisect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union, cast)
 
 from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
-from storm_kafka_compat.topology.schemes import MessageLike, Scheme
+from storm_kafka_compat.kafka.client import RecordBatch
+from storm_kafka_compat.topology.schemes import MessageLike, Scheme, ValueScheme, value_tuple_of
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
-from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple
+from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple, spout_tuple_class
 from storm_kafka_compat.engine.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def _offset_of(msg: MessageLike) -> int:
     return msg.offset
 
 
-def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[int]]:
+def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[Sequence[Any], Optional[int]]:
     """The messages ``plan`` takes from a fetch, in order, and ``scanned_to`` (one
     past the last offset the fetch returned that the plan looked at; None when
     nothing was returned).
@@ -173,6 +174,8 @@ def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[
     slice found by bisection, with no work per message; a retry plan, or messages
     out of order, go through :class:`_Filter`.
     """
+    if isinstance(messages, RecordBatch) and not plan.retry:
+        return _take_batch(messages, plan)
     msgs = messages if isinstance(messages, list) else list(messages)
     if not msgs:
         return [], None
@@ -190,7 +193,34 @@ def take(messages: Iterable[Any], plan: FetchPlan) -> Tuple[List[Any], Optional[
     return msgs[lo:hi], msgs[-1].offset + 1
 
 
-def _taken_ranges(taken: List[Any]) -> RangeBuilder:
+def _take_batch(batch: RecordBatch, plan: FetchPlan) -> Tuple[RecordBatch, Optional[int]]:
+    """:func:`take` for a new-data plan over a batch: a slice of its columns."""
+    offsets = batch.offsets
+    if not offsets:
+        return batch, None
+    lo = bisect.bisect_left(offsets, plan.offset)
+    hi = len(offsets) if plan.bound is None else bisect.bisect_left(offsets, plan.bound)
+    hi = max(lo, hi)
+    limit = plan.max_messages
+    if limit is not None and hi - lo >= max(1, limit):
+        hi = lo + max(1, limit)
+        return batch.slice(lo, hi), offsets[hi - 1] + 1
+    return batch.slice(lo, hi), offsets[-1] + 1
+
+
+def _offset_ranges(offsets: List[int]) -> RangeBuilder:
+    """Ascending offsets as ranges: one range when consecutive (the usual fetch)."""
+    ranges = RangeBuilder()
+    if offsets and offsets[-1] - offsets[0] + 1 == len(offsets):
+        ranges.ranges.append((offsets[0], offsets[-1] + 1))
+        ranges.count = len(offsets)
+        return ranges
+    for off in offsets:
+        ranges.add(off)
+    return ranges
+
+
+def _taken_ranges(taken: Sequence[Any]) -> RangeBuilder:
     """The offsets of ``taken`` as ranges: one range when they are consecutive
     (the usual fetch), else offset by offset (gaps of a compacted topic)."""
     ranges = RangeBuilder()
@@ -369,6 +399,9 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     """
     if isinstance(bolt, SimpleBolt):
         bolt = bolt.function
+    value_tuple = value_tuple_of(scheme)
+    if value_tuple is not None and isinstance(messages, RecordBatch) and not plan.retry:
+        return _process_values(messages, scheme.fields, value_tuple, bolt, plan)
     fields = scheme.fields
     nfields = len(fields)
     taken_msgs, scanned = take(messages, plan)
@@ -408,3 +441,62 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
               "bolt": {"executed": executed, "emitted": 0,
                        "acked": taken.count - skipped - nfailed, "failed": nfailed}}
     return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
+
+
+#: a row whose tuple is still to be read one value at a time
+_UNREAD: Any = object()
+
+
+def _process_values(batch: RecordBatch, fields: Tuple[str, ...], value_scheme: ValueScheme,
+                    bolt: Callable[[StormTuple], Any], plan: FetchPlan) -> BatchOutcome:
+    """:func:`_process_simple` for a scheme that reads only the value (``raw``,
+    ``string``) over a fetched batch: it walks the batch's offset and value columns,
+    so the only object made per message is the bolt's tuple (two writes: see
+    :func:`~storm_kafka_compat.topology.tuples.spout_tuple_class`)."""
+    taken, scanned = _take_batch(batch, plan)
+    offsets = taken.offsets
+    topic, partition = batch.topic, batch.partition
+    new = object.__new__
+    cls = spout_tuple_class(tuple(fields), SPOUT_COMPONENT, topic, partition)
+    name = getattr(bolt, "__qualname__", repr(bolt))
+    failed: List[int] = []
+    skipped = unreadable = 0
+    value_tuple, value_tuples = value_scheme
+    try:
+        rows: List[Any] = value_tuples(taken.values)
+    except Exception:   # a value the scheme cannot read: found again, one by one
+        rows = [_UNREAD] * len(offsets)
+    for off, values, value in zip(offsets, rows, taken.values):
+        if values is _UNREAD:
+            try:
+                values = value_tuple(value)
+            except Exception as exc:  # Storm lets this kill the executor; we fail it
+                logger.warning("scheme %s raised on %s/%s@%s: %r; failing the offset",
+                               fields, topic, partition, off, exc, exc_info=True)
+                failed.append(off)
+                unreadable += 1
+                continue
+        if values is None:
+            skipped += 1
+            continue
+        t: StormTuple = new(cls)
+        t.values = values
+        t.offset = off
+        try:
+            bolt(t)
+        except FailedException:
+            failed.append(off)
+        except Exception as exc:
+            logger.warning("bolt %s raised on %s/%s@%s: %r; failing the offset", name,
+                           topic, partition, off, exc, exc_info=True)
+            failed.append(off)
+    ranges = _offset_ranges(offsets)
+    nfailed = len(failed)
+    executed = len(offsets) - skipped - unreadable
+    counts = {SPOUT_COMPONENT: {"messages": ranges.count, "emitted": executed},
+              "bolt": {"executed": executed, "emitted": 0,
+                       "acked": ranges.count - skipped - nfailed, "failed": nfailed}}
+    if not offsets:
+        return batch_outcome(None, None, ranges, failed, skipped, -1, scanned, counts)
+    return batch_outcome(topic, partition, ranges, failed, skipped, offsets[-1], scanned,
+                         counts)

@@ -19,10 +19,10 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
 from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, TaskFailure
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,10 @@ class PartitionReader:
         Stop after this many messages (over every fetch).
     max_offset : int, optional
         Never read at or past this offset.
-    raw : bool
-        Ask for the client's own records (what schemes read) instead of
+    batch : bool
+        Read :class:`~storm_kafka_compat.kafka.client.RecordBatch` es (columns of
+        offsets and values beside the client's own records: what the engine's tasks
+        process) instead of lists of
         :class:`~storm_kafka_compat.kafka.client.KafkaMessage`.
     stop_at_log_end : bool
         Stop at the log end the first fetch reported.
@@ -97,7 +99,7 @@ class PartitionReader:
 
     def __init__(self, kafka: KafkaAccess, topic: str, partition: int, offset: int, *,
                  max_messages: Optional[int] = None, max_offset: Optional[int] = None,
-                 raw: bool = False, stop_at_log_end: bool = True, client: str = "Kafka",
+                 batch: bool = False, stop_at_log_end: bool = True, client: str = "Kafka",
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kafka = kafka
         self.topic = topic
@@ -106,7 +108,7 @@ class PartitionReader:
         self.position = offset
         self.max_messages = max_messages
         self.max_offset = max_offset
-        self.raw = raw
+        self.batch = batch
         self.stop_at_log_end = stop_at_log_end
         self.client = client
         self.clock = clock
@@ -120,18 +122,20 @@ class PartitionReader:
         #: :attr:`position`: the log ended with entries no consumer receives
         #: (transaction markers, aborted records under read_committed)
         self.passed_to: Optional[int] = None
+        #: seconds spent in the client's fetches so far (waiting for data included)
+        self.read_s = 0.0
         self.done = False
         self._fetches = 0
 
     @classmethod
-    def for_plan(cls, kafka: KafkaAccess, plan: FetchPlan, *, raw: bool = True,
+    def for_plan(cls, kafka: KafkaAccess, plan: FetchPlan, *, batch: bool = True,
                  client: str = "Kafka",
                  clock: Callable[[], float] = time.monotonic) -> "PartitionReader":
         """The reader of a fetch plan: a new-data plan reads from its offset, at most
         ``max_messages``; a retry plan up to its last re-emitted offset."""
         return cls(kafka, plan.topic, plan.partition, plan.offset,
                    max_messages=None if plan.retry else plan.max_messages,
-                   max_offset=plan.max_offset, raw=raw, client=client, clock=clock)
+                   max_offset=plan.max_offset, batch=batch, client=client, clock=clock)
 
     def _finished(self) -> bool:
         """Nothing more to read after a first fetch (which always happens)."""
@@ -143,9 +147,10 @@ class PartitionReader:
             return True
         return self.log_end is not None and self.position >= self.log_end
 
-    def fetch(self) -> List[Any]:
-        """The next broker fetch from :attr:`position`; ``[]`` once the reading is done
-        (the cap, the bound, the first fetch's log end, or an empty answer).
+    def fetch(self) -> Sequence[Any]:
+        """The next broker fetch from :attr:`position` (a ``RecordBatch`` or a list of
+        messages, as :attr:`batch` says); empty once the reading is done (the cap, the
+        bound, the first fetch's log end, or an empty answer).
 
         Raises
         ------
@@ -157,9 +162,14 @@ class PartitionReader:
             return []
         limit = None if self.max_messages is None else self.max_messages - self.count
         started = self.clock()
-        messages = list(self.kafka.fetch(self.topic, self.partition, self.position,
-                                         max_messages=limit, max_offset=self.max_offset,
-                                         raw=self.raw))
+        messages: Sequence[Any]
+        if self.batch:
+            messages = self.kafka.fetch_batch(self.topic, self.partition, self.position,
+                                              max_messages=limit, max_offset=self.max_offset)
+        else:
+            messages = list(self.kafka.fetch(self.topic, self.partition, self.position,
+                                             max_messages=limit, max_offset=self.max_offset))
+        self.read_s += self.clock() - started
         if self._fetches == 0:
             self.latency_ms = int((self.clock() - started) * 1000)
             if self.stop_at_log_end:
@@ -171,11 +181,12 @@ class PartitionReader:
             if stands is not None and stands > self.position:
                 self.passed_to = stands
             return []
-        self.position = messages[-1].offset + 1
+        self.position = (messages.offsets[-1] if isinstance(messages, RecordBatch)
+                         else messages[-1].offset) + 1
         self.count += len(messages)
         return messages
 
-    def first_fetch(self) -> Tuple[List[Any], Optional[TaskFailure]]:
+    def first_fetch(self) -> Tuple[Sequence[Any], Optional[TaskFailure]]:
         """:meth:`fetch` as a task's first fetch does it: a failure comes back as a
         value (out of range, a failed fetch, or the client's own defect)."""
         try:
@@ -192,7 +203,7 @@ class PartitionReader:
                 f"fetching {self.topic}/{self.partition} at offset {self.position} failed "
                 f"inside the {self.client} client ({type(exc).__name__}: {exc})")
 
-    def fetch_more(self) -> List[Any]:
+    def fetch_more(self) -> Sequence[Any]:
         """:meth:`fetch` after a task's first fetch: an out-of-range answer or a failed
         fetch ends the reading (``[]``). What was read stands; the next batch meets the
         error again."""

@@ -128,11 +128,12 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             started = clock()
             reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
                                               plan, client=job.backend, clock=clock)
-            messages, result.failure = reader.first_fetch()
+            first, result.failure = reader.first_fetch()
             result.latency_ms = reader.latency_ms
-            if not messages:
+            if not first:
                 yield key, result
                 continue
+            messages: List[MessageLike] = list(first)
             if not plan.retry:
                 messages = fill(reader, messages, started + job.budget_s * FILL_SHARE)
             runtime = _stage_runtime(job)

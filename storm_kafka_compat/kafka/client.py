@@ -20,9 +20,10 @@ Error mapping (storm-kafka ``KafkaUtils.fetchMessages``):
 
 from __future__ import annotations
 
+import bisect
 import logging
-from typing import (Any, Dict, List, MutableSet, NamedTuple, Optional, Protocol, Tuple,
-                    runtime_checkable)
+from typing import (Any, Callable, Dict, Iterator, List, MutableSet, NamedTuple, Optional,
+                    Protocol, Sequence, Tuple, Union, overload, runtime_checkable)
 
 from storm_kafka_compat.config import Broker
 
@@ -134,20 +135,13 @@ class KafkaAccess(Protocol):
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
         """Fetch messages starting at ``offset`` (the next offset to read).
 
         Messages below ``offset`` (a compressed set may hold some) are skipped.
         Reading stops after ``max_messages`` messages or before ``max_offset``
         (exclusive), and after one broker fetch's worth (``fetchSizeBytes``).
         A fetch at the log end returns ``[]``.
-
-        ``raw=True`` allows the client's own record objects instead of
-        :class:`KafkaMessage` where they have the attributes schemes read
-        (``key``, ``value``, ``topic``, ``partition``, ``offset``: the
-        :class:`~storm_kafka_compat.topology.schemes.MessageLike` protocol); their
-        timestamps and headers are then the client's. The engine's scheme path
-        asks for it: no object is built per message (kafka-python's records).
 
         Raises
         ------
@@ -157,6 +151,15 @@ class KafkaAccess(Protocol):
             A retriable failure (socket error, timeout, not leader, unknown
             topic or partition).
         """
+        ...
+
+    def fetch_batch(self, topic: str, partition: int, offset: int, *,
+                    max_messages: Optional[int] = None,
+                    max_offset: Optional[int] = None) -> "RecordBatch":
+        """:meth:`fetch` as a :class:`RecordBatch`: the offsets and values as columns
+        and the client's own records, converted to messages only when a scheme reads
+        more than the value. The engine's tasks read this way (no object is built
+        per message). Raises as :meth:`fetch`."""
         ...
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
@@ -209,6 +212,84 @@ class DriverKafka(KafkaAccess, Protocol):
     def learn(self, broker: Broker) -> None:
         """Remember ``broker`` (a partition leader a discovery found)."""
         ...
+
+
+class RecordBatch(Sequence[Any]):
+    """One partition's fetched records as columns: ``offsets`` (ascending) and
+    ``values``, beside the client's own record objects.
+
+    :meth:`messages` gives objects with the attributes schemes read (the
+    :class:`~storm_kafka_compat.topology.schemes.MessageLike` protocol: ``key``,
+    ``value``, ``topic``, ``partition``, ``offset``, and ``timestamp`` and ``headers``),
+    built on first use by ``convert`` (None: the records already are such objects,
+    as kafka-python's are). Indexing, iterating and ``len`` treat the batch as that
+    list of messages; a slice is a batch.
+    """
+
+    __slots__ = ("topic", "partition", "offsets", "values", "_records", "_convert",
+                 "_messages")
+
+    def __init__(self, topic: str, partition: int, offsets: List[int],
+                 values: List[Optional[bytes]], records: Sequence[Any],
+                 convert: Optional[Callable[[Sequence[Any]], List[Any]]] = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offsets = offsets
+        self.values = values
+        self._records = records
+        self._convert = convert
+        self._messages: Optional[List[Any]] = None
+
+    @classmethod
+    def of(cls, messages: Sequence[Any], topic: str = "", partition: int = -1
+           ) -> "RecordBatch":
+        """The batch of message objects (``KafkaMessage``, kafka-python records)."""
+        if messages:
+            topic, partition = messages[0].topic, messages[0].partition
+        return cls(topic, partition, [m.offset for m in messages],
+                   [m.value for m in messages], messages)
+
+    def messages(self) -> List[Any]:
+        """The records as message objects (converted once)."""
+        if self._messages is None:
+            self._messages = (list(self._records) if self._convert is None
+                              else self._convert(self._records))
+        return self._messages
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.messages())
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> "RecordBatch": ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Any:
+        if isinstance(index, slice):
+            return self.slice(*index.indices(len(self))[:2])
+        return self.messages()[index]
+
+    def slice(self, lo: int, hi: int) -> "RecordBatch":
+        """Records ``lo`` to ``hi`` (exclusive), as a batch."""
+        part = RecordBatch(self.topic, self.partition, self.offsets[lo:hi],
+                           self.values[lo:hi], self._records[lo:hi], self._convert)
+        if self._messages is not None:
+            part._messages = self._messages[lo:hi]
+        return part
+
+    def bounded(self, offset: int, *, max_messages: Optional[int] = None,
+                max_offset: Optional[int] = None) -> "RecordBatch":
+        """:func:`slice_messages`'s bounds, found by bisection on the offsets."""
+        offsets = self.offsets
+        lo = bisect.bisect_left(offsets, offset)
+        hi = len(offsets) if max_offset is None else bisect.bisect_left(offsets, max_offset)
+        if max_messages is not None:
+            hi = min(hi, lo + max_messages)
+        return self if (lo, hi) == (0, len(offsets)) else self.slice(lo, max(lo, hi))
 
 
 def slice_messages(messages: List[Any], offset: int, *,

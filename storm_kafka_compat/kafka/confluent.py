@@ -55,7 +55,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Set, Tuple, cast
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -66,7 +66,7 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT
                                              NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
                                              TIMESTAMP_CREATE_TIME,
                                              TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
-                                             slice_messages, warn_oversized)
+                                             RecordBatch, warn_oversized)
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ _LIBRDKAFKA_LOG.addFilter(_ExpectedOnOldBrokers())
 #: librdkafka's pause after its prefetch queue filled (ms); see consumer_config
 FETCH_QUEUE_BACKOFF_MS = 10
 #: records one fetch() may return when the caller sets no bound
-DEFAULT_MAX_MESSAGES = 100_000
+DEFAULT_MAX_MESSAGES = 10_000
 #: settings this adapter owns; the client mapping may not change them
 RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
             "enable.partition.eof", "bootstrap.servers")
@@ -232,6 +232,29 @@ def to_messages(records: List[Any], topic: str, partition: int,
     return out
 
 
+def record_batch(records: List[Any], topic: str, partition: int,
+                 offset: Optional[int] = None) -> RecordBatch:
+    """librdkafka ``Message`` objects of one partition as a :class:`RecordBatch`
+    (columns taken with one call per record and column; messages built only if a
+    scheme reads more than the value). Error records are handled as
+    :func:`to_messages` handles them."""
+    from confluent_kafka import Message
+    if any(map(Message.error, records)):       # map over the C methods: no frame a record
+        from confluent_kafka import KafkaError
+        kept = []
+        for m in records:
+            err = m.error()
+            if err is None:
+                kept.append(m)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                raise map_error(err, topic=topic, partition=partition, offset=offset,
+                                what="fetch")
+        records = kept
+    offsets = cast(List[int], list(map(Message.offset, records)))   # None only on errors
+    return RecordBatch(topic, partition, offsets, list(map(Message.value, records)), records,
+                       lambda recs: to_messages(list(recs), topic, partition))
+
+
 class ConfluentAccess:
     """:class:`~storm_kafka_compat.kafka.client.KafkaAccess` over confluent-kafka.
 
@@ -303,8 +326,15 @@ class ConfluentAccess:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
-        """See :meth:`KafkaAccess.fetch`.
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+        """See :meth:`KafkaAccess.fetch`."""
+        return self.fetch_batch(topic, partition, offset, max_messages=max_messages,
+                                max_offset=max_offset).messages()
+
+    def fetch_batch(self, topic: str, partition: int, offset: int, *,
+                    max_messages: Optional[int] = None,
+                    max_offset: Optional[int] = None) -> RecordBatch:
+        """See :meth:`KafkaAccess.fetch_batch`.
 
         Waits for the first record (at most one poll slice), then takes what
         librdkafka already holds without waiting. With none, the log end is
@@ -313,9 +343,10 @@ class ConfluentAccess:
         it polling goes
         on until ``socketTimeoutMs``, then FailedFetchError.
         """
+        empty = RecordBatch(topic, partition, [], [], [])
         if (max_messages is not None and max_messages <= 0) or (
                 max_offset is not None and max_offset <= offset):
-            return []
+            return empty
         limit = DEFAULT_MAX_MESSAGES
         if max_messages is not None:
             limit = min(limit, max_messages)
@@ -336,28 +367,24 @@ class ConfluentAccess:
                 if not records:
                     if eof is not None and eof > offset:
                         entry[1] = eof        # past markers or aborted records
-                    return []
+                    return empty
                 self._check_size(records[0], topic, partition)
                 while len(records) < limit:       # what is already fetched, no waiting
                     more = c.consume(limit - len(records), 0)
                     if not more:
                         break
                     records.extend(more)
-                messages = to_messages(records, topic, partition, offset)
+                batch = record_batch(records, topic, partition, offset)
             except KafkaAccessError:
                 entry[1] = None
                 raise
             except Exception as exc:
                 entry[1] = None
                 self._mapped(exc, topic, partition, offset, "fetch")
-            if not messages:
-                return []
-            entry[1] = messages[-1].offset + 1
-            if messages[0].offset < offset or (
-                    max_offset is not None and messages[-1].offset >= max_offset):
-                messages = slice_messages(messages, offset, max_messages=max_messages,
-                                          max_offset=max_offset)
-            return messages
+            if not batch:
+                return empty
+            entry[1] = batch.offsets[-1] + 1
+            return batch.bounded(offset, max_messages=max_messages, max_offset=max_offset)
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (librdkafka's cached watermark,

@@ -49,6 +49,7 @@ test broker's defects are listed in docs/testing.md):
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 import threading
 import time
 from collections import OrderedDict
@@ -61,10 +62,14 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
                                              NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
                                              DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
-                                             KafkaMessage, slice_messages,
+                                             KafkaMessage, RecordBatch,
                                              warn_oversized)
 
 log = logging.getLogger(__name__)
+
+#: a ConsumerRecord's offset and value, read in C over a whole fetch
+_OFFSET = attrgetter("offset")
+_VALUE = attrgetter("value")
 
 #: records one poll may return when the caller sets no bound; the byte budget
 #: (fetchSizeBytes) is what really bounds a fetch
@@ -199,8 +204,16 @@ class KafkaPythonAccess:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
-        """See :meth:`KafkaAccess.fetch`; with ``raw`` the records are kafka-python's
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
+        """See :meth:`KafkaAccess.fetch`."""
+        batch = self.fetch_batch(topic, partition, offset, max_messages=max_messages,
+                                 max_offset=max_offset)
+        return _messages(batch.messages())
+
+    def fetch_batch(self, topic: str, partition: int, offset: int, *,
+                    max_messages: Optional[int] = None,
+                    max_offset: Optional[int] = None) -> RecordBatch:
+        """See :meth:`KafkaAccess.fetch_batch`; the records are kafka-python's
         ``ConsumerRecord`` objects (``timestamp`` None on message format v0).
 
         Polls until records arrive. With none, the log end is asked once:
@@ -213,7 +226,7 @@ class KafkaPythonAccess:
         from kafka import TopicPartition
         if (max_messages is not None and max_messages <= 0) or (
                 max_offset is not None and max_offset <= offset):
-            return []
+            return RecordBatch(topic, partition, [], [], [])
         tp = TopicPartition(topic, partition)
         limit = DEFAULT_MAX_POLL_RECORDS
         if max_messages is not None:
@@ -233,8 +246,9 @@ class KafkaPythonAccess:
                 if records:
                     self._positions[tp] = records[-1].offset + 1
                     self._check_size(records[0], topic, partition)
-                    return slice_messages(records if raw else _messages(records), offset,
-                                          max_messages=max_messages, max_offset=max_offset)
+                    return RecordBatch(topic, partition, list(map(_OFFSET, records)),
+                                       list(map(_VALUE, records)), records).bounded(
+                        offset, max_messages=max_messages, max_offset=max_offset)
                 # nothing returned, yet the consumer may have moved: past transaction
                 # markers, or aborted records under read_committed (entries no consumer
                 # receives); at the log end there is nothing more to wait for
@@ -247,16 +261,16 @@ class KafkaPythonAccess:
                         raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
                     end = int(c.end_offsets([tp], timeout_ms=remaining_ms)[tp])
                     if offset == end:
-                        return []
-                if offset < position >= end:
-                    return []
+                        return RecordBatch(topic, partition, [], [], [])
                     grace_until = self._clock() + (self.config["fetch_max_wait_ms"]
                                                    + BEYOND_END_GRACE_MS) / 1000.0
-                elif offset > end and self._clock() >= grace_until:
+                if offset < position >= end:      # passed invisible entries to the end
+                    return RecordBatch(topic, partition, [], [], [])
+                if offset > end and self._clock() >= grace_until:
                     log.warning("offset %d of %s/%d is beyond the log end %d and the "
                                 "broker answered no OFFSET_OUT_OF_RANGE; returning "
                                 "nothing", offset, topic, partition, end)
-                    return []
+                    return RecordBatch(topic, partition, [], [], [])
                 if self._clock() >= deadline:
                     raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
 

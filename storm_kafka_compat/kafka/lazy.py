@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from storm_kafka_compat.config import BootstrapHosts, Broker, JobConfig, StaticHosts
 from storm_kafka_compat.errors import StateError
-from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
 
 #: how a LazyKafka builds its client from the bootstrap list (tests: a scripted Kafka)
 KafkaFactory = Callable[[List[str]], KafkaAccess]
@@ -61,10 +61,16 @@ class LazyKafka:
         return self.get().offset_for(topic, partition, time)
 
     def fetch(self, topic: str, partition: int, offset: int, *,
-              max_messages: Optional[int] = None, max_offset: Optional[int] = None,
-              raw: bool = False) -> List[KafkaMessage]:
+              max_messages: Optional[int] = None,
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
         return self.get().fetch(topic, partition, offset, max_messages=max_messages,
-                                max_offset=max_offset, raw=raw)
+                                max_offset=max_offset)
+
+    def fetch_batch(self, topic: str, partition: int, offset: int, *,
+                    max_messages: Optional[int] = None,
+                    max_offset: Optional[int] = None) -> RecordBatch:
+        return self.get().fetch_batch(topic, partition, offset, max_messages=max_messages,
+                                      max_offset=max_offset)
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         return self.get().fetched_log_end(topic, partition)

@@ -154,6 +154,31 @@ class TaskFailure:
 
 
 @dataclass
+class TaskTiming:
+    """Where one task's time went (seconds; ``started``/``ended`` are epoch times, so
+    the driver can lay the tasks of a Spark job against each other and the job).
+
+    Attributes
+    ----------
+    started, ended : float
+        When the task began reading and when it returned its result.
+    read_s : float
+        Time inside the client's fetches (waiting for data included).
+    process_s : float
+        Time in the scheme, the tuples and the bolts.
+    worker : int
+        The Python worker's process id (a partition that moves between workers
+        meets a cold client).
+    """
+
+    started: float
+    ended: float = 0.0
+    read_s: float = 0.0
+    process_s: float = 0.0
+    worker: int = 0
+
+
+@dataclass
 class PartitionResult:
     """What one partition's task brought back: offset ranges, or a failure.
 
@@ -178,6 +203,8 @@ class PartitionResult:
         Spout tuples emitted; messages that gave no tuple.
     failure : TaskFailure, optional
         Set when the task brought back no outcome (the ranges are then empty).
+    timing : TaskTiming, optional
+        Where the task's time went (single-stage tasks).
     """
 
     plan: FetchPlan
@@ -190,6 +217,7 @@ class PartitionResult:
     tuples: int = 0
     skipped: int = 0
     failure: Optional[TaskFailure] = None
+    timing: Optional[TaskTiming] = None
 
     @property
     def key(self) -> TopicPartition:

@@ -48,7 +48,7 @@ from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Bro
 from storm_kafka_compat.errors import (FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, KafkaMessage,
-                                             slice_messages)
+                                             RecordBatch, slice_messages)
 
 Payload = Union[bytes, str, None]
 
@@ -271,7 +271,7 @@ class ScriptedKafka:
 
     def fetch(self, topic: str, partition: int, offset: int, *,
               max_messages: Optional[int] = None,
-              max_offset: Optional[int] = None, raw: bool = False) -> List[KafkaMessage]:
+              max_offset: Optional[int] = None) -> List[KafkaMessage]:
         """See :meth:`KafkaAccess.fetch`."""
         with self._lock:
             self.calls.append(("fetch", topic, partition, offset))
@@ -298,6 +298,13 @@ class ScriptedKafka:
             self._fetched_to[(topic, partition)] = (
                 out[-1].offset + 1 if out else log.end if i >= len(log.messages) else offset)
             return out
+
+    def fetch_batch(self, topic: str, partition: int, offset: int, *,
+                    max_messages: Optional[int] = None,
+                    max_offset: Optional[int] = None) -> RecordBatch:
+        """See :meth:`KafkaAccess.fetch_batch`: :meth:`fetch`'s messages as a batch."""
+        return RecordBatch.of(self.fetch(topic, partition, offset, max_messages=max_messages,
+                                         max_offset=max_offset), topic, partition)
 
     def fetched_position(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_position`: the scripted log has no

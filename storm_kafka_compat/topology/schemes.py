@@ -61,7 +61,8 @@ from storm_kafka_compat.config.objects import load_object
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Scheme", "MessageLike", "RawScheme", "StringScheme", "KeyValueSchemeAsMultiScheme",
+    "Scheme", "MessageLike", "RawScheme", "StringScheme", "ValueScheme", "value_tuple_of",
+    "KeyValueSchemeAsMultiScheme",
     "RawKeyValueScheme", "StringKeyValueScheme", "StringMessageAndMetadataScheme",
     "StringMultiSchemeWithTopic", "RecordTranslatorScheme", "RecordWithHeadersScheme",
     "SchemeAsMultiScheme", "FunctionScheme", "BUILTIN_SCHEMES", "load_scheme",
@@ -112,6 +113,16 @@ class RawScheme:
         value = message.value
         return [] if value is None else [[value]]
 
+    @staticmethod
+    def value_tuple(value: Optional[bytes]) -> Optional[List[Any]]:
+        """The one tuple of a message with this value (None: no tuple)."""
+        return None if value is None else [value]
+
+    @staticmethod
+    def value_tuples(values: List[Optional[bytes]]) -> List[Optional[List[Any]]]:
+        """:meth:`value_tuple` of every value (one comprehension, no call per value)."""
+        return [None if v is None else [v] for v in values]
+
 
 class StringScheme:
     """``StringScheme``: one tuple holding the value decoded as UTF-8."""
@@ -121,6 +132,33 @@ class StringScheme:
     def to_tuples(self, message: Any) -> List[List[Any]]:
         value = message.value   # UTF-8 as _utf8, inline: the most used scheme's hot path
         return [] if value is None else [[value.decode("utf-8")]]
+
+    @staticmethod
+    def value_tuple(value: Optional[bytes]) -> Optional[List[Any]]:
+        """The one tuple of a message with this value (None: no tuple)."""
+        return None if value is None else [value.decode("utf-8")]
+
+    @staticmethod
+    def value_tuples(values: List[Optional[bytes]]) -> List[Optional[List[Any]]]:
+        """:meth:`value_tuple` of every value (one comprehension, no call per value);
+        raises on the first value that is not UTF-8."""
+        return [None if v is None else [v.decode("utf-8")] for v in values]
+
+
+#: a value scheme's two forms: one value -> its tuple, every value -> their tuples
+ValueScheme = Tuple[Callable[[Optional[bytes]], Optional[List[Any]]],
+                    Callable[[List[Optional[bytes]]], List[Optional[List[Any]]]]]
+
+
+def value_tuple_of(scheme: Any) -> Optional[ValueScheme]:
+    """For a scheme that reads nothing but the value and gives at most one tuple (the
+    built-in ``raw`` and ``string``, not a subclass): its ``value_tuple`` (a value to
+    its tuple, None for no tuple) and ``value_tuples`` (the same over a list). The
+    engine then works on the fetch's value column and builds no message object. None
+    for every other scheme."""
+    if type(scheme) in (RawScheme, StringScheme):
+        return scheme.value_tuple, scheme.value_tuples
+    return None
 
 
 class RawKeyValueScheme:

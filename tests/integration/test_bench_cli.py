@@ -1,33 +1,41 @@
-"""``storm-kafka-compat bench --json`` with tiny sizes runs and prints the report."""
+"""``storm-kafka-compat bench --json`` with tiny sizes runs, as a command of its own
+(its Spark session carries Spark's Kafka source), and prints the report."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from storm_kafka_compat.cli.main import cli
-from tests.integration.conftest_spark import spark  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
+CLI = Path(sys.executable).with_name("storm-kafka-compat")
 
-def test_bench_json_tiny(spark):  # noqa: F811  (the session's Spark is reused by the command)
-    result = CliRunner().invoke(cli, [
-        "bench", "--json", "--messages", "200", "--partitions", "2", "--size", "16",
+
+def test_bench_json_tiny() -> None:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run([
+        str(CLI), "bench", "--json", "--messages", "200", "--partitions", "2", "--size", "16",
         "--memory-window", "1000", "--zk-partitions", "1,3", "--plan-partitions", "2,20",
         "--warmup-messages", "5", "--repeat", "2", "--latency-seconds", "2"],
-        catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert {"machine", "options", "fetch", "plain", "pipeline", "latency", "memory",
-            "zookeeper", "planning", "ratios", "targets", "skipped", "command"} <= set(report)
-    # a real Apache Kafka 0.9.0.1 broker unless Java or npm is missing (then it says so)
-    assert report["machine"]["broker"] == "kafka09" or any(
-        s.startswith("kafka09:") for s in report["skipped"])
+        capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"machine", "options", "fetch", "plain", "plain_defaults", "plain_settings",
+            "spark_source", "pipeline", "latency", "memory", "zookeeper", "planning", "ratios",
+            "targets", "skipped", "command"} <= set(report)
+    # a real Apache Kafka 3.9 broker unless Java or Maven is missing (then it says so)
+    assert report["machine"]["broker"] == "kafka39" or any(
+        s.startswith("kafka39:") for s in report["skipped"])
     raw = report["fetch"]["raw"]["kafka-python"]
     assert raw["messages"] == 200 and len(raw["runs"]) == 2
     assert raw["min"] <= raw["median"] <= raw["max"]
     assert report["plain"]["kafka-python"]["messages"] == 200
+    assert report["plain_defaults"]["kafka-python"]["messages"] == 200
+    # the baseline runs with the pipeline's consumer settings, and says which
+    assert report["plain_settings"]["kafka-python"]["fetch_max_wait_ms"] == 100
     assert report["pipeline"]["kafka-python"]["messages"] == 200
     assert len(report["pipeline"]["kafka-python"]["runs"]) == 2
     lat = report["latency"]["kafka-python"]
@@ -37,14 +45,18 @@ def test_bench_json_tiny(spark):  # noqa: F811  (the session's Spark is reused b
     assert [z["partitions"] for z in report["zookeeper"]] == [1, 3]
     assert all(z["round_trips_per_commit"] == 1 for z in report["zookeeper"])
     assert [p["partitions"] for p in report["planning"]] == [2, 20]
-    assert report["ratios"]["pipeline_over_raw"]["kafka-python"] > 0
     names = {t["name"] for t in report["targets"]}
-    assert "pipeline kafka-python / plain PySpark job kafka-python" in names
+    assert ("pipeline kafka-python / plain PySpark job kafka-python (the pipeline's consumer "
+            "settings)") in names
+    if report["machine"]["broker"] == "kafka39":
+        for kind in ("batch", "streaming"):
+            assert report["spark_source"][kind]["messages"] == 200
+            assert len(report["spark_source"][kind]["runs"]) == 2
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:
         assert any(s.startswith("confluent:") for s in report["skipped"])
     else:
         assert report["pipeline"]["confluent"]["messages"] == 200
+        assert report["plain_settings"]["confluent"]["fetch.queue.backoff.ms"] == 10
         assert report["ratios"]["confluent_over_kafka_python"]["raw"] > 0
-    assert spark.sparkContext._jsc is not None     # the shared session was not stopped

@@ -354,7 +354,7 @@ def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback(
     from storm_kafka_compat.spout.batch import FailureKind, FetchPlan
 
     class Crashing:
-        def fetch(self, *a, **k):
+        def fetch_batch(self, *a, **k):
             return int(None)                       # TypeError, as kafka-python gave
 
     job = WorkerJob("crash", SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i"),

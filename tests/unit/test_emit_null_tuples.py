@@ -31,11 +31,9 @@ def test_a_new_data_plan_is_filled_by_several_fetches_up_to_max_messages():
 
     class SmallFetches(ScriptedKafka):
         """Answers at most 3 messages per fetch, like a small fetchSizeBytes."""
-        def fetch(self, topic, partition, offset, *, max_messages=None, max_offset=None,
-                  raw=False):
+        def fetch(self, topic, partition, offset, *, max_messages=None, max_offset=None):
             n = 3 if max_messages is None else min(3, max_messages)
-            return super().fetch(topic, partition, offset, max_messages=n, max_offset=max_offset,
-                                 raw=raw)
+            return super().fetch(topic, partition, offset, max_messages=n, max_offset=max_offset)
 
     kafka = SmallFetches()
     kafka.create_topic("t", 1)

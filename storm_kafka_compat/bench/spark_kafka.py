@@ -1,0 +1,89 @@
+"""Spark's own Kafka source beside the pipeline: what a Spark user would pick instead.
+
+``spark.read.format("kafka")`` with ``startingOffsets``/``endingOffsets`` JSON (one
+Spark partition per Kafka partition), and a Structured Streaming query
+(``spark.readStream.format("kafka")``, ``trigger(availableNow=True)``, a checkpoint so
+that Spark keeps its offsets, ``foreachBatch``), each handing every message's value to
+the plain job's per-message function (:func:`storm_kafka_compat.bench.plain.handle`)
+in a ``mapPartitions`` over the rows, as a user writes it. The source needs a 0.11+
+broker and its jars on ``spark.jars`` (``spark-sql-kafka-0-10``, from Maven Central).
+
+Its consumer is configured like the pipeline's: the same byte budget per fetch
+(``fetchSizeBytes``), fetch wait and isolation level (:func:`source_options`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping
+
+from storm_kafka_compat.bench.plain import handle
+from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL, MIN_FETCH_MAX_WAIT_MS
+
+
+def source_options(bootstrap: str, spout: SpoutConfig) -> Dict[str, str]:
+    """The ``kafka.*`` options that give Spark's Java consumer the pipeline's settings."""
+    return {"kafka.bootstrap.servers": bootstrap,
+            "kafka.max.partition.fetch.bytes": str(spout.fetch_size_bytes),
+            "kafka.fetch.max.bytes": str(spout.fetch_size_bytes),
+            "kafka.fetch.max.wait.ms": str(max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait)),
+            "kafka.fetch.min.bytes": str(max(1, spout.min_fetch_byte)),
+            "kafka.isolation.level": DEFAULT_ISOLATION_LEVEL}
+
+
+def _offsets(topic: str, offsets: Mapping[int, int]) -> str:
+    return json.dumps({topic: {str(p): o for p, o in sorted(offsets.items())}})
+
+
+def count_values(rows: Iterable[Any]) -> Iterator[int]:
+    """The ``mapPartitions`` function: the per-message function over every row."""
+    yield sum(handle(row.value) for row in rows)
+
+
+def batch_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+               clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """``spark.read.format("kafka")`` from offset 0 to ``ends``; its rate."""
+    t0 = clock()
+    df = (spark.read.format("kafka").options(**options).option("subscribe", topic)
+          .option("startingOffsets", _offsets(topic, {p: 0 for p in ends}))
+          .option("endingOffsets", _offsets(topic, ends)).load())
+    messages = df.select("value").rdd.mapPartitions(count_values).sum()
+    return _rate("Spark's Kafka source (batch)", messages, sum(ends.values()), clock() - t0)
+
+
+def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
+                   options: Mapping[str, str],
+                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """A Structured Streaming query over ``topic`` from offset 0 until it has read
+    everything available (``availableNow``), its offsets in a checkpoint; its rate."""
+    counts: List[int] = []
+    batches: List[float] = []
+
+    def each_batch(frame: Any, batch_id: int) -> None:
+        started = clock()
+        counts.append(frame.select("value").rdd.mapPartitions(count_values).sum())
+        batches.append(round(clock() - started, 3))
+
+    with tempfile.TemporaryDirectory(prefix="skc-bench-checkpoint-") as checkpoint:
+        t0 = clock()
+        query = (spark.readStream.format("kafka").options(**options).option("subscribe", topic)
+                 .option("startingOffsets", _offsets(topic, {p: 0 for p in ends})).load()
+                 .writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        seconds = clock() - t0
+    result = _rate("Spark's Kafka source (Structured Streaming)", sum(counts),
+                   sum(ends.values()), seconds)
+    result["batches"] = len(batches)
+    result["batch_seconds"] = batches
+    return result
+
+
+def _rate(what: str, messages: int, expected: int, seconds: float) -> Dict[str, Any]:
+    if messages != expected:
+        raise RuntimeError(f"{what} read {messages} messages of {expected}")
+    return {"messages": messages, "seconds": seconds,
+            "msgs_per_s": messages / seconds if seconds > 0 else 0.0}
