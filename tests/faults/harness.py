@@ -114,6 +114,39 @@ def console_script() -> List[str]:
     return [sys.executable, "-m", "storm_kafka_compat.cli.main"]
 
 
+def process_table() -> Dict[int, Tuple[int, bytes]]:
+    """Every live process: pid -> (parent pid, command line with NUL separators)."""
+    procs: Dict[int, Tuple[int, bytes]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        procs[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmd)
+    return procs
+
+
+def descendants(pid: int, table: Optional[Mapping[int, Tuple[int, bytes]]] = None) -> List[int]:
+    """PIDs of every process below ``pid`` (children, their children, ...), whatever
+    session they put themselves in: Spark's JVM runs in a session of its own and
+    pyspark's daemon in a process group of its own, so killing the driver's group
+    does not reach them."""
+    procs = process_table() if table is None else table
+    children: Dict[int, List[int]] = collections.defaultdict(list)
+    for child, (parent, _) in procs.items():
+        children[parent].append(child)
+    out: List[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo.extend(children.get(child, []))
+    return out
+
+
 class JobProcess:
     """``storm-kafka-compat run CONFIG`` in its own process group.
 
@@ -150,6 +183,8 @@ class JobProcess:
         self.starts = 0
         self._proc: Optional[subprocess.Popen] = None
         self._files: List[Any] = []
+        #: the driver's process tree, taken just before a kill (reaped after it)
+        self._tree: List[int] = []
 
     # --- paths of the current (last) start ---------------------------------------------
     def _path(self, suffix: str, start: Optional[int] = None) -> Path:
@@ -219,39 +254,69 @@ class JobProcess:
         """SIGKILL the driver process (a crash), wait for it, then clean up what it
         left in its process group (Spark's JVM and Python workers)."""
         assert self._proc is not None, "job not started"
+        self._tree = descendants(self._proc.pid)
         self.signal(signal.SIGKILL)
         code = self._proc.wait(timeout=timeout_s)
         self._reap_group()
         return code
 
     def kill_group(self) -> None:
-        """SIGKILL the whole process group of the job (driver, JVM, workers)."""
+        """SIGKILL the whole job: the driver's process group and every process below
+        the driver (Spark's JVM and pyspark's workers have sessions and groups of their
+        own)."""
         if self._proc is None:
             return
+        tree = descendants(self._proc.pid) if self._proc.poll() is None else []
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover - the kernel is stuck
             pass
 
     def _reap_group(self) -> None:
-        # the JVM exits when the driver's pipe closes; make sure nothing lingers
+        """Wait up to 10 s for what the driver started (its process group, Spark's JVM
+        in its own session, pyspark's workers) to exit, then SIGKILL what is left: when
+        this returns no process of the job can deliver another tuple."""
         if self._proc is None:
             return
+        tree = set(self._tree)
+        self._tree = []
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while True:
+            table = process_table()
+            for pid in list(tree):       # workers forked since, below a live parent
+                tree.update(descendants(pid, table))
+            alive = {pid for pid in tree if pid in table}
             try:
                 os.killpg(self._proc.pid, 0)
+                group = True
             except (ProcessLookupError, PermissionError):
+                group = False
+            if not alive and not group:
                 return
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.1)
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(self._proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        gone = time.monotonic() + 10
+        while any(pid in process_table() for pid in alive) and time.monotonic() < gone:
+            time.sleep(0.05)
 
     def _close_files(self) -> None:
         for f in self._files:

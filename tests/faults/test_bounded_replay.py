@@ -22,7 +22,7 @@ import pytest
 
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets, job_config, missing_offsets,
-    read_deliveries, wait_until, write_config)
+    process_table, read_deliveries, wait_until, write_config)
 from storm_kafka_compat.servers.kafka_clients import produce
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
@@ -127,18 +127,7 @@ def _python_workers(job) -> List[int]:
     """PIDs of the job's forked PySpark Python workers: children of the
     ``pyspark.daemon`` that the driver's JVM started (the daemon has a process group
     of its own)."""
-    procs: Dict[int, Tuple[int, bytes]] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            continue
-        procs[int(pid)] = (ppid, cmd)
+    procs = process_table()
     daemons = {pid for pid, (ppid, cmd) in procs.items()
                if b"pyspark.daemon" in cmd and procs.get(ppid, (0, b""))[0] == job.pid}
     return [pid for pid, (ppid, _) in procs.items() if ppid in daemons]

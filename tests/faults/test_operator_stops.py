@@ -25,14 +25,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import pytest
 
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S, RECORD_ENV, REPO,
     committed_offsets, console_script, delivered_offsets, duplicates, job_config,
-    produce_chunk, read_deliveries, wait_until, write_config)
+    process_table, produce_chunk, read_deliveries, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
@@ -102,17 +102,9 @@ def _tops(record: Path) -> Dict[int, int]:
 
 def _jvm_of(pid: int) -> int:
     """The pid of the java process the driver ``pid`` started (its child)."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and cmd.split(b"\0", 1)[0].endswith(b"java"):
-            return int(entry)
+    for child, (parent, cmd) in process_table().items():
+        if parent == pid and cmd.split(b"\0", 1)[0].endswith(b"java"):
+            return child
     raise AssertionError(f"no java child of pid {pid}")
 
 
