@@ -213,6 +213,9 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
 #: Keys of the topology section that hold a topology of bolts (kept raw and
 #: interpreted by ``topology.builder.from_spec``).
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
+#: the keys of one ``topology.bolts`` entry
+BOLT_ENTRY_KEYS: Tuple[str, ...] = ("name", "bolt", "kind", "parallelism", "inputs",
+                                     "output_fields", "properties")
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
                                "py_files", "triggerInterval", "trigger_interval")

@@ -15,7 +15,8 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
                                              RETRY_MANAGER_NAMES, SCHEME_NAMES,
                                              STORM_SCHEME_CLASSES, SparkConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
-from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, FieldSpec, HOSTS_KEYS,
+from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
+                                              FieldSpec, HOSTS_KEYS,
                                               MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
                                               SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
                                               SPOUT_BY_NAME, TOPOLOGY_BY_NAME, check_bool,
@@ -496,7 +497,16 @@ def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[
             raise ConfigError(f"{section}.bolts[{i}] must be a mapping with name, bolt "
                               f"(module:callable) and optional inputs, got {bolt!r}.",
                               key=f"{section}.bolts[{i}]", value=bolt)
-        if "bolt" in bolt and not _storm_bolt_class(bolt["bolt"]):
+        unknown = [k for k in bolt if k not in BOLT_ENTRY_KEYS]
+        if unknown:
+            raise ConfigError(f"{section}.bolts[{i}]: unknown key(s) {unknown}; a bolt entry "
+                              f"takes {', '.join(BOLT_ENTRY_KEYS)} (the callable goes in "
+                              f"'bolt: module:callable').",
+                              key=f"{section}.bolts[{i}].{unknown[0]}", value=bolt)
+        if not bolt.get("name") or not bolt.get("bolt"):
+            raise ConfigError(f"{section}.bolts[{i}] needs 'name' and 'bolt' (module:callable), "
+                              f"got {dict(bolt)!r}.", key=f"{section}.bolts[{i}]", value=bolt)
+        if not _storm_bolt_class(bolt["bolt"]):
             check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
     return dict(present)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
                                                normalize_output_fields)
@@ -322,8 +323,7 @@ def _find_cycle(deps: Mapping[str, Set[str]]) -> List[str]:
 
 # --- CONFIG form ---------------------------------------------------------------------
 
-_BOLT_KEYS = ("name", "bolt", "kind", "parallelism", "inputs", "output_fields",
-              "properties")
+_BOLT_KEYS = BOLT_ENTRY_KEYS
 _INPUT_KEYS = ("from", "grouping", "fields", "stream")
 
 

@@ -530,6 +530,20 @@ def test_job_config_topology_of_bolts_is_kept_raw() -> None:
     assert job.topology.name == "clicks"
 
 
+
+@pytest.mark.parametrize("entry, key, says", [
+    ({"name": "count", "callable": "myjob.bolts:count"}, "topology.bolts[0].callable",
+     "unknown key(s) ['callable']"),
+    ({"name": "count"}, "topology.bolts[0]", "needs 'name' and 'bolt'"),
+    ({"bolt": "myjob.bolts:count"}, "topology.bolts[0]", "needs 'name' and 'bolt'"),
+])
+def test_a_bolt_entry_the_topology_cannot_build_is_a_config_error(entry, key, says) -> None:
+    # found when the CONFIG loads (config check, run before anything starts), not when
+    # the topology is built after ZooKeeper and Kafka were reached
+    with pytest.raises(ConfigError) as err:
+        job_config_from_dict(job_dict(topology={"name": "clicks", "bolts": [entry]}))
+    assert err.value.key == key and says in str(err.value)
+
 JOB_ERRORS = [
     (dict(extra=1), "extra", "Valid keys"),
     (dict(spouts={}), "spouts", "Did you mean 'spout'?"),
