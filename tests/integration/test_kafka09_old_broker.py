@@ -157,7 +157,7 @@ def test_the_log_end_a_fetch_saw_is_the_brokers_high_watermark(kafka09, kafka09_
     spout = SpoutConfig(hosts=StaticHosts({}), topic=topic, zk_root="/r", id="i")
     with KafkaPythonAccess(kafka09.bootstrap, spout, {"api_version": (0, 9)}) as access:
         assert access.fetched_log_end(topic, 0) is None
-        assert len(access.fetch(topic, 0, 0, max_messages=10, raw=True)) == 10
+        assert len(access.fetch_batch(topic, 0, 0, max_messages=10)) == 10
         assert access.fetched_log_end(topic, 0) == 251
         access.fetch(topic, 1, 100)
         assert access.fetched_log_end(topic, 1) == 250
