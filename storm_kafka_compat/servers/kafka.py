@@ -615,26 +615,30 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def _metadata_agrees(self, topic: str, leaders: Dict[int, int]) -> bool:
-        """Every running broker's metadata names these leaders (a consumer's fresh
-        metadata request to the cluster)."""
-        from kafka import KafkaConsumer
-        live = [b for b in self.brokers if b.running]
-        try:
-            consumer = KafkaConsumer(bootstrap_servers=[b.bootstrap for b in live],
-                                     request_timeout_ms=5000, client_id="skc-testing-meta",
-                                     **self.client_settings())
-        except Exception:                     # noqa: BLE001 - not ready yet: ask again
-            return False
-        try:
-            from kafka import TopicPartition
-            consumer.topics()               # a fresh metadata request
-            cluster = consumer._client.cluster
-            return all(cluster.leader_for_partition(TopicPartition(topic, p)) == leader
-                       for p, leader in leaders.items())
-        except Exception:                     # noqa: BLE001 - not ready yet: ask again
-            return False
-        finally:
-            consumer.close()
+        """Every running broker's metadata names these leaders. Each broker is asked
+        on its own, by a fresh client bootstrapped on it alone (the client's first
+        metadata request goes to its bootstrap server): the controller updates the
+        brokers' metadata caches one by one, and a client asking the cluster gets
+        whichever broker answers first."""
+        from kafka import KafkaConsumer, TopicPartition
+        for broker in [b for b in self.brokers if b.running]:
+            try:
+                consumer = KafkaConsumer(bootstrap_servers=[broker.bootstrap],
+                                         request_timeout_ms=5000, client_id="skc-testing-meta",
+                                         **self.client_settings())
+            except Exception:                 # noqa: BLE001 - not ready yet: ask again
+                return False
+            try:
+                consumer.topics()               # the one metadata request, to ``broker``
+                cluster = consumer._client.cluster
+                if not all(cluster.leader_for_partition(TopicPartition(topic, p)) == leader
+                           for p, leader in leaders.items()):
+                    return False
+            except Exception:                 # noqa: BLE001 - not ready yet: ask again
+                return False
+            finally:
+                consumer.close()
+        return True
 
     # --- offsets --------------------------------------------------------------------------
 
