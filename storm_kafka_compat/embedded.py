@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import Broker, JobConfig
 
@@ -181,25 +181,33 @@ class EmbeddedServers:
         return (f"ZooKeeper {self.zk.connect_string} (pid {self.zk.pid}), {kind} "
                 f"{self.bootstrap} (pid {self.broker_pid})")
 
-    def create(self, topic: str, partitions: int) -> None:
+    def create(self, topic: str, partitions: int, *, config: Mapping[str, Any] = {}) -> None:
+        """Create ``topic``; ``config`` holds topic-level settings (Kafka only: tansu
+        takes none)."""
         if self._cluster is not None:
-            self._cluster.create_topic(topic, partitions)
+            self._cluster.create_topic(topic, partitions, config=config)
         else:
             from storm_kafka_compat.servers.tansu import create_topic
             create_topic(self.bootstrap, topic, partitions)
 
-    def produce(self, topic: str, messages: Iterable[Message]) -> int:
+    def produce(self, topic: str, messages: Iterable[Message], *,
+                max_message_bytes: Optional[int] = None) -> int:
         """A batching producer on Kafka (librdkafka's when confluent-kafka is
         installed, else kafka-python's); one record per batch on tansu (its high
-        watermark is wrong otherwise)."""
+        watermark is wrong otherwise). ``max_message_bytes`` raises the producer's
+        limit on a record (the topic's ``max.message.bytes`` must allow it too)."""
         if self._cluster is not None:
             try:
                 import confluent_kafka  # noqa: F401
             except ImportError:
-                return int(self._cluster.produce(topic, messages))
+                extra = {} if max_message_bytes is None else {
+                    "max_request_size": max_message_bytes}
+                return int(self._cluster.produce(topic, messages, **extra))
             from storm_kafka_compat.servers.kafka_clients import produce_librdkafka
-            return produce_librdkafka(self.bootstrap, topic, messages,
-                                      settings=self._cluster.distribution.librdkafka_settings)
+            settings = dict(self._cluster.distribution.librdkafka_settings)
+            if max_message_bytes is not None:
+                settings["message.max.bytes"] = max_message_bytes
+            return produce_librdkafka(self.bootstrap, topic, messages, settings=settings)
         from storm_kafka_compat.servers.tansu import produce_exact
         return int(produce_exact(self.bootstrap, topic, messages))
 

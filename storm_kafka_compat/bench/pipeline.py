@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from storm_kafka_compat.config import JobConfig, job_config_from_dict
-from storm_kafka_compat.engine.runner import SparkRunner
+from storm_kafka_compat.engine.runner import SparkRunner, StagedSparkRunner
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
@@ -32,22 +32,40 @@ def noop_bolt(t: Any) -> None:
     t.values[0]
 
 
+#: the multi-stage benchmark topology: the spout's tuples (``message_metadata``: value,
+#: partition, offset) go by a fields grouping on the offset to two tasks of a trivial
+#: bolt, so every tuple crosses a Spark shuffle, as in a topology that counts per key
+MULTI_STAGE = {"scheme": "message_metadata", "bolts": [
+    {"name": "count", "bolt": "storm_kafka_compat.bench.pipeline:noop_bolt", "kind": "simple",
+     "parallelism": 2, "inputs": [{"from": "spout", "grouping": "fields",
+                                   "fields": ["offset"]}]}]}
+
+
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
               bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
-              scheme: str = "string", trigger_interval_ms: Optional[int] = None) -> JobConfig:
+              scheme: str = "string", trigger_interval_ms: Optional[int] = None,
+              multi_stage: bool = False) -> JobConfig:
     """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt);
     ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``);
-    ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default)."""
+    ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default);
+    ``multi_stage`` runs :data:`MULTI_STAGE` instead of the bolt."""
+    topology: Dict[str, Any] = {
+        "topology.name": "bench", "topology.id": f"bench-{spout_id}",
+        "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port}
+    bolts: Dict[str, Any] = {"bolt": bolt}
+    if multi_stage:
+        scheme = str(MULTI_STAGE["scheme"])
+        topology["bolts"] = MULTI_STAGE["bolts"]
+        bolts = {}
     return job_config_from_dict({
         "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": scheme,
                   "stateUpdateIntervalMs": 2000},
         "hosts": {"static": {p: bootstrap for p in range(partitions)}},
-        "topology": {"topology.name": "bench", "topology.id": f"bench-{spout_id}",
-                     "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port},
+        "topology": topology,
         "spark": {"master": master, "appName": "storm-kafka-compat-bench",
                   **({"triggerInterval": trigger_interval_ms} if trigger_interval_ms else {})},
-        "bolt": bolt,
+        **bolts,
         "kafka": {**(kafka or {}), "backend": backend},
     })
 
@@ -95,12 +113,17 @@ class _TimedRunner(SparkRunner):
         return result
 
 
+class _TimedStagedRunner(_TimedRunner, StagedSparkRunner):
+    """The staged runner (a topology whose groupings cross partitions), timed alike."""
+
+
 def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
                   backend: str, spout_id: str, expected: int,
                   kafka: Optional[Dict[str, Any]] = None,
-                  trigger_interval_ms: Optional[int] = None,
+                  trigger_interval_ms: Optional[int] = None, multi_stage: bool = False,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
-    """Run the pipeline over ``topic`` from offset 0 until caught up; its rate.
+    """Run the pipeline over ``topic`` from offset 0 until caught up; its rate
+    (``multi_stage``: the :data:`MULTI_STAGE` topology).
 
     Returns
     -------
@@ -114,8 +137,8 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
                     spout_id=spout_id, backend=backend, kafka=kafka,
-                    trigger_interval_ms=trigger_interval_ms)
-    timed = _TimedRunner(spark, clock)
+                    trigger_interval_ms=trigger_interval_ms, multi_stage=multi_stage)
+    timed = (_TimedStagedRunner if multi_stage else _TimedRunner)(spark, clock)
     pipe = Pipeline(job, spark=spark, runner=timed)
     t0 = clock()
     summary = pipe.run(RunOptions(until_caught_up=True))

@@ -1,9 +1,10 @@
 """The baseline: the plain PySpark job a user would write by hand.
 
-One Spark task per Kafka partition (``sc.parallelize(range(P), P).mapPartitions``),
-each opening the client library directly, reading its partition from offset 0 to
-the end offset the driver found, and calling a Python function once per message;
-the driver sums the counts. No offsets are stored and nothing is acknowledged: it
+The partitions are dealt over as many Spark tasks as the pipeline's runner uses
+(``sc.parallelize(work, slots).mapPartitions``; at most one task per partition),
+each opening the client library directly with its partitions assigned, reading them
+from offset 0 to the end offsets the driver found, and calling a Python function once
+per message; the driver sums the counts. No offsets are stored and nothing is acknowledged: it
 is what the pipeline's guarantees cost compared with.
 
 As in the pipeline figures, one run over the warm-up topic comes first, so Spark's
@@ -22,7 +23,7 @@ second, labelled row.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
 
@@ -56,49 +57,101 @@ def default_consumer(backend: str, bootstrap: str, client: Mapping[str, Any]) ->
             "client_id": "skc-bench-plain", **dict(client)}
 
 
-def _read_kafka_python(topic: str, partition: int, end: int, config: Mapping[str, Any]) -> int:
+def _batches_kafka_python(topic: str, ends: Mapping[int, int], config: Mapping[str, Any]
+                          ) -> Iterator[List[Any]]:
+    """kafka-python's records of ``ends``' partitions from offset 0 to their end
+    offsets, one consumer assigned all of them, a list per poll and partition."""
     from kafka import KafkaConsumer, TopicPartition
     consumer = KafkaConsumer(**dict(config))
     try:
-        tp = TopicPartition(topic, partition)
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        seen = position = 0
-        while position < end:
-            for records in consumer.poll(timeout_ms=1000,
-                                         max_records=min(POLL_RECORDS, end - position)).values():
-                for r in records:
-                    seen += handle(r.value)
-                    position = r.offset + 1
-        return seen
+        left = {TopicPartition(topic, p): end for p, end in ends.items() if end > 0}
+        consumer.assign(list(left))
+        for tp in left:
+            consumer.seek(tp, 0)
+        while left:
+            for tp, records in consumer.poll(timeout_ms=1000,
+                                             max_records=POLL_RECORDS).items():
+                yield records
+                if tp in left and consumer.position(tp) >= left[tp]:
+                    del left[tp]
+                    consumer.pause(tp)
     finally:
         consumer.close()
 
 
-def _read_confluent(topic: str, partition: int, end: int, config: Mapping[str, Any]) -> int:
+def _batches_confluent(topic: str, ends: Mapping[int, int], config: Mapping[str, Any]
+                       ) -> Iterator[List[Any]]:
+    """librdkafka's messages of ``ends``' partitions from offset 0 to their end
+    offsets, one consumer assigned all of them, a list per ``consume`` call (an entry
+    may be an error event: its ``error()`` is not None)."""
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer(dict(config))
     try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        seen = position = 0
-        while position < end:
-            batch: List[Any] = consumer.consume(min(POLL_RECORDS, end - position), 1.0)
-            for m in batch:
-                if m.error() is None:
-                    seen += handle(m.value())
-                    position = m.offset() + 1
-        return seen
+        left = {p: end for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in left])
+        while left:
+            batch: List[Any] = consumer.consume(POLL_RECORDS, 1.0)
+            if not batch:
+                continue
+            yield batch
+            for tp in consumer.position([TopicPartition(topic, p) for p in left]):
+                if tp.offset >= left[tp.partition]:
+                    del left[tp.partition]
+                    consumer.pause([tp])
     finally:
         consumer.close()
 
 
-def read_partitions(args: Iterator[Tuple[str, str, int, int, Tuple[Tuple[str, Any], ...]]]
-                    ) -> Iterator[int]:
-    """The ``mapPartitions`` function: ``(backend, topic, partition, end, consumer
-    settings)`` -> messages handled."""
-    for backend, topic, partition, end, config in args:
-        read = _read_confluent if backend == "confluent" else _read_kafka_python
-        yield read(topic, partition, end, dict(config))
+def read_count(work: "PlainWork") -> int:
+    """One task's reading: its partitions from offset 0 to their end offsets, with one
+    consumer assigned all of them, :func:`handle` called once per message."""
+    backend, topic, ends, config = work
+    seen = 0
+    if backend == "confluent":
+        for batch in _batches_confluent(topic, dict(ends), dict(config)):
+            for m in batch:
+                if m.error() is None:
+                    seen += handle(m.value())
+    else:
+        for records in _batches_kafka_python(topic, dict(ends), dict(config)):
+            for r in records:
+                seen += handle(r.value)
+    return seen
+
+
+def read_keyed(work: "PlainWork", key: Callable[[int], Any]) -> Iterator[Tuple[Any, bytes]]:
+    """As :func:`read_count`, yielding ``(key(offset), value)`` per message: the first
+    stage of the plain multi-stage job."""
+    backend, topic, ends, config = work
+    if backend == "confluent":
+        for batch in _batches_confluent(topic, dict(ends), dict(config)):
+            for m in batch:
+                if m.error() is None:
+                    yield key(m.offset()), m.value()
+    else:
+        for records in _batches_kafka_python(topic, dict(ends), dict(config)):
+            for r in records:
+                yield key(r.offset), r.value
+
+
+#: one task's work: (backend, topic, partition -> end offset, consumer settings)
+PlainWork = Tuple[str, str, Tuple[Tuple[int, int], ...], Tuple[Tuple[str, Any], ...]]
+
+
+def read_partitions(works: Iterator[PlainWork]) -> Iterator[int]:
+    """The ``mapPartitions`` function of the plain job: messages handled per task."""
+    for work in works:
+        yield read_count(work)
+
+
+def plain_work(backend: str, topic: str, ends: Mapping[int, int],
+               consumer: Mapping[str, Any], tasks: int) -> List[PlainWork]:
+    """The partitions dealt over ``tasks`` tasks, as the pipeline's runner deals its
+    plans (at most one task per partition)."""
+    conf = tuple(sorted(consumer.items()))
+    parts = sorted(ends.items())
+    n = max(1, min(tasks, len(parts)))
+    return [(backend, topic, tuple(parts[i::n]), conf) for i in range(n)]
 
 
 def plain_rate(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
@@ -106,15 +159,48 @@ def plain_rate(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """Run the plain job over ``topic`` (partition -> end offset ``ends``) with the
     library ``consumer`` settings (:func:`careful_consumer` or
-    :func:`default_consumer`); its rate."""
-    conf = tuple(sorted(consumer.items()))
-    work: List[Any] = [(backend, topic, p, end, conf) for p, end in sorted(ends.items())]
+    :func:`default_consumer`); its rate. The partitions are dealt over as many
+    tasks as the pipeline's runner uses (Spark's default parallelism)."""
     sc = spark.sparkContext
+    work = plain_work(backend, topic, ends, consumer, sc.defaultParallelism)
     t0 = clock()
     messages = sum(sc.parallelize(work, len(work)).mapPartitions(read_partitions).collect())
     seconds = clock() - t0
-    expected = sum(ends.values())
+    return rate_of(f"the plain {backend} job", messages, sum(ends.values()), seconds)
+
+
+def rate_of(what: str, messages: int, expected: int, seconds: float) -> Dict[str, Any]:
+    """A throughput figure (``messages``, ``seconds``, ``msgs_per_s``), checked against
+    the messages the topic holds."""
     if messages != expected:
-        raise RuntimeError(f"the plain {backend} job read {messages} messages of {expected}")
+        raise RuntimeError(f"{what} read {messages} messages of {expected}")
     return {"messages": messages, "seconds": seconds,
             "msgs_per_s": messages / seconds if seconds > 0 else 0.0}
+
+
+def _offset_key(offset: int) -> int:
+    return offset
+
+
+def count_pairs(pairs: Iterable[Tuple[Any, bytes]]) -> Iterator[int]:
+    """The second stage of the plain multi-stage job: :func:`handle` per message."""
+    yield sum(handle(value) for _key, value in pairs)
+
+
+def plain_multi_stage_rate(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
+                           consumer: Mapping[str, Any],
+                           clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """The plain job of a two-stage topology, as a user writes it in PySpark: read
+    (as :func:`plain_rate`), key each message by its offset, ``partitionBy`` over the
+    default parallelism (one shuffle, as the pipeline's fields grouping on the
+    offset), then the per-message function; its rate."""
+    sc = spark.sparkContext
+    slots = sc.defaultParallelism
+    work = plain_work(backend, topic, ends, consumer, slots)
+    t0 = clock()
+    messages = (sc.parallelize(work, len(work))
+                .flatMap(lambda w: read_keyed(w, _offset_key))
+                .partitionBy(slots).mapPartitions(count_pairs).sum())
+    seconds = clock() - t0
+    return rate_of(f"the plain multi-stage {backend} job", messages, sum(ends.values()),
+                   seconds)

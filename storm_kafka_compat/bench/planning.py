@@ -6,13 +6,16 @@ in-memory store of :func:`storm_kafka_compat.embedded.simulated_spout`. Each
 measured batch is what the driver does between two Spark jobs:
 :meth:`Spout.plan` (one ``plan_fetch`` per partition) and :meth:`Spout.apply`
 of a result that took and acked ``per_partition`` offsets of every partition
-(as ranges).
+(as ranges). Apart from the timed batches, :func:`driver_memory` traces what the
+driver holds for so many partitions and what a batch adds.
 """
 
 from __future__ import annotations
 
+import pickle
 import statistics
 import time
+import tracemalloc
 from typing import Any, Callable, Dict, List
 
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
@@ -47,11 +50,7 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
         t0 = clock()
         plan = spout.plan(0, per_partition)
         t1 = clock()
-        result = BatchResult([
-            PartitionResult(p, taken=[(p.offset, p.offset + per_partition)],
-                            acked=[(p.offset, p.offset + per_partition)],
-                            scanned_to=p.offset + per_partition, latency_ms=1,
-                            tuples=per_partition) for p in plan])
+        result = _batch_result(plan, per_partition)
         t2 = clock()
         spout.apply(result, 0, max_task_errors=3)
         t3 = clock()
@@ -63,4 +62,48 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
     apply_median = statistics.median(apply_ms)
     return {"partitions": partitions, "batches": batches, "plan_ms": plan_median,
             "apply_ms": apply_median, "total_ms": plan_median + apply_median,
-            "setup_s": setup_s}
+            "setup_s": setup_s, **driver_memory(job, partitions, per_partition)}
+
+
+def _batch_result(plan: Any, per_partition: int) -> BatchResult:
+    """What the tasks bring back for ``plan``: ``per_partition`` offsets of every
+    partition taken and acked, as ranges."""
+    return BatchResult([
+        PartitionResult(p, taken=[(p.offset, p.offset + per_partition)],
+                        acked=[(p.offset, p.offset + per_partition)],
+                        scanned_to=p.offset + per_partition, latency_ms=1,
+                        tuples=per_partition) for p in plan])
+
+
+def driver_memory(job: JobConfig, partitions: int, per_partition: int) -> Dict[str, Any]:
+    """The driver's memory for ``partitions``, traced by ``tracemalloc`` (apart from the
+    timed batches, which tracing would slow down): the spout's state once every
+    partition has its manager (``state_bytes``, and per partition), the peak a
+    batch's plan and apply add on top of it (``batch_peak_bytes``), and the pickled
+    sizes of a batch's plans (sent to the executors) and results (brought back)."""
+    from storm_kafka_compat.embedded import simulated_spout
+
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        spout = simulated_spout(job, partitions)
+        spout.maybe_refresh(0)
+        state = tracemalloc.get_traced_memory()[0] - before
+        plan = spout.plan(0, per_partition)
+        result = _batch_result(plan, per_partition)
+        spout.apply(result, 0, max_task_errors=3)       # the first batch's one-off growth
+        settled = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        plan = spout.plan(0, per_partition)
+        result = _batch_result(plan, per_partition)
+        spout.apply(result, 0, max_task_errors=3)
+        peak = tracemalloc.get_traced_memory()[1] - settled
+        plan_bytes = len(pickle.dumps(list(plan), protocol=pickle.HIGHEST_PROTOCOL))
+        result_bytes = len(pickle.dumps(list(result), protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    return {"state_bytes": state, "state_bytes_per_partition": state / partitions,
+            "batch_peak_bytes": peak, "plan_bytes": plan_bytes, "result_bytes": result_bytes}

@@ -71,6 +71,14 @@ class BenchOptions:
     trigger_interval_ms : int, optional
         The pipelines' ``spark.triggerInterval`` (None: the default, half the 2 s
         commit interval).
+    spark_source : bool
+        Measure Spark's own Kafka source beside the plain job (a 0.11+ broker).
+    scale_partitions, scale_sizes : tuple of int
+        The cost as the work grows (:mod:`.scaling`): the main figure's messages over
+        each of these partition counts, its bytes in values of each of these sizes.
+    multi_stage : bool
+        The main topic through a topology whose fields grouping crosses partitions,
+        beside the plain job with one shuffle.
     """
 
     messages: int = 4_000_000
@@ -89,6 +97,9 @@ class BenchOptions:
     spark_cluster: int = 0
     trigger_interval_ms: Optional[int] = None
     spark_source: bool = True
+    scale_partitions: Tuple[int, ...] = (64, 512)
+    scale_sizes: Tuple[int, ...] = (10_000, 1_000_000)
+    multi_stage: bool = True
 
 
 @dataclass
@@ -107,6 +118,8 @@ class _Report:
     pipeline: Dict[str, Any] = field(default_factory=dict)
     #: the pipeline on a standalone cluster (``spark_cluster`` workers), per backend
     cluster: Dict[str, Any] = field(default_factory=dict)
+    #: the cost as the work grows (:mod:`.scaling`): one row per case, the main first
+    scaling: List[Dict[str, Any]] = field(default_factory=list)
     latency: Dict[str, Any] = field(default_factory=dict)
     memory: Dict[str, Any] = field(default_factory=dict)
     zookeeper: List[Dict[str, Any]] = field(default_factory=list)
@@ -300,6 +313,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
     from storm_kafka_compat.bench.latency import latency_run
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
+    from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
     from storm_kafka_compat.bench.spark_kafka import batch_rate, source_options, streaming_rate
 
     owned = False
@@ -371,6 +385,15 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                                             warmup_seconds=warm_s[backend])
         if source:
             report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
+        more = cases(n, options.size, p, more_partitions=list(options.scale_partitions),
+                     sizes=list(options.scale_sizes), multi_stage=options.multi_stage)
+        if more:
+            report.scaling = scaling_rows(
+                spark, servers, base=(Case("main", p, n, options.size),
+                                      {"plain": report.plain, "pipeline": report.pipeline}),
+                more=more, backends=backends, repeat=options.repeat, careful=careful,
+                main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
+                trigger_interval_ms=trigger, log_line=log_line)
         if options.latency_seconds > 0:
             for backend in backends:
                 rate = max(1.0, report.pipeline[backend]["median"] / 2)

@@ -19,7 +19,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping
 
-from storm_kafka_compat.bench.plain import handle
+from storm_kafka_compat.bench.plain import handle, rate_of
 from storm_kafka_compat.config import SpoutConfig
 from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL, MIN_FETCH_MAX_WAIT_MS
 
@@ -51,7 +51,7 @@ def batch_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapp
           .option("startingOffsets", _offsets(topic, {p: 0 for p in ends}))
           .option("endingOffsets", _offsets(topic, ends)).load())
     messages = df.select("value").rdd.mapPartitions(count_values).sum()
-    return _rate("Spark's Kafka source (batch)", messages, sum(ends.values()), clock() - t0)
+    return rate_of("Spark's Kafka source (batch)", messages, sum(ends.values()), clock() - t0)
 
 
 def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
@@ -75,15 +75,8 @@ def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
                  .trigger(availableNow=True).start())
         query.awaitTermination()
         seconds = clock() - t0
-    result = _rate("Spark's Kafka source (Structured Streaming)", sum(counts),
+    result = rate_of("Spark's Kafka source (Structured Streaming)", sum(counts),
                    sum(ends.values()), seconds)
     result["batches"] = len(batches)
     result["batch_seconds"] = batches
     return result
-
-
-def _rate(what: str, messages: int, expected: int, seconds: float) -> Dict[str, Any]:
-    if messages != expected:
-        raise RuntimeError(f"{what} read {messages} messages of {expected}")
-    return {"messages": messages, "seconds": seconds,
-            "msgs_per_s": messages / seconds if seconds > 0 else 0.0}

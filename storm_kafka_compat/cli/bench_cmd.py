@@ -68,6 +68,16 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         vs = f"; {f['median'] / local:.2f}x local[2]" if local else ""
         add(f"pipeline {backend} on {f['workers']} workers", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s{vs}", 0)
+    for row in r.get("scaling", []):
+        for backend, f in row["backends"].items():
+            growth = f.get("pipeline_growth")
+            add(f"scaling {row['name']}: pipeline {backend} / plain job", f["pipeline_over_plain"],
+                "x", f"{row['messages']:,} x {row['size']:,} B over {row['partitions']:,} "
+                f"partitions: pipeline {f['pipeline_msgs_per_s']:,.0f} msg/s "
+                f"({f['pipeline_mb_per_s']:,.1f} MB/s), plain {f['plain_msgs_per_s']:,.0f} msg/s"
+                + ("" if growth is None else
+                   f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
+                   f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
                 f"{lat['samples']:,} samples")
@@ -83,7 +93,10 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
             f"{z['document_bytes']:,} B", 2)
     for pl in r["planning"]:
         add(f"plan {pl['partitions']:,} partitions", pl["plan_ms"], "ms/batch",
-            f"apply {pl['apply_ms']:.2f} ms", 2)
+            f"apply {pl['apply_ms']:.2f} ms; driver state {pl['state_bytes'] / 1e6:,.1f} MB "
+            f"({pl['state_bytes_per_partition']:,.0f} B a partition), a batch's peak "
+            f"{pl['batch_peak_bytes'] / 1e6:,.1f} MB, plans {pl['plan_bytes']:,} B out, "
+            f"results {pl['result_bytes']:,} B back", 2)
     ratios = r["ratios"]
     for group in ("pipeline_over_plain", "pipeline_over_plain_defaults",
                   "plain_over_plain_defaults", "pipeline_over_spark_batch",
@@ -149,6 +162,18 @@ def _trigger_ms(value: Optional[str]) -> Optional[int]:
 @click.option("--spark-cluster", type=click.IntRange(min=0), default=0, show_default=True,
               help="Also run the pipeline on a standalone Spark cluster of this many "
                    "one-core workers (started from pyspark's jars) beside local[2].")
+@click.option("--scale-partitions", callback=_ints, default="64,512", show_default=True,
+              help="The cost as the work grows: the main figure's messages over each of "
+                   "these partition counts, beside the plain job.")
+@click.option("--scale-sizes", callback=_ints, default="10000,1000000", show_default=True,
+              help="The cost as the work grows: the main figure's bytes in values of each "
+                   "of these sizes (bytes), beside the plain job.")
+@click.option("--no-multi-stage", is_flag=True,
+              help="Skip the multi-stage topology (fields grouping across partitions) "
+                   "beside the plain job with one shuffle.")
+@click.option("--no-scaling", is_flag=True,
+              help="Skip every figure of the cost as the work grows (partitions, sizes, "
+                   "multi-stage).")
 @click.option("--trigger-interval", default=None, metavar="DURATION",
               help="The pipelines' spark.triggerInterval: milliseconds or \"2 seconds\" "
                    "(default: the CONFIG default, half the 2 s commit interval). Longer "
@@ -157,7 +182,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
           memory_window: int, zk_partitions: Tuple[int, ...], plan_partitions: Tuple[int, ...],
           warmup_messages: int, no_pipeline: bool, broker: str, repeat: int,
           latency_seconds: float, spark_cluster: int, trigger_interval: Optional[str],
-          no_spark_source: bool) -> int:
+          no_spark_source: bool, scale_partitions: Tuple[int, ...],
+          scale_sizes: Tuple[int, ...], no_multi_stage: bool, no_scaling: bool) -> int:
     """Measure fetch, plain-job, pipeline, latency, memory, ZooKeeper and planning
     figures on embedded servers.
 
@@ -190,7 +216,10 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
                            pipeline=not no_pipeline, broker=broker, repeat=repeat,
                            latency_seconds=latency_seconds, spark_cluster=spark_cluster,
                            trigger_interval_ms=_trigger_ms(trigger_interval),
-                           spark_source=not no_spark_source)
+                           spark_source=not no_spark_source,
+                           scale_partitions=() if no_scaling else scale_partitions,
+                           scale_sizes=() if no_scaling else scale_sizes,
+                           multi_stage=not (no_scaling or no_multi_stage))
     report = run_bench(options, log_line=err)
     report["command"] = "storm-kafka-compat " + " ".join(sys.argv[1:]) if sys.argv else "bench"
     if as_json_flag:

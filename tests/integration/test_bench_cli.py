@@ -19,7 +19,8 @@ def test_bench_json_tiny() -> None:
     done = subprocess.run([
         str(CLI), "bench", "--json", "--messages", "200", "--partitions", "2", "--size", "16",
         "--memory-window", "1000", "--zk-partitions", "1,3", "--plan-partitions", "2,20",
-        "--warmup-messages", "5", "--repeat", "2", "--latency-seconds", "2"],
+        "--warmup-messages", "5", "--repeat", "2", "--latency-seconds", "2",
+        "--scale-partitions", "5", "--scale-sizes", "1000000"],
         capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -45,6 +46,20 @@ def test_bench_json_tiny() -> None:
     assert [z["partitions"] for z in report["zookeeper"]] == [1, 3]
     assert all(z["round_trips_per_commit"] == 1 for z in report["zookeeper"])
     assert [p["partitions"] for p in report["planning"]] == [2, 20]
+    # the cost as the work grows: the main figure, 5 partitions, 1 MB values (the same
+    # 3,200 bytes: 2 messages, one a partition), the multi-stage topology
+    rows = {row["name"]: row for row in report["scaling"]}
+    assert list(rows) == ["main: 2 partitions, 16 B values", "5 partitions",
+                          "1,000,000 B values", "multi-stage, 2 partitions"]
+    assert [rows[n]["messages"] for n in rows] == [200, 200, 2, 200]
+    for name, row in rows.items():
+        f = row["backends"]["kafka-python"]
+        assert f["pipeline_over_plain"] > 0 and f["plain_msgs_per_s"] > 0, name
+        assert name.startswith("main") or f["pipeline_growth"] > 0
+        assert len(row["pipeline"]["kafka-python"]["runs"]) == 2
+    assert rows["multi-stage, 2 partitions"]["pipeline"]["kafka-python"]["batches"] >= 1
+    plan = report["planning"][-1]
+    assert plan["state_bytes"] > 0 and plan["plan_bytes"] > 0
     names = {t["name"] for t in report["targets"]}
     assert ("pipeline kafka-python / plain PySpark job kafka-python (the pipeline's consumer "
             "settings)") in names

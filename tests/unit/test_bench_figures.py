@@ -56,6 +56,72 @@ def test_planning_plans_every_partition():
     assert r["total_ms"] == pytest.approx(r["plan_ms"] + r["apply_ms"])
 
 
+def test_the_driver_memory_per_partition_does_not_grow_with_the_partitions():
+    from storm_kafka_compat.bench.planning import driver_memory
+    from storm_kafka_compat.config import (Broker, JobConfig, SpoutConfig, StaticHosts,
+                                           TopologyConfig)
+
+    def memory(n):
+        hosts = StaticHosts({p: Broker("127.0.0.1", 9092) for p in range(n)})
+        job = JobConfig(spout=SpoutConfig(hosts=hosts, topic="t", zk_root="/b", id="m"),
+                        topology=TopologyConfig(name="b", id="b-1-1"),
+                        bolt="storm_kafka_compat.bench.pipeline:noop_bolt")
+        return driver_memory(job, n, 100)
+
+    small, large = memory(100), memory(2_000)
+    assert 0 < small["state_bytes_per_partition"] < 20_000
+    assert large["state_bytes_per_partition"] < 1.5 * small["state_bytes_per_partition"]
+    # a batch's plans and results grow with the partitions, about linearly
+    for key in ("plan_bytes", "result_bytes", "batch_peak_bytes"):
+        assert 10 < large[key] / small[key] < 30, key
+
+
+def test_the_scaling_cases_keep_the_messages_or_the_bytes_of_the_main_figure():
+    from storm_kafka_compat.bench.scaling import Case, cases
+    got = cases(4_000_000, 100, 4, more_partitions=[4, 64, 512], sizes=[100, 10_000, 1_000_000],
+                multi_stage=True)
+    assert got == [Case("partitions", 64, 4_000_000, 100), Case("partitions", 512, 4_000_000, 100),
+                   Case("size", 4, 40_000, 10_000), Case("size", 4, 400, 1_000_000),
+                   Case("multi_stage", 4, 4_000_000, 100)]
+    # at least one message per partition, whatever the size
+    assert cases(100, 10, 4, more_partitions=[], sizes=[1_000_000], multi_stage=False) == [
+        Case("size", 4, 4, 1_000_000)]
+    assert [c.name for c in got[:3]] == ["64 partitions", "512 partitions", "10,000 B values"]
+
+
+def test_a_scaling_row_says_how_the_cost_per_message_or_per_byte_grew():
+    from storm_kafka_compat.bench.scaling import Case, row_figures
+    main = Case("main", 4, 4_000_000, 100)
+    base = (main, {"plain": {"confluent": {"msgs_per_s": 800_000.0}},
+                   "pipeline": {"confluent": {"msgs_per_s": 600_000.0}}})
+    more = row_figures(Case("partitions", 512, 4_000_000, 100),
+                       {"confluent": {"msgs_per_s": 400_000.0}},
+                       {"confluent": {"msgs_per_s": 200_000.0}}, base)
+    f = more["backends"]["confluent"]
+    assert f["pipeline_over_plain"] == 0.5
+    assert f["pipeline_growth"] == pytest.approx(3.0)       # 3x the time per message
+    assert f["plain_growth"] == pytest.approx(2.0)
+    assert f["pipeline_us_per_message"] == pytest.approx(5.0)
+    # values 100x larger at 1/50 of the message rate: each byte costs half as much
+    big = row_figures(Case("size", 4, 40_000, 10_000), {"confluent": {"msgs_per_s": 16_000.0}},
+                      {"confluent": {"msgs_per_s": 12_000.0}}, base)["backends"]["confluent"]
+    assert big["pipeline_growth"] == pytest.approx(0.5)
+    assert big["pipeline_mb_per_s"] == pytest.approx(120.0)
+    # the main figure's own row has no growth; a backend missing from the plain job no row
+    own = row_figures(main, base[1]["plain"], {**base[1]["pipeline"], "kafka-python": {
+        "msgs_per_s": 1.0}})
+    assert set(own["backends"]) == {"confluent"}
+    assert "pipeline_growth" not in own["backends"]["confluent"]
+
+
+def test_the_plain_job_deals_its_partitions_like_the_pipelines_runner():
+    from storm_kafka_compat.bench.plain import plain_work
+    work = plain_work("confluent", "t", {p: 10 * p for p in range(5)}, {"b": 1}, 2)
+    assert [w[2] for w in work] == [((0, 0), (2, 20), (4, 40)), ((1, 10), (3, 30))]
+    assert all(w[:2] == ("confluent", "t") and w[3] == (("b", 1),) for w in work)
+    assert len(plain_work("confluent", "t", {0: 5}, {}, 8)) == 1     # one task a partition at most
+
+
 KP_TARGET = ("pipeline kafka-python / plain PySpark job kafka-python (the pipeline's consumer "
              "settings)")
 CF_TARGET = ("pipeline confluent / plain PySpark job confluent (the pipeline's consumer "
@@ -111,8 +177,13 @@ def _report(pipe_kp=60_000.0, confluent=True):
                            "min_round_trips": 1, "document_bytes": 129},
                           {"partitions": 10_000, "commit_ms": 700.0, "round_trips_per_commit": 7,
                            "min_round_trips": 6, "document_bytes": 1_300_000}],
-            "planning": [{"partitions": 10, "plan_ms": 0.05, "apply_ms": 0.1},
-                         {"partitions": 10_000, "plan_ms": 150.0, "apply_ms": 200.0}]}
+            "planning": [{"partitions": 10, "plan_ms": 0.05, "apply_ms": 0.1,
+                          "state_bytes": 27_000, "state_bytes_per_partition": 2_700.0,
+                          "batch_peak_bytes": 5_000, "plan_bytes": 477, "result_bytes": 1_224},
+                         {"partitions": 10_000, "plan_ms": 150.0, "apply_ms": 200.0,
+                          "state_bytes": 20_000_000, "state_bytes_per_partition": 2_000.0,
+                          "batch_peak_bytes": 6_600_000, "plan_bytes": 360_000,
+                          "result_bytes": 1_000_000}]}
 
 
 def test_ratios_and_targets():
@@ -149,6 +220,23 @@ def test_throughput_targets_are_judged_only_at_the_size_they_are_set_at():
     assert rows[f"target: {KP_TARGET}"]["NOTE"].startswith("set at 4,000,000")
     # the other targets do not depend on the topic's size
     assert targets["p99 end-to-end latency kafka-python at 30,000 msg/s (ms)"]["met"] is True
+
+
+def test_scaling_rows_render_with_their_growth():
+    from storm_kafka_compat.bench.scaling import Case, row_figures
+    r = _report()
+    r["ratios"] = compute_ratios(r)
+    r["targets"] = check_targets(r)
+    base = (Case("main", 4, 4_000_000, 100), {"plain": r["plain"], "pipeline": r["pipeline"]})
+    r["scaling"] = [row_figures(Case("partitions", 512, 4_000_000, 100),
+                                {"confluent": {"msgs_per_s": 125_000.0}},
+                                {"confluent": {"msgs_per_s": 100_000.0}}, base)]
+    rows = {row["FIGURE"]: row for row in figure_rows(r)}
+    row = rows["scaling 512 partitions: pipeline confluent / plain job"]
+    assert row["VALUE"] == "0.80"
+    assert "cost per message 2.00x the main figure's (plain 2.00x)" in row["NOTE"]
+    plan = rows["plan 10,000 partitions"]["NOTE"]
+    assert "driver state 20.0 MB (2,000 B a partition)" in plan
 
 
 def test_targets_not_measured_without_confluent_and_rows_render():
