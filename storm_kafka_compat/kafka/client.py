@@ -71,7 +71,8 @@ def fetch_deadline_ms(socket_timeout_ms: int, budget_s: float, fetch_max_wait_ms
 
 #: partitions fetched with a consumer of their own per access object (so a partition
 #: keeps its position and prefetched records between fetches); beyond, the least
-#: recently used consumer is closed
+#: recently used consumer serves the next partition (each adapter says how: the
+#: cheaper of re-assigning it and replacing it)
 MAX_FETCH_CONSUMERS = 8
 #: extra time given to one poll round beyond the fetch wait (ms); when a round brings
 #: nothing the log end is asked, so a short round only costs a ListOffsets

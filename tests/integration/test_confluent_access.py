@@ -191,10 +191,16 @@ def test_tansu_answers_nothing_beyond_the_end(access, kafka_topic):
 @pytest.mark.integration
 def test_partitions_alternate_each_keeping_its_consumer(access, kafka_topic, monkeypatch):
     from storm_kafka_compat.kafka import confluent
-    monkeypatch.setattr(confluent, "MAX_FETCH_CONSUMERS", 2)   # the third re-assigns the LRU
+    monkeypatch.setattr(confluent, "MAX_FETCH_CONSUMERS", 2)   # the third replaces the LRU
     topic = kafka_topic(3, [(p, None, b"%d-%d" % (p, i)) for i in range(5) for p in range(3)])
+    closed = []
     for p in (2, 0, 1, 0, 2):
+        before = {key: entry[0] for key, entry in access._fetchers.items()}
         assert [m.value for m in access.fetch(topic, p, 3)] == [b"%d-3" % p, b"%d-4" % p]
+        after = {entry[0] for entry in access._fetchers.values()}
+        closed += [key for key, c in before.items() if c not in after]
+    # partition 2's consumer made way for 1's, then 1's for 2's (0's stayed in use)
+    assert closed == [(topic, 2), (topic, 1)]
     assert [m.value for m in access.fetch(topic, 0, 0, max_messages=2)] == [b"0-0", b"0-1"]
     assert [m.value for m in access.fetch(topic, 0, 2, max_messages=1)] == [b"0-2"]
     assert len(access._fetchers) == 2

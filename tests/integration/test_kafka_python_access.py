@@ -78,11 +78,17 @@ def test_each_partition_keeps_its_consumer_and_position(access, kafka_topic, mon
     monkeypatch.setattr(type(first), "seek", lambda self, tp, off: seeks.append(off))
     assert access.fetch(topic, 1, 5) == [] and seeks == []
     monkeypatch.undo()
-    # beyond MAX_FETCH_CONSUMERS the least recently used consumer is closed
+    # the limit lowered to 2: the least recently used consumer (partition 2's) is closed,
+    # and the next (partition 0's) re-assigned to the new partition, no new connection
     monkeypatch.setattr(kafka_python, "MAX_FETCH_CONSUMERS", 2)
+    closed, reused = list(access._fetchers.values())[:2]
     other = kafka_topic(1, [(0, None, b"z")])
     assert [m.value for m in access.fetch(other, 0, 0)] == [b"z"]
     assert [(tp.topic, tp.partition) for tp in access._fetchers] == [(topic, 1), (other, 0)]
+    assert [c is reused for c in access._fetchers.values()] == [False, True]
+    assert all(c is not closed for c in access._fetchers.values())
+    # and back: the partition the re-assigned consumer left is read from where asked
+    assert [m.value for m in access.fetch(topic, 2, 4)] == [b"2-4"]
 
 
 def test_fetch_size_bytes_bounds_one_fetch_but_a_larger_message_comes_back(tansu, kafka_topic):
