@@ -90,7 +90,12 @@ def _batches_confluent(topic: str, ends: Mapping[int, int], config: Mapping[str,
         left = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in left])
         while left:
-            batch: List[Any] = consumer.consume(POLL_RECORDS, 1.0)
+            # what librdkafka already holds, else wait for the next record (as the
+            # pipeline's adapter does): consume(n, timeout) waits for n messages, so
+            # with large values (fewer than n fit in the prefetch queue) every call
+            # would wait out its whole timeout
+            batch: List[Any] = consumer.consume(POLL_RECORDS, 0) or \
+                consumer.consume(1, 1.0)
             if not batch:
                 continue
             yield batch
