@@ -12,22 +12,26 @@ that fetched one partition. The topology is cut into stages:
   shuffles. Its Spark partitions are the bolt tasks ``(component, task)``:
   routed tuples are repartitioned with ``partitionBy`` on the task index.
 
-Every Spark record is a ``(key, value)`` pair:
+Every Spark record is a ``(key, value)`` pair, and one Spark task writes one record
+per destination, not one per tuple (Spark's shuffle costs about as much per record
+as per tuple, profiled):
 
-* ``("t", component, task)`` -> :class:`StormTuple`: a tuple for a bolt task;
-* ``("a", root)`` -> ``(xor, failed, origin)``: acker messages of one root,
-  pre-folded per Spark task; ``origin`` is ``(topic, partition, offset)`` from
-  the spout stage, None from bolt stages;
+* ``("t", component, task)`` -> list of :class:`StormTuple`: the tuples a Spark task
+  sends to one bolt task;
+* ``("a", bucket)`` -> dict root -> ``(xor, failed, origin)``: the acker messages of
+  the roots with ``root % ACK_BUCKETS == bucket``, folded per root in the Spark
+  task; ``origin`` is ``(topic, partition, offset)`` from the spout stage, None from
+  bolt stages;
 * ``("r", topic, partition)`` -> :class:`~storm_kafka_compat.spout.batch.PartitionResult`:
   what the fetch took.
 
 Records other than a stage's own tuples go to one pass-through partition and
 are forwarded unchanged, so each stage's output feeds exactly one shuffle and
-no bolt runs twice. A final ``reduceByKey`` folds the acker records per root;
-only roots that did not complete come back to the driver: a failed root fails
-its Kafka offset (replayed through the retry manager), a root neither failed
-nor complete is an open tree that times out on the driver. Roots that complete
-inside stage 0 never leave it.
+no bolt runs twice. A final ``reduceByKey`` folds the acker buckets per root
+(:func:`fold_records`); only roots that did not complete come back to the driver
+(:func:`unresolved_roots`): a failed root fails its Kafka offset (replayed through
+the retry manager), a root neither failed nor complete is an open tree that times
+out on the driver. Roots that complete inside stage 0 never leave it.
 
 Bolt state lives in the Python worker that runs a task; Spark may run a bolt
 task in different workers from batch to batch, so keep aggregates outside the
@@ -67,6 +71,12 @@ log = logging.getLogger(__name__)
 
 Record = Tuple[Tuple[Any, ...], Any]
 AckValue = Tuple[int, bool, Optional[Tuple[str, int, int]]]
+#: root -> its acker messages folded (one ``("a", bucket)`` record's value)
+AckBucket = Dict[int, AckValue]
+
+#: acker buckets: a Spark task sends at most this many acker records, and the final
+#: fold runs over at most this many keys
+ACK_BUCKETS = 2
 
 
 def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
@@ -117,10 +127,12 @@ def fill(reader: PartitionReader, messages: List[MessageLike], deadline: float
 def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
                 kafka: Optional[KafkaAccess] = None,
                 clock: Callable[[], float] = time.monotonic) -> Iterator[Record]:
-    """Stage 0: read each plan, run the scheme and the local bolts; yield the
-    partition's result, the acker records of open roots and the routed tuples."""
+    """Stage 0: read each plan, run the scheme and the local bolts; yield each
+    partition's result, then the acker buckets of the open roots and the routed
+    tuples, one record per bolt task, of all the plans."""
     assert job.layout is not None
     local = frozenset(job.layout.stages[0])
+    outbox = Outbox()
     for plan in plans:
         result = PartitionResult(plan)
         key = ("r", plan.topic, plan.partition)
@@ -148,20 +160,47 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
         result.skipped = o.skipped_null
         result.tuples = o.stage_counts.get(runtime.topology.spout, {}).get("emitted", 0)
         failed = set(o.failed)
-        open_roots: List[Record] = []
         for root, offset in sp.roots.items():
             if root in sp.failed_roots:
                 failed.add(offset)
                 continue
             xor = sp.init[root] ^ sp.pairs.get(root, 0)
             if xor:
-                open_roots.append((("a", root), (xor, False, (plan.topic, plan.partition,
-                                                               offset))))
+                outbox.ack(root, (xor, False, (plan.topic, plan.partition, offset)))
         result.failed = sorted(failed)
         yield key, result
-        yield from open_roots
-        for component, task, tup in sp.routed:
-            yield ("t", component, task), tup
+        outbox.route(sp.routed)
+    yield from outbox.records()
+
+
+class Outbox:
+    """What a Spark task sends on: tuples gathered per bolt task and acker messages
+    folded per root into :data:`ACK_BUCKETS` buckets, written as one record each."""
+
+    def __init__(self) -> None:
+        self.tuples: Dict[Tuple[str, int], List[Any]] = {}
+        self.buckets: List[AckBucket] = [{} for _ in range(ACK_BUCKETS)]
+
+    def route(self, routed: Iterable[Tuple[str, int, Any]]) -> None:
+        tuples = self.tuples
+        for component, task, tup in routed:
+            batch = tuples.get((component, task))
+            if batch is None:
+                tuples[(component, task)] = [tup]
+            else:
+                batch.append(tup)
+
+    def ack(self, root: int, value: AckValue) -> None:
+        bucket = self.buckets[root % ACK_BUCKETS]
+        held = bucket.get(root)
+        bucket[root] = value if held is None else fold_acker(held, value)
+
+    def records(self) -> Iterator[Record]:
+        for (component, task), tuples in self.tuples.items():
+            yield ("t", component, task), tuples
+        for i, bucket in enumerate(self.buckets):
+            if bucket:
+                yield ("a", i), bucket
 
 
 def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int) -> Iterator[Record]:
@@ -172,18 +211,20 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int) -> Iterato
     inputs: List[Tuple[str, int, Any]] = []
     for key, value in records:
         if key[0] == "t" and key[1] in names:
-            inputs.append((key[1], key[2], value))
+            component, task = key[1], key[2]
+            inputs.extend((component, task, tup) for tup in value)
         else:
             yield key, value
     if not inputs:
         return
     res = run_stage_group(inputs, topology=_stage_runtime(job), local=names)
-    for component, task, tup in res.routed:
-        yield ("t", component, task), tup
+    outbox = Outbox()
+    outbox.route(res.routed)
     for root, value in res.pairs.items():
-        yield ("a", root), (value, root in res.failed_roots, None)
+        outbox.ack(root, (value, root in res.failed_roots, None))
     for root in res.failed_roots.difference(res.pairs):
-        yield ("a", root), (0, True, None)
+        outbox.ack(root, (0, True, None))
+    yield from outbox.records()
 
 
 def fold_acker(a: AckValue, b: AckValue) -> AckValue:
@@ -191,14 +232,28 @@ def fold_acker(a: AckValue, b: AckValue) -> AckValue:
     return (a[0] ^ b[0], a[1] or b[1], a[2] if a[2] is not None else b[2])
 
 
-def unresolved(record: Record) -> bool:
-    """Keep results and the roots (from a spout stage) that did not complete."""
+def fold_records(a: Any, b: Any) -> Any:
+    """The final ``reduceByKey``'s function: two acker buckets folded root by root
+    (the larger one is updated and returned). Only acker buckets share a key."""
+    if len(a) < len(b):
+        a, b = b, a
+    for root, value in b.items():
+        held = a.get(root)
+        a[root] = value if held is None else fold_acker(held, value)
+    return a
+
+
+def unresolved_roots(record: Record) -> Iterator[Record]:
+    """A partition's result as it is, and per root of an acker bucket that did not
+    complete (failed, or a tree still open) one ``(("a", root), value)`` record;
+    roots without an origin (no spout-stage message in this batch) are dropped."""
     key, value = record
     if key[0] == "r":
-        return True
-    if key[0] == "a":
-        return bool(value[2] is not None and (value[1] or value[0] != 0))
-    return False
+        yield record
+    elif key[0] == "a":
+        for root, v in value.items():
+            if v[2] is not None and (v[1] or v[0] != 0):
+                yield ("a", root), v
 
 
 def settle(records: Iterable[Record]) -> BatchResult:
@@ -217,7 +272,7 @@ def settle(records: Iterable[Record]) -> BatchResult:
             elif value[0]:
                 open_.setdefault(TopicPartition(topic, partition), set()).add(offset)
         elif key[0] == "t":
-            log.error("tuple for %s task %s was left after the last stage; dropping it",
+            log.error("tuples for %s task %s were left after the last stage; dropping them",
                       key[1], key[2])
     out = []
     for k, r in results.items():
@@ -254,7 +309,7 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
                      layout: StageLayout, slices: int) -> BatchResult:
     """Run the stages as one Spark job: stage 0 over the planned partitions,
     ``partitionBy`` on the bolt tasks for each later stage, ``reduceByKey`` on
-    the roots; only results and unresolved roots are collected. ``job`` is the
+    the acker buckets; only results and unresolved roots are collected. ``job`` is the
     broadcast :class:`~storm_kafka_compat.engine.worker.WorkerJob`."""
     def first(plans: Iterable[FetchPlan]) -> Iterator[Record]:
         return spout_stage(plans, job.value)
@@ -265,8 +320,8 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
         rdd = (rdd.partitionBy(part.passthrough + 1, part)
                .mapPartitions(_bolt_stage_of(job, stage), preservesPartitioning=True))
     collected = (rdd.filter(lambda rec: rec[0][0] != "t" or _left(rec))
-                 .reduceByKey(fold_acker, max(1, min(2, slices)))
-                 .filter(unresolved)
+                 .reduceByKey(fold_records, max(1, min(ACK_BUCKETS, slices)))
+                 .flatMap(unresolved_roots)
                  .collect())
     return settle(collected)
 
@@ -279,6 +334,6 @@ def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int
 
 
 def _left(record: Record) -> bool:
-    log.error("tuple for %s task %s was left after the last stage; dropping it",
+    log.error("tuples for %s task %s were left after the last stage; dropping them",
               record[0][1], record[0][2])
     return False

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from storm_kafka_compat.engine.stages import (Record, StagePartitioner, bolt_stage, fold_acker,
-                                              settle, spout_stage, unresolved)
+from storm_kafka_compat.engine.stages import (Record, StagePartitioner, bolt_stage,
+                                              fold_records, settle, spout_stage,
+                                              unresolved_roots)
 from storm_kafka_compat.engine.task import run_task
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
@@ -36,10 +37,10 @@ def run_stages_local(plan: BatchPlan, job: WorkerJob, *,
     folded: Dict[Tuple[Any, ...], Any] = {}
     for key, value in records:
         if key[0] == "a" and key in folded:
-            folded[key] = fold_acker(folded[key], value)
+            folded[key] = fold_records(folded[key], value)
         else:
             folded[key] = value
-    return settle([r for r in folded.items() if unresolved(r)])
+    return settle([out for r in folded.items() for out in unresolved_roots(r)])
 
 
 class InProcessRunner:
