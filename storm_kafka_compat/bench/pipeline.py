@@ -32,10 +32,21 @@ def noop_bolt(t: Any) -> None:
     t.values[0]
 
 
-#: the multi-stage benchmark topology: the spout's tuples (``message_metadata``: value,
-#: partition, offset) go by a fields grouping on the offset to two tasks of a trivial
-#: bolt, so every tuple crosses a Spark shuffle, as in a topology that counts per key
-MULTI_STAGE = {"scheme": "message_metadata", "bolts": [
+class OffsetScheme:
+    """The multi-stage benchmark's scheme: the value's bytes (not decoded, as in the
+    single-stage figures) and the message's offset, the grouping key."""
+
+    fields = ("bytes", "offset")
+
+    def to_tuples(self, message: Any) -> List[List[Any]]:
+        value = message.value
+        return [] if value is None else [[value, message.offset]]
+
+
+#: the multi-stage benchmark topology: the spout's tuples (:class:`OffsetScheme`) go by
+#: a fields grouping on the offset to two tasks of a trivial bolt, so every tuple
+#: crosses a Spark shuffle, as in a topology that counts per key
+MULTI_STAGE = {"scheme": "storm_kafka_compat.bench.pipeline:OffsetScheme", "bolts": [
     {"name": "count", "bolt": "storm_kafka_compat.bench.pipeline:noop_bolt", "kind": "simple",
      "parallelism": 2, "inputs": [{"from": "spout", "grouping": "fields",
                                    "fields": ["offset"]}]}]}
@@ -44,9 +55,10 @@ MULTI_STAGE = {"scheme": "message_metadata", "bolts": [
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
               bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
-              scheme: str = "string", trigger_interval_ms: Optional[int] = None,
+              scheme: str = "raw", trigger_interval_ms: Optional[int] = None,
               multi_stage: bool = False) -> JobConfig:
-    """The JobConfig of a benchmark pipeline (StaticHosts, StringScheme, noop bolt);
+    """The JobConfig of a benchmark pipeline (StaticHosts, the raw scheme, noop bolt:
+    the bolt gets the value's bytes, as the plain job's per-message function does);
     ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``);
     ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default);
     ``multi_stage`` runs :data:`MULTI_STAGE` instead of the bolt."""
