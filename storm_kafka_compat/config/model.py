@@ -17,11 +17,14 @@ LATEST_TIME = -1
 NO_OFFSET = -5
 #: Java ``Long.MAX_VALUE``, the default ``maxOffsetBehind`` since 0.9.3
 LONG_MAX = 2**63 - 1
-#: new messages per partition per batch (``run --max-messages``). Measured with `bench`
-#: (1M x 100 B, 4 partitions, local[2], Kafka 0.9): 10,000 gave 26 batches and 222k
-#: msg/s with the confluent backend, 100,000 gave 4 batches and 454k msg/s (each batch
-#: is a Spark job and a fresh wait for data); the task's fill budget keeps a batch short
-DEFAULT_MAX_MESSAGES_PER_PARTITION = 100_000
+#: new messages per partition per batch (``run --max-messages``): large enough that the
+#: task's time budget, not this cap, ends a batch when data is plentiful. Each batch is
+#: a Spark job (about 70 ms of scheduling) and a barrier where a task waits for the
+#: slowest: with 100,000 a confluent task read its two partitions in about 0.25 s, so
+#: a fifth of a batch was scheduling (bench, 4M x 100 B, Kafka 3.9: 11 batches, 0.75 of
+#: the plain job; 1,000,000: 4 batches, 0.86). Storm's spout has no such cap
+#: (``topology.max.spout.pending`` bounds what is in flight, when set)
+DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 
 DEFAULT_RETRY_MANAGER = "org.apache.storm.kafka.ExponentialBackoffMsgRetryManager"
 

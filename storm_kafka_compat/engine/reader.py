@@ -10,8 +10,9 @@ reported (a batch takes what was in the log when it started, as a Spark
 micro-batch does, instead of chasing messages that arrive meanwhile).
 
 A task's time budget (:func:`task_budget_s`) comes with the job: how long a task
-fetches and processes new messages. Rows for Spark have Spark's Kafka source
-schema (:data:`KAFKA_SCHEMA_DDL`, :func:`kafka_row`).
+fetches and processes new messages, shared by its plans (:class:`TaskBudget`). Rows
+for Spark have Spark's Kafka source schema (:data:`KAFKA_SCHEMA_DDL`,
+:func:`kafka_row`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,38 @@ def task_budget_s(trigger_interval_ms: int, commit_interval_ms: int) -> float:
         return trigger_interval_ms / 1000.0
     half = commit_interval_ms / 2.0
     return max(MIN_TASK_BUDGET_MS, min(FILL_BUDGET_MS, half)) / 1000.0
+
+
+class TaskBudget:
+    """One task's time budget, shared by the plans it works through in turn: each plan
+    gets an equal share of what is left (time a plan did not need goes to the next),
+    and at least a floor of ``budget_s / (2 x plans)``, so a plan whose first fetch
+    held on does not leave the later ones nothing. The task then ends about
+    ``budget_s`` after it started however many partitions it holds (at most 1.5 x
+    ``budget_s``), and a batch's tasks end together when data is plentiful.
+
+    Parameters
+    ----------
+    budget_s : float
+        The task's budget (:func:`task_budget_s`).
+    plans : int
+        How many plans the task works through.
+    clock : callable
+        Monotonic seconds.
+    """
+
+    def __init__(self, budget_s: float, plans: int, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.end = clock() + budget_s
+        self.left = max(1, plans)
+        self.floor_s = budget_s / (2 * self.left)
+
+    def deadline(self) -> float:
+        """The deadline of the next plan (call once per plan, in order)."""
+        now = self.clock()
+        share = max(self.floor_s, (self.end - now) / self.left)
+        self.left = max(1, self.left - 1)
+        return now + share
 
 
 def kafka_row(m: KafkaMessage) -> Tuple[Any, ...]:

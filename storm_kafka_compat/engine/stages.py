@@ -52,7 +52,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.dag import LocalRuntime
-from storm_kafka_compat.engine.reader import FILL_SHARE, PartitionReader
+from storm_kafka_compat.engine.reader import FILL_SHARE, PartitionReader, TaskBudget
 from storm_kafka_compat.engine.stage_tasks import (StageLayout, needs_stages, run_spout_stage,
                                                    run_stage_group, stage_layout)
 from storm_kafka_compat.engine.task import bolt_error
@@ -133,11 +133,13 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
     assert job.layout is not None
     local = frozenset(job.layout.stages[0])
     outbox = Outbox()
-    for plan in plans:
+    todo = list(plans)
+    budget = TaskBudget(job.budget_s * FILL_SHARE, len(todo), clock)
+    for plan in todo:
         result = PartitionResult(plan)
         key = ("r", plan.topic, plan.partition)
         try:
-            started = clock()
+            fill_until = budget.deadline()
             reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
                                               plan, client=job.backend, clock=clock)
             first, result.failure = reader.first_fetch()
@@ -147,7 +149,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
                 continue
             messages: List[MessageLike] = list(first)
             if not plan.retry:
-                messages = fill(reader, messages, started + job.budget_s * FILL_SHARE)
+                messages = fill(reader, messages, fill_until)
             runtime = _stage_runtime(job)
             sp = run_spout_stage(messages, scheme=job.scheme(), topology=runtime,
                                  plan_filter=plan, local=local)

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.engine.process import BatchOutcome, process_batch
-from storm_kafka_compat.engine.reader import PartitionReader
+from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
@@ -70,8 +70,10 @@ def processor(job: WorkerJob) -> Processor:
 
 def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = None,
              process: Optional[Processor] = None,
-             clock: Callable[[], float] = time.monotonic) -> PartitionResult:
-    """Read and process one plan until its end or the task budget.
+             clock: Callable[[], float] = time.monotonic,
+             deadline: Optional[float] = None) -> PartitionResult:
+    """Read and process one plan until its end or its deadline (``clock`` time; by
+    default the task budget from now: :func:`run_tasks` gives each plan its share).
 
     As a consumer loop does: one broker fetch, process it, fetch the next one
     (the client's next request is already on its way while this one is
@@ -95,9 +97,11 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
     if plan.retry:
         add_outcome(result, proc(messages, plan))
         return _timed(result, reader)
+    if deadline is None:
+        deadline = started + job.budget_s
     with collection_paused():
-        return _timed(_read_and_process(reader, result, messages, proc, plan,
-                                        started + job.budget_s, clock), reader)
+        return _timed(_read_and_process(reader, result, messages, proc, plan, deadline,
+                                        clock), reader)
 
 
 def _timed(result: PartitionResult, reader: PartitionReader) -> PartitionResult:
@@ -177,11 +181,15 @@ def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
     result.tuples += outcome.stage_counts.get("spout", {}).get("emitted", 0)
 
 
-def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob) -> Iterator[PartitionResult]:
-    """The ``mapPartitions`` function: every plan of this Spark partition in turn."""
-    for plan in plans:
+def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
+              clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
+    """The ``mapPartitions`` function: every plan of this Spark partition in turn,
+    sharing the task budget (:class:`~storm_kafka_compat.engine.reader.TaskBudget`)."""
+    todo = list(plans)
+    budget = TaskBudget(job.budget_s, len(todo), clock)
+    for plan in todo:
         try:
-            yield run_task(plan, job)
+            yield run_task(plan, job, clock=clock, deadline=budget.deadline())
         except Exception as exc:  # never lose the other partitions' results
             yield bolt_error(plan, exc)
 

@@ -174,3 +174,49 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
     assert again.taken == [] and again.scanned_to is None     # at the end: nothing passed
     retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), _job(), kafka=kafka, process=proc)
     assert retry.scanned_to is None                           # retries never pass anything
+
+
+# --- one budget for a task's plans -----------------------------------------------------
+
+def test_a_task_shares_its_budget_between_its_plans() -> None:
+    from storm_kafka_compat.engine.reader import TaskBudget
+    clock = _Clock()
+    budget = TaskBudget(1.0, 4, clock)
+    used = []
+    for spend in (1.0, 0.1, 1.0, 1.0):         # each plan runs to its deadline, but the 2nd
+        deadline = budget.deadline()
+        used.append(round(deadline - clock.now, 4))
+        clock.now = min(deadline, clock.now + spend)
+    # equal shares of what is left: the time the second plan did not need goes to the
+    # last two, and the task ends at its budget
+    assert used == [0.25, 0.25, round(0.65 / 2, 4), round(0.65 / 2, 4)]
+    assert clock.now == pytest.approx(101.0)
+
+
+def test_a_plan_that_overran_leaves_the_others_at_least_a_floor() -> None:
+    from storm_kafka_compat.engine.reader import TaskBudget
+    clock = _Clock()
+    budget = TaskBudget(1.0, 4, clock)
+    budget.deadline()
+    clock.now += 3.0                            # a first fetch that held on for 3 s
+    assert [round(budget.deadline() - clock.now, 4) for _ in range(3)] == [0.125] * 3
+
+
+def test_two_plans_in_one_task_end_about_one_budget_after_it_started() -> None:
+    kafka = ScriptedKafka()
+    kafka.create_topic("t", 2)
+    for p in range(2):
+        kafka.append("t", p, *[b"m%d" % i for i in range(5000)])
+    clock = _Clock()
+    job = _job()
+    proc = _slow_processor(clock, 0.001)
+    from storm_kafka_compat.engine.reader import TaskBudget
+    budget = TaskBudget(job.budget_s, 2, clock)
+    taken = []
+    for p in range(2):
+        r = run_task(FetchPlan("t", p, 0, max_messages=1_000_000), job, kafka=kafka,
+                     process=proc, clock=clock, deadline=budget.deadline())
+        taken.append(sum(e - s for s, e in r.taken))
+    # 1 ms a message, a 1 s budget: about 500 each, not 1,000 each (2 s)
+    assert all(abs(t - 500) <= 17 for t in taken), taken
+    assert clock.now - 100.0 == pytest.approx(1.0, abs=0.02)

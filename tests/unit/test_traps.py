@@ -45,12 +45,15 @@ def kinds(cfg: Dict[str, Any], **facts: Any) -> List[str]:
     ({"id": "3f1c2d9e-8a47-4b2e-9c1d-2e5f7a9b0c11"}, {}, ["per_run_id"]),
     ({"id": "clicks-1514764800123"}, {}, ["per_run_id"]),
     ({"zkRoot": "/storm/clicks"}, {}, ["zk_root_topic"]),
-    ({"maxOffsetBehind": 100000, "startOffsetTime": -1}, {}, ["max_offset_behind"]),
-    ({"maxOffsetBehind": 100000, "startOffsetTime": 1700000000000,
+    ({"maxOffsetBehind": 2000000, "startOffsetTime": -1}, {}, ["max_offset_behind"]),
+    ({"maxOffsetBehind": 2000000, "startOffsetTime": 1700000000000,
       "maxOffsetBehindResetToWindow": True}, {}, ["max_offset_behind"]),
-    ({"maxOffsetBehind": 100000}, {}, []),      # measured from the log start: no skip
-    # below what a partition may hold in flight: failures are dropped, not retried
+    ({"maxOffsetBehind": 2000000}, {}, []),     # measured from the log start: no skip
+    # below what a partition may hold in flight (a batch: 1,000,000 new messages per
+    # partition by default): failures are dropped, not retried
     ({"maxOffsetBehind": 500}, {}, ["max_offset_behind_in_flight"]),
+    ({"maxOffsetBehind": 100000}, {}, ["max_offset_behind_in_flight"]),
+    ({"maxOffsetBehind": 100000}, {"topology.max.spout.pending": 50000}, []),
     ({"maxOffsetBehind": 500}, {"topology.max.spout.pending": 400}, []),
     ({"maxOffsetBehind": 500}, {"topology.max.spout.pending": 2000},
      ["max_offset_behind_in_flight"]),
@@ -82,9 +85,9 @@ def test_each_trap_says_consequence_and_fix() -> None:
     assert "STORM-399" in behind.consequence
     in_flight = find_traps(TrapFacts.from_mapping(config({"maxOffsetBehind": 500})))[0]
     assert in_flight.kind == "max_offset_behind_in_flight"
-    assert "below the 100000 messages a partition may have in flight" in in_flight.consequence
+    assert "below the 1000000 messages a partition may have in flight" in in_flight.consequence
     assert "not retried" in in_flight.consequence and "skipped" in in_flight.consequence
-    assert in_flight.fix.startswith("raise maxOffsetBehind above 100000")
+    assert in_flight.fix.startswith("raise maxOffsetBehind above 1000000")
 
 
 def test_per_run_id_from_the_source_names_the_expression_and_how_to_find_the_id() -> None:
