@@ -64,13 +64,22 @@ def task_budget_s(trigger_interval_ms: int, commit_interval_ms: int) -> float:
     return max(MIN_TASK_BUDGET_MS, min(FILL_BUDGET_MS, half)) / 1000.0
 
 
+#: the least time a plan of a task gets (s): a partition's first fetch in a task costs
+#: a few milliseconds whatever follows (a consumer switch: 6-10 ms, measured), so a
+#: share below this would leave a plan time for its first chunk only
+MIN_PLAN_SHARE_S = 0.05
+
+
 class TaskBudget:
     """One task's time budget, shared by the plans it works through in turn: each plan
     gets an equal share of what is left (time a plan did not need goes to the next),
     and at least a floor of ``budget_s / (2 x plans)``, so a plan whose first fetch
-    held on does not leave the later ones nothing. The task then ends about
-    ``budget_s`` after it started however many partitions it holds (at most 1.5 x
-    ``budget_s``), and a batch's tasks end together when data is plentiful.
+    held on does not leave the later ones nothing, and never less than
+    :data:`MIN_PLAN_SHARE_S` (nor more than the budget). The task then ends about
+    ``budget_s`` after it started (at most 1.5 x ``budget_s``) while it holds at most
+    ``budget_s / MIN_PLAN_SHARE_S`` partitions (20 with a 1 s budget), and after about
+    ``plans x MIN_PLAN_SHARE_S`` beyond; a batch's tasks end together when data is
+    plentiful.
 
     Parameters
     ----------
@@ -86,7 +95,7 @@ class TaskBudget:
         self.clock = clock
         self.end = clock() + budget_s
         self.left = max(1, plans)
-        self.floor_s = budget_s / (2 * self.left)
+        self.floor_s = min(budget_s, max(MIN_PLAN_SHARE_S, budget_s / (2 * self.left)))
 
     def deadline(self) -> float:
         """The deadline of the next plan (call once per plan, in order)."""

@@ -220,3 +220,20 @@ def test_two_plans_in_one_task_end_about_one_budget_after_it_started() -> None:
     # 1 ms a message, a 1 s budget: about 500 each, not 1,000 each (2 s)
     assert all(abs(t - 500) <= 17 for t in taken), taken
     assert clock.now - 100.0 == pytest.approx(1.0, abs=0.02)
+
+
+def test_with_many_partitions_each_plan_keeps_time_for_more_than_its_first_fetch() -> None:
+    from storm_kafka_compat.engine.reader import MIN_PLAN_SHARE_S, TaskBudget
+    clock = _Clock()
+    budget = TaskBudget(1.0, 256, clock)
+    shares = []
+    for _ in range(256):                        # each plan runs to its deadline
+        deadline = budget.deadline()
+        shares.append(round(deadline - clock.now, 6))
+        clock.now = deadline
+    # 1/256 s would leave a plan time for its consumer switch and first chunk only
+    assert min(shares) == MIN_PLAN_SHARE_S
+    assert clock.now - 100.0 == pytest.approx(1.0 + (256 - 20) * MIN_PLAN_SHARE_S, rel=0.05)
+    # a budget below the floor is the most a plan gets (spark.triggerInterval 20 ms)
+    short = TaskBudget(0.02, 4, clock)
+    assert short.deadline() - clock.now == pytest.approx(0.02)
