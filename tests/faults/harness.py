@@ -147,6 +147,19 @@ def descendants(pid: int, table: Optional[Mapping[int, Tuple[int, bytes]]] = Non
     return out
 
 
+def _sigkill(group: int, pids: Iterable[int]) -> None:
+    """SIGKILL the process group ``group`` and each of ``pids`` (gone ones are fine)."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 class JobProcess:
     """``storm-kafka-compat run CONFIG`` in its own process group.
 
@@ -267,15 +280,7 @@ class JobProcess:
         if self._proc is None:
             return
         tree = descendants(self._proc.pid) if self._proc.poll() is None else []
-        try:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in tree:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _sigkill(self._proc.pid, tree)
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover - the kernel is stuck
@@ -305,15 +310,7 @@ class JobProcess:
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _sigkill(self._proc.pid, alive)
         gone = time.monotonic() + 10
         while any(pid in process_table() for pid in alive) and time.monotonic() < gone:
             time.sleep(0.05)

@@ -155,7 +155,10 @@ def test_a_paused_zookeeper_does_not_stall_a_paced_multi_stage_job(
     job.start()
     wait_until(_committed_to(zk.connect_string, root, log_end), timeout_s=JOB_START_TIMEOUT_S,
                what="the first 2,000 messages committed", on_timeout=job.stderr_tail)
-    batches = _status(job)["batches"]
+    # the status has counts from the first progress interval on (5 s after the start)
+    batches = wait_until(lambda: _status(job).get("batches"), timeout_s=30,
+                         what="the first progress interval's status",
+                         on_timeout=job.stderr_tail)
     # about 2 messages a batch when the pacer locked; dozens now
     assert batches <= 200, f"{batches} batches for 2,000 messages"
 
