@@ -310,7 +310,6 @@ def _spark_source_wanted(options: BenchOptions, servers: EmbeddedServers,
 
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
-    from storm_kafka_compat.bench.latency import latency_run
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
     from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
@@ -343,20 +342,9 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
             name: {b: [] for b in backends} for name in ("plain", "defaults", "pipeline")}
         source_runs: Dict[str, List[Dict[str, Any]]] = {"batch": [], "streaming": []}
         options_source = source_options(bootstrap, spout)
-        warm_s: Dict[str, float] = {}
-        for backend in backends:
-            log_line(f"warm-up: {backend} (plain job and pipeline)")
-            plain_rate(spark, backend=backend, topic=WARMUP_TOPIC, ends=warm_ends,
-                       consumer=careful[backend])
-            warm = pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p, bootstrap=bootstrap,
-                                 zk_port=zk_port, backend=backend, kafka=servers.kafka,
-                                 trigger_interval_ms=trigger,
-                                 spout_id=f"warmup-{backend}-{stamp}",
-                                 expected=options.warmup_messages * p)
-            warm_s[backend] = warm["run_seconds"]
-        if source:
-            log_line("warm-up: Spark's Kafka source")
-            batch_rate(spark, topic=WARMUP_TOPIC, ends=warm_ends, options=options_source)
+        warm_s = _warm_up(options, backends, spark, servers, log_line, careful=careful,
+                          warm_ends=warm_ends, stamp=stamp, trigger=trigger,
+                          source_options_=options_source if source else None)
         for round_ in range(options.repeat):
             for backend in backends:
                 log_line(f"plain PySpark job, the pipeline's consumer settings: {backend}, "
@@ -395,24 +383,66 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                 main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
                 trigger_interval_ms=trigger, log_line=log_line)
         if options.latency_seconds > 0:
-            for backend in backends:
-                rate = max(1.0, report.pipeline[backend]["median"] / 2)
-                topic = f"{LATENCY_TOPIC}-{backend}-{stamp}"
-                servers.create(topic, p)
-                log_line(f"latency: {backend}, {rate:,.0f} msg/s for "
-                         f"{options.latency_seconds:.0f} s")
-                job = bench_job(topic=topic, partitions=p, bootstrap=bootstrap,
-                                zk_port=zk_port, spout_id=f"latency-{backend}-{stamp}",
-                                backend=backend, kafka=servers.kafka,
-                                trigger_interval_ms=trigger, scheme="raw",
-                                bolt="storm_kafka_compat.bench.latency:latency_bolt")
-                report.latency[backend] = latency_run(
-                    spark, job=job, bootstrap=bootstrap, topic=topic, partitions=p, rate=rate,
-                    seconds=options.latency_seconds, size=options.size,
-                    client=_settings(servers).for_kafka_python())
+            _latencies(options, backends, report, spark, servers, log_line,
+                       stamp=stamp, trigger=trigger)
     finally:
         if owned:
             spark.stop()
+
+
+def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: EmbeddedServers,
+             log_line: Callable[[str], None], *, careful: Dict[str, Dict[str, Any]],
+             warm_ends: Dict[int, int], stamp: int, trigger: Optional[int],
+             source_options_: Optional[Dict[str, str]]) -> Dict[str, float]:
+    """One plain job and one pipeline run per backend over the warm-up topic (Python workers
+    forked, modules imported, clients connected), and Spark's source when it runs; returns
+    each backend's warm-up run time."""
+    from storm_kafka_compat.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.bench.plain import plain_rate
+    from storm_kafka_compat.bench.spark_kafka import batch_rate
+
+    p = options.partitions
+    warm_s: Dict[str, float] = {}
+    for backend in backends:
+        log_line(f"warm-up: {backend} (plain job and pipeline)")
+        plain_rate(spark, backend=backend, topic=WARMUP_TOPIC, ends=warm_ends,
+                   consumer=careful[backend])
+        warm = pipeline_rate(spark, topic=WARMUP_TOPIC, partitions=p,
+                             bootstrap=servers.bootstrap, zk_port=servers.zk.port,
+                             backend=backend, kafka=servers.kafka,
+                             trigger_interval_ms=trigger,
+                             spout_id=f"warmup-{backend}-{stamp}",
+                             expected=options.warmup_messages * p)
+        warm_s[backend] = warm["run_seconds"]
+    if source_options_ is not None:
+        log_line("warm-up: Spark's Kafka source")
+        batch_rate(spark, topic=WARMUP_TOPIC, ends=warm_ends, options=source_options_)
+    return warm_s
+
+
+def _latencies(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
+               servers: EmbeddedServers, log_line: Callable[[str], None], *, stamp: int,
+               trigger: Optional[int]) -> None:
+    """Each backend's latency run at half its pipeline's median rate."""
+    from storm_kafka_compat.bench.latency import latency_run
+    from storm_kafka_compat.bench.pipeline import bench_job
+
+    p, bootstrap, zk_port = options.partitions, servers.bootstrap, servers.zk.port
+    for backend in backends:
+        rate = max(1.0, report.pipeline[backend]["median"] / 2)
+        topic = f"{LATENCY_TOPIC}-{backend}-{stamp}"
+        servers.create(topic, p)
+        log_line(f"latency: {backend}, {rate:,.0f} msg/s for "
+                 f"{options.latency_seconds:.0f} s")
+        job = bench_job(topic=topic, partitions=p, bootstrap=bootstrap,
+                        zk_port=zk_port, spout_id=f"latency-{backend}-{stamp}",
+                        backend=backend, kafka=servers.kafka,
+                        trigger_interval_ms=trigger, scheme="raw",
+                        bolt="storm_kafka_compat.bench.latency:latency_bolt")
+        report.latency[backend] = latency_run(
+            spark, job=job, bootstrap=bootstrap, topic=topic, partitions=p, rate=rate,
+            seconds=options.latency_seconds, size=options.size,
+            client=_settings(servers).for_kafka_python())
 
 
 def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Report,

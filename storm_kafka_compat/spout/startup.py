@@ -158,6 +158,23 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
         if elsewhere is not None:
             reason += f", although the document {elsewhere}"
 
+    decision, start, reason = _sanity_reset(decision, start, reason, reference=reference,
+                                            config=config, offset_for=offset_for,
+                                            where=where, time_name=time_name)
+    if start == NO_OFFSET:
+        reason += " (Kafka returned no offset for this time: the first fetch will be out of range)"
+    return StartDecision(decision=decision, start_offset=start, reason=reason,
+                         reference_offset=reference, stored_offset=stored_offset,
+                         stored_topology_id=stored_id)
+
+
+def _sanity_reset(decision: str, start: int, reason: str, *, reference: int,
+                  config: SpoutConfig, offset_for: Callable[[int], int], where: str,
+                  time_name: str) -> tuple[str, int, str]:
+    """Storm's checks after the first decision: too far behind, or at offset 0 or below.
+
+    Returns the decision, start offset and reason, changed where a check applies.
+    """
     # Storm's sanity reset, 64-bit semantics (Python ints do not overflow).
     if reference - start > config.max_offset_behind:
         if config.max_offset_behind_reset_to_window:
@@ -184,11 +201,7 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
                             "you mean with `offsets reset` (or use startOffsetTime -2)", where,
                             time_name, reference, reference - 1)
         start = reference
-    if start == NO_OFFSET:
-        reason += " (Kafka returned no offset for this time: the first fetch will be out of range)"
-    return StartDecision(decision=decision, start_offset=start, reason=reason,
-                         reference_offset=reference, stored_offset=stored_offset,
-                         stored_topology_id=stored_id)
+    return decision, start, reason
 
 
 def _refuse_under_fail(config: SpoutConfig, stored: StoredState, where: str,
