@@ -1,0 +1,96 @@
+"""What the redesign of issue 24 made true of the package's shape, held by reading its
+source: no function longer than 80 lines, no ``_private`` name imported from another
+module, and no module of the product floor importing the test tools or the servers or
+naming a particular broker."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Iterator, List, Tuple
+
+PACKAGE = Path(__file__).resolve().parents[2] / "storm_kafka_compat"
+MAX_FUNCTION_LINES = 80
+# the packages a job runs on; they reach embedded servers and test tools never
+FLOOR = ("engine", "spout", "offsets", "kafka", "discovery", "topology", "streaming")
+TOOLS = ("storm_kafka_compat.testing", "storm_kafka_compat.servers")
+
+
+def _modules() -> Iterator[Tuple[str, Path, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path, ast.parse(path.read_text(), str(path))
+
+
+def _imported(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute name ``node`` imports from."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    long: List[str] = []
+    for name, _, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == [], "split these along their steps: " + "; ".join(long)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    private: List[str] = []
+    for name, path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                source = _imported(name, path.name == "__init__.py", node)
+                if not source.startswith("storm_kafka_compat"):
+                    continue
+                private += [f"{name} imports {source}.{alias.name} (line {node.lineno})"
+                            for alias in node.names
+                            if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert private == [], "make these public names of their module: " + "; ".join(private)
+
+
+def test_the_product_floor_imports_neither_test_tools_nor_servers() -> None:
+    found: List[str] = []
+    for name, path, tree in _modules():
+        if name.split(".")[1:2] == [] or name.split(".")[1] not in FLOOR:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                targets = [_imported(name, path.name == "__init__.py", node)]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [f"{name} imports {t} (line {node.lineno})" for t in targets
+                      if any(t == tool or t.startswith(tool + ".") for tool in TOOLS)]
+    assert found == [], "; ".join(found)
+
+
+def test_the_product_floor_does_not_know_a_particular_broker() -> None:
+    """The floor describes the broker behaviour it handles, never the broker that has it."""
+    named = [f"{name} (line {number})" for name, path, _ in _modules()
+             if name.split(".")[1:2] and name.split(".")[1] in FLOOR
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if "tansu" in line.lower()]
+    assert named == [], "; ".join(named)
+
+
+def test_the_checks_see_what_they_look_for() -> None:
+    """The walker resolves relative imports and finds the floor's modules (a check that
+    sees nothing would pass whatever the package holds)."""
+    names = {name for name, _, _ in _modules()}
+    assert {"storm_kafka_compat.engine.driver", "storm_kafka_compat.spout"} <= names
+    tree = ast.parse("from ..testing import memory\nfrom . import _x\n")
+    relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert _imported("storm_kafka_compat.engine.driver", False, relative[0]) == \
+        "storm_kafka_compat.testing"
+    assert _imported("storm_kafka_compat.engine", True, relative[1]) == "storm_kafka_compat.engine"
