@@ -53,8 +53,9 @@ STORM1 = MavenBundle("storm-1.2.4", (
 ))
 
 
-#: Apache Storm 2.8.3, the newest 2.x whose parent poms Maven Central serves (2.8.4 to
-#: 2.8.8 list artifacts whose ``org.apache.storm:storm`` parent pom is missing), with
+#: Apache Storm 2.8.3, the newest 2.x whose parent poms Maven Central serves (2.8.4's
+#: storm-client and storm-kafka-client are there, its ``org.apache.storm:storm`` parent pom
+#: is not; 2.8.5 and 2.8.8 have only that parent pom, no modules), with
 #: storm-kafka-client and the kafka-clients it was built with (4.1.0). No Flux: flux-core
 #: 2.6+ names a parent pom (``org.apache.storm:flux``) that was never published, and
 #: 2.4.0, the newest that resolves, is an uber jar with SnakeYAML 1.26, which Storm 2.8.3
