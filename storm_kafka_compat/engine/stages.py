@@ -133,13 +133,15 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
     assert job.layout is not None
     local = frozenset(job.layout.stages[0])
     outbox = Outbox()
-    todo = list(plans)
-    budget = TaskBudget(job.budget_s * FILL_SHARE, len(todo), clock)
-    for plan in todo:
-        result = PartitionResult(plan)
+    budget = TaskBudget(job.budget_s * FILL_SHARE, clock)
+    for plan in plans:
         key = ("r", plan.topic, plan.partition)
+        fill_until = budget.deadline()
+        if fill_until is None:
+            yield key, PartitionResult(plan, reached=False)
+            continue
+        result = PartitionResult(plan)
         try:
-            fill_until = budget.deadline()
             reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
                                               plan, client=job.backend, clock=clock)
             first, result.failure = reader.first_fetch()

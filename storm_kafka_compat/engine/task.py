@@ -73,7 +73,7 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
              clock: Callable[[], float] = time.monotonic,
              deadline: Optional[float] = None) -> PartitionResult:
     """Read and process one plan until its end or its deadline (``clock`` time; by
-    default the task budget from now: :func:`run_tasks` gives each plan its share).
+    default the task budget from now: :func:`run_tasks` gives each plan the task's end).
 
     As a consumer loop does: one broker fetch, process it, fetch the next one
     (the client's next request is already on its way while this one is
@@ -183,13 +183,17 @@ def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
 
 def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
               clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
-    """The ``mapPartitions`` function: every plan of this Spark partition in turn,
-    sharing the task budget (:class:`~storm_kafka_compat.engine.reader.TaskBudget`)."""
-    todo = list(plans)
-    budget = TaskBudget(job.budget_s, len(todo), clock)
-    for plan in todo:
+    """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
+    as far as it goes until the task budget is spent, the rest left for the next batch
+    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`)."""
+    budget = TaskBudget(job.budget_s, clock)
+    for plan in plans:
+        deadline = budget.deadline()
+        if deadline is None:
+            yield PartitionResult(plan, reached=False)
+            continue
         try:
-            yield run_task(plan, job, clock=clock, deadline=budget.deadline())
+            yield run_task(plan, job, clock=clock, deadline=deadline)
         except Exception as exc:  # never lose the other partitions' results
             yield bolt_error(plan, exc)
 

@@ -205,6 +205,10 @@ class PartitionResult:
         Set when the task brought back no outcome (the ranges are then empty).
     timing : TaskTiming, optional
         Where the task's time went (single-stage tasks).
+    reached : bool
+        False when the task's budget was spent before it started this plan: nothing
+        was fetched and the partition's state is unchanged (the spout plans it first
+        in the next batch).
     """
 
     plan: FetchPlan
@@ -218,6 +222,7 @@ class PartitionResult:
     skipped: int = 0
     failure: Optional[TaskFailure] = None
     timing: Optional[TaskTiming] = None
+    reached: bool = True
 
     @property
     def key(self) -> TopicPartition:

@@ -198,6 +198,11 @@ class Spout:
         self._open_trees: Dict[Tuple[TopicPartition, int], int] = {}
         #: partitions whose last new-data fetch brought nothing
         self._caught_up: Dict[TopicPartition, bool] = {}
+        #: the batch (count of results applied) in which each partition's task last ran:
+        #: plans go least recently reached first, so a partition a task's budget did not
+        #: reach is read first in the next batch
+        self._reached_in: Dict[TopicPartition, int] = {}
+        self._applied = 0
         #: partitions whose task failed, and how many batches in a row
         self._task_errors: Dict[TopicPartition, int] = {}
         #: partitions whose out-of-range fetches were said (until one succeeds)
@@ -279,6 +284,7 @@ class Spout:
             plan = pm.plan_fetch(max_messages=cap)
             if plan is not None:
                 plans.append(plan)
+        plans.sort(key=lambda p: self._reached_in.get(p.key, -1))     # stable
         return BatchPlan(tuple(plans))
 
     def apply(self, result: BatchResult, now_ms: int, *, max_task_errors: int) -> int:
@@ -293,8 +299,12 @@ class Spout:
         managers = self.managers()
         taken = 0
         refresh = False
+        self._applied += 1
         for r in result:
             pm = managers.get(r.key)
+            if not r.reached:     # left for the next batch: its state and last fetch stand
+                continue
+            self._reached_in[r.key] = self._applied
             if pm is None:
                 log.info("%s is no longer assigned; dropping its batch result", r.key)
             elif r.failure is not None and r.failure.kind.task_error:

@@ -178,62 +178,62 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
 
 # --- one budget for a task's plans -----------------------------------------------------
 
-def test_a_task_shares_its_budget_between_its_plans() -> None:
-    from storm_kafka_compat.engine.reader import TaskBudget
-    clock = _Clock()
-    budget = TaskBudget(1.0, 4, clock)
-    used = []
-    for spend in (1.0, 0.1, 1.0, 1.0):         # each plan runs to its deadline, but the 2nd
-        deadline = budget.deadline()
-        used.append(round(deadline - clock.now, 4))
-        clock.now = min(deadline, clock.now + spend)
-    # equal shares of what is left: the time the second plan did not need goes to the
-    # last two, and the task ends at its budget
-    assert used == [0.25, 0.25, round(0.65 / 2, 4), round(0.65 / 2, 4)]
-    assert clock.now == pytest.approx(101.0)
-
-
-def test_a_plan_that_overran_leaves_the_others_at_least_a_floor() -> None:
-    from storm_kafka_compat.engine.reader import TaskBudget
-    clock = _Clock()
-    budget = TaskBudget(1.0, 4, clock)
-    budget.deadline()
-    clock.now += 3.0                            # a first fetch that held on for 3 s
-    assert [round(budget.deadline() - clock.now, 4) for _ in range(3)] == [0.125] * 3
-
-
-def test_two_plans_in_one_task_end_about_one_budget_after_it_started() -> None:
-    kafka = ScriptedKafka()
-    kafka.create_topic("t", 2)
-    for p in range(2):
-        kafka.append("t", p, *[b"m%d" % i for i in range(5000)])
-    clock = _Clock()
+def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
+               per_message_s: float) -> List[Any]:
+    """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
+    from storm_kafka_compat.engine import task
     job = _job()
-    proc = _slow_processor(clock, 0.001)
-    from storm_kafka_compat.engine.reader import TaskBudget
-    budget = TaskBudget(job.budget_s, 2, clock)
-    taken = []
-    for p in range(2):
-        r = run_task(FetchPlan("t", p, 0, max_messages=1_000_000), job, kafka=kafka,
-                     process=proc, clock=clock, deadline=budget.deadline())
-        taken.append(sum(e - s for s, e in r.taken))
-    # 1 ms a message, a 1 s budget: about 500 each, not 1,000 each (2 s)
-    assert all(abs(t - 500) <= 17 for t in taken), taken
+    monkeypatch.setattr(WorkerJob, "kafka", lambda self: kafka)
+    monkeypatch.setattr(task, "processor", lambda job: _slow_processor(clock, per_message_s))
+    return list(task.run_tasks(plans, job, clock=clock))
+
+
+def _scripted(partitions: int, messages: int) -> ScriptedKafka:
+    kafka = ScriptedKafka()
+    kafka.create_topic("t", partitions)
+    for p in range(partitions):
+        kafka.append("t", p, *[b"m%d" % i for i in range(messages)])
+    return kafka
+
+
+def test_a_task_reads_its_plans_in_turn_and_leaves_the_rest_once_its_budget_is_spent(
+        monkeypatch: Any) -> None:
+    clock = _Clock()
+    plans = [FetchPlan("t", p, 0, max_messages=1_000_000) for p in range(4)]
+    results = _run_tasks(monkeypatch, _scripted(4, 5000), plans, clock, 0.001)
+    # 1 ms a message and a 1 s budget: the first plan reads about 1,000 and the task
+    # ends there; the other three are not started (nothing fetched) and say so
+    taken = [sum(e - s for s, e in r.taken) for r in results]
+    assert abs(taken[0] - 1000) <= 17 and taken[1:] == [0, 0, 0], taken
+    assert [r.reached for r in results] == [True, False, False, False]
+    assert [r.scanned_to for r in results[1:]] == [None] * 3
     assert clock.now - 100.0 == pytest.approx(1.0, abs=0.02)
 
 
-def test_with_many_partitions_each_plan_keeps_time_for_more_than_its_first_fetch() -> None:
-    from storm_kafka_compat.engine.reader import MIN_PLAN_SHARE_S, TaskBudget
+def test_plans_that_reach_their_end_early_leave_the_time_to_the_next(monkeypatch: Any) -> None:
     clock = _Clock()
-    budget = TaskBudget(1.0, 256, clock)
-    shares = []
-    for _ in range(256):                        # each plan runs to its deadline
-        deadline = budget.deadline()
-        shares.append(round(deadline - clock.now, 6))
-        clock.now = deadline
-    # 1/256 s would leave a plan time for its consumer switch and first chunk only
-    assert min(shares) == MIN_PLAN_SHARE_S
-    assert clock.now - 100.0 == pytest.approx(1.0 + (256 - 20) * MIN_PLAN_SHARE_S, rel=0.05)
-    # a budget below the floor is the most a plan gets (spark.triggerInterval 20 ms)
-    short = TaskBudget(0.02, 4, clock)
-    assert short.deadline() - clock.now == pytest.approx(0.02)
+    plans = [FetchPlan("t", p, 0, max_messages=1_000_000) for p in range(8)]
+    results = _run_tasks(monkeypatch, _scripted(8, 100), plans, clock, 0.001)
+    # 8 partitions of 100 messages: 0.8 s in all, every plan to its log end
+    assert [sum(e - s for s, e in r.taken) for r in results] == [100] * 8
+    assert all(r.reached for r in results)
+    assert clock.now - 100.0 == pytest.approx(0.8)
+
+
+def test_the_first_plan_of_a_task_always_starts() -> None:
+    from storm_kafka_compat.engine.reader import TaskBudget
+    clock = _Clock()
+    budget = TaskBudget(0.0, clock)
+    assert budget.deadline() == 100.0          # however small the budget
+    assert budget.deadline() is None
+
+
+def test_a_plan_whose_fetch_held_on_leaves_the_rest_for_the_next_batch() -> None:
+    from storm_kafka_compat.engine.reader import TaskBudget
+    clock = _Clock()
+    budget = TaskBudget(1.0, clock)
+    assert budget.deadline() == 101.0
+    clock.now += 0.4
+    assert budget.deadline() == 101.0          # the task's end, not a share of it
+    clock.now += 3.0                           # a first fetch that held on for 3 s
+    assert budget.deadline() is None

@@ -20,8 +20,8 @@ from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 
 
-def _spout(kafka: ScriptedKafka, **spout_kw: object):
-    hosts = StaticHosts({0: Broker("k1", 9092)})
+def _spout(kafka: ScriptedKafka, partitions: int = 1, **spout_kw: object):
+    hosts = StaticHosts({p: Broker("k1", 9092) for p in range(partitions)})
     job = JobConfig(spout=SpoutConfig(hosts=hosts, topic="t", zk_root="/r", id="s",
                                       **spout_kw),
                     topology=TopologyConfig(name="n", id="n-1-1"), bolt="tests.bolts:record")
@@ -122,3 +122,33 @@ def test_a_first_fetch_that_fails_is_a_value(exc: Exception, kind: FailureKind) 
     assert messages == [] and failure is not None and failure.kind is kind
     assert (kind is not FailureKind.CLIENT_ERROR) or (
         "inside the confluent client (TypeError: bug)" in failure.message and failure.traceback)
+
+
+def test_a_plan_the_task_did_not_reach_changes_nothing_and_is_planned_first_next() -> None:
+    kafka = ScriptedKafka()
+    kafka.create_topic("t", 3)
+    for p in range(3):
+        kafka.append("t", p, *[b"x"] * 10)
+    spout = _spout(kafka, 3)
+    first = spout.plan(0, 4).fetches
+    assert [p.partition for p in first] == [0, 1, 2]           # discovery order at first
+    # partition 0 was read; the task's budget ran out before partitions 1 and 2
+    spout.apply(BatchResult([PartitionResult(first[0], taken=[(0, 4)], acked=[(0, 4)]),
+                             PartitionResult(first[1], reached=False),
+                             PartitionResult(first[2], reached=False)]), 0, max_task_errors=2)
+    managers = spout.managers()
+    assert [pm.emitted_to for pm in managers.values()] == [4, 0, 0]
+    again = spout.plan(0, 4).fetches
+    assert [(p.partition, p.offset) for p in again] == [(1, 0), (2, 0), (0, 4)]
+    # a partition never reached is not caught up, even when every reached one is; one
+    # whose last fetch brought nothing stays so while the budget does not reach it
+    spout.apply(BatchResult([PartitionResult(again[0], reached=False),
+                             PartitionResult(again[1]), PartitionResult(again[2])]), 0,
+                max_task_errors=2)
+    assert not spout.caught_up()
+    spout.apply(BatchResult([PartitionResult(again[0])]), 0, max_task_errors=2)
+    assert spout.caught_up()
+    spout.apply(BatchResult([PartitionResult(again[0], reached=False)]), 0, max_task_errors=2)
+    assert spout.caught_up()
+    # least recently reached first; ties in discovery order
+    assert [p.partition for p in spout.plan(0, 4).fetches] == [0, 2, 1]
