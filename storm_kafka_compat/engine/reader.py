@@ -87,14 +87,14 @@ class TaskBudget:
     def __init__(self, budget_s: float, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.end = clock() + budget_s
-        self.started = 0
+        self.started = False
 
     def deadline(self) -> Optional[float]:
         """The next plan's deadline (the task's end), or None when the budget is spent
         and the plan is to be left for the next batch; the first plan always starts."""
         if self.started and self.clock() >= self.end:
             return None
-        self.started += 1
+        self.started = True
         return self.end
 
 

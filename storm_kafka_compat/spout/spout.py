@@ -223,6 +223,7 @@ class Spout:
         return state
 
     def _removed(self, info: PartitionInfo, state: PartitionState) -> None:
+        self._reached_in.pop(info.key, None)
         if self.policy.commits_on_revoke:
             self.commit_managers([state])
 
