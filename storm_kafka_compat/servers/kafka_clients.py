@@ -26,16 +26,19 @@ def _version(api_version: Optional[Tuple[int, ...]]) -> Dict[str, Any]:
 
 
 def log_range(bootstrap: str, topic: str, partition: int, *,
-              api_version: Optional[Tuple[int, ...]] = KAFKA_PYTHON_API_VERSION
-              ) -> Tuple[int, int]:
-    """``(log start, high watermark)`` of ``topic``/``partition``."""
+              api_version: Optional[Tuple[int, ...]] = KAFKA_PYTHON_API_VERSION,
+              timeout_s: float = 60.0) -> Tuple[int, int]:
+    """``(log start, high watermark)`` of ``topic``/``partition``. Each lookup waits up
+    to ``timeout_s`` (kafka-python retries inside it): just after a broker dies a
+    lookup can take longer than one 10 s request (seen once in CI, on a 0.9 pair right
+    after a controller kill; the cause was not pinned down)."""
     from kafka import KafkaConsumer, TopicPartition
     consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), request_timeout_ms=10000,
                              client_id="skc-testing-offsets", **_version(api_version))
     try:
         tp = TopicPartition(topic, partition)
-        start = consumer.beginning_offsets([tp])[tp]
-        end = consumer.end_offsets([tp])[tp]
+        start = consumer.beginning_offsets([tp], timeout_ms=int(timeout_s * 1000))[tp]
+        end = consumer.end_offsets([tp], timeout_ms=int(timeout_s * 1000))[tp]
         return int(start), int(end)
     finally:
         consumer.close()

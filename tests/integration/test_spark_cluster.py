@@ -192,9 +192,13 @@ def _finished_the_batch_and_lost_nothing(output: str, kafka09, topic: str, recor
     assert "received again" not in output                 # nothing was cancelled
     committed = _committed(kafka09, topic)
     processed = {(r["partition"], r["offset"]) for r in _records(record)}
-    # every committed offset below was processed, and the batch in flight was committed
-    assert all(c is not None and c > 0 for c in committed.values()), committed
-    assert all((p, c - 1) in processed for p, c in committed.items())
+    # the batch in flight was committed: what was processed is exactly what the
+    # documents hold as done. A partition its task's budget did not reach (a slow
+    # bolt spends a 250 ms budget on one partition's first chunk) has no document
+    # yet and nothing processed; the next run plans it first.
+    assert any(c for c in committed.values()), committed
+    assert processed == {(p, o) for p, c in committed.items() for o in range(c or 0)}, (
+        committed, sorted(processed))
     _finish(config, tmp_path)
     assert {(r["partition"], r["offset"]) for r in _records(record)} == {
         (p, o) for p in range(PARTITIONS) for o in range(300)}          # 0 lost
