@@ -22,7 +22,8 @@ import logging
 import time
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError
+from storm_kafka_compat.config import LATEST_TIME
+from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
 from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, TaskFailure
 
@@ -126,6 +127,11 @@ class PartitionReader:
         :class:`~storm_kafka_compat.kafka.client.KafkaMessage`.
     stop_at_log_end : bool
         Stop at the log end the first fetch reported.
+    idle : bool
+        The partition was at its log end last time (:attr:`FetchPlan.idle
+        <storm_kafka_compat.spout.batch.FetchPlan.idle>`): the first fetch asks the
+        log end first and answers nothing, without waiting for data, when
+        :attr:`position` is still there. A failed lookup falls back to the fetch.
     client : str
         The client's name, for failure messages (the ``backend``).
     clock : callable returning seconds
@@ -134,7 +140,8 @@ class PartitionReader:
 
     def __init__(self, kafka: KafkaAccess, topic: str, partition: int, offset: int, *,
                  max_messages: Optional[int] = None, max_offset: Optional[int] = None,
-                 batch: bool = False, stop_at_log_end: bool = True, client: str = "Kafka",
+                 batch: bool = False, stop_at_log_end: bool = True, idle: bool = False,
+                 client: str = "Kafka",
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.kafka = kafka
         self.topic = topic
@@ -145,6 +152,7 @@ class PartitionReader:
         self.max_offset = max_offset
         self.batch = batch
         self.stop_at_log_end = stop_at_log_end
+        self.idle = idle
         self.client = client
         self.clock = clock
         #: messages the fetches returned so far
@@ -170,7 +178,8 @@ class PartitionReader:
         ``max_messages``; a retry plan up to its last re-emitted offset."""
         return cls(kafka, plan.topic, plan.partition, plan.offset,
                    max_messages=None if plan.retry else plan.max_messages,
-                   max_offset=plan.max_offset, batch=batch, client=client, clock=clock)
+                   max_offset=plan.max_offset, batch=batch,
+                   idle=plan.idle and not plan.retry, client=client, clock=clock)
 
     def _finished(self) -> bool:
         """Nothing more to read after a first fetch (which always happens)."""
@@ -193,6 +202,9 @@ class PartitionReader:
             As the client raises them (and any error of the client's own).
         """
         if self.done or self._finished():
+            self.done = True
+            return []
+        if self._fetches == 0 and self.idle and self._still_at_log_end():
             self.done = True
             return []
         limit = None if self.max_messages is None else self.max_messages - self.count
@@ -220,6 +232,26 @@ class PartitionReader:
                          else messages[-1].offset) + 1
         self.count += len(messages)
         return messages
+
+    def _still_at_log_end(self) -> bool:
+        """The idle check: True when the log end is :attr:`position` (nothing new);
+        False when the log grew, when the position is past the end (the fetch's
+        out-of-range answer decides) or when the lookup fails (the fetch retries it)."""
+        started = self.clock()
+        try:
+            end = self.kafka.offset_for(self.topic, self.partition, LATEST_TIME)
+        except KafkaAccessError as exc:
+            log.debug("%s/%d: log end lookup failed (%s); fetching", self.topic,
+                      self.partition, exc)
+            return False
+        finally:
+            self.read_s += self.clock() - started
+        if end != self.position:
+            return False
+        self._fetches = 1
+        if self.stop_at_log_end:
+            self.log_end = end
+        return True
 
     def first_fetch(self) -> Tuple[Sequence[Any], Optional[TaskFailure]]:
         """:meth:`fetch` as a task's first fetch does it: a failure comes back as a

@@ -33,6 +33,10 @@ class FetchPlan:
     new mode every offset from ``offset`` is taken, at most ``max_messages``, and
     never at or past ``bound`` when one is set (storm-kafka-client's AT_MOST_ONCE
     commits ``bound`` before the fetch runs).
+
+    ``idle`` marks a new-data plan of a partition whose last fetch brought nothing:
+    its task asks the log end first (one ListOffsets round trip) and reads nothing,
+    without waiting out a fetch at the log end, when the log has not grown since.
     """
 
     topic: str
@@ -42,6 +46,7 @@ class FetchPlan:
     reemit: Tuple[int, ...] = ()
     max_messages: Optional[int] = None
     bound: Optional[int] = None
+    idle: bool = False
 
     @classmethod
     def at(cls, offset: int, *, reemit: Optional[Iterable[int]] = None,

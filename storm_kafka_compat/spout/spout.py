@@ -31,6 +31,7 @@ next commit retries it) and is counted and reported, never dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -281,10 +282,16 @@ class Spout:
                 return BatchPlan()
             cap = min(cap, max(1, math.ceil(room / len(managers))))
         plans: List[FetchPlan] = []
-        for pm in managers.values():
+        for key, pm in managers.items():
             plan = pm.plan_fetch(max_messages=cap)
-            if plan is not None:
-                plans.append(plan)
+            if plan is None:
+                continue
+            if not plan.retry and self._caught_up.get(key, False):
+                # its last fetch brought nothing: the task asks the log end before it
+                # fetches, so a partition still at its end costs a round trip, not a
+                # fetch's wait at the end (~0.2 s) out of its task's budget
+                plan = dataclasses.replace(plan, idle=True)
+            plans.append(plan)
         plans.sort(key=lambda p: self._reached_in.get(p.key, -1))     # stable
         return BatchPlan(tuple(plans))
 

@@ -152,3 +152,74 @@ def test_a_plan_the_task_did_not_reach_changes_nothing_and_is_planned_first_next
     assert spout.caught_up()
     # least recently reached first; ties in discovery order
     assert [p.partition for p in spout.plan(0, 4).fetches] == [0, 2, 1]
+
+
+# --- idle partitions: a log-end lookup instead of a fetch's wait at the end ---------------
+
+def test_a_partition_whose_last_fetch_brought_nothing_is_planned_idle() -> None:
+    kafka = _kafka(3)
+    spout = _spout(kafka)
+    first = spout.plan(0, 10).fetches[0]
+    assert not first.idle                             # never fetched: a plain fetch
+    spout.apply(BatchResult([PartitionResult(first, taken=[(0, 3)], acked=[(0, 3)],
+                                             scanned_to=3)]), 0, max_task_errors=3)
+    after_data = spout.plan(0, 10).fetches[0]
+    assert not after_data.idle                        # it brought data: more may follow
+    spout.apply(BatchResult([PartitionResult(after_data, scanned_to=3)]), 0,
+                max_task_errors=3)
+    idle = spout.plan(0, 10).fetches[0]
+    assert idle.idle and idle.offset == 3
+    # a plan the budget did not reach keeps the partition's flag as it was
+    spout.apply(BatchResult([PartitionResult(idle, reached=False)]), 0, max_task_errors=3)
+    assert spout.plan(0, 10).fetches[0].idle
+
+
+def test_a_retry_plan_is_never_idle() -> None:
+    spout = _spout(_kafka(3))
+    plan = spout.plan(0, 10).fetches[0]
+    # offset 2's tree stays open; the next fetch of new data brings nothing
+    spout.apply(BatchResult([PartitionResult(plan, taken=[(0, 3)], acked=[(0, 2)],
+                                             open_trees=[2], scanned_to=3)]), 0,
+                max_task_errors=3)
+    spout.apply(BatchResult([PartitionResult(spout.plan(0, 10).fetches[0], scanned_to=3)]), 0,
+                max_task_errors=3)
+    # the tree times out and fails: the caught-up partition's next plan is its retry
+    retry = spout.plan(10**12, 10).fetches[0]
+    assert retry.retry and retry.reemit == (2,) and not retry.idle
+    assert not PartitionReader.for_plan(_kafka(3), FetchPlan("t", 0, 2, retry=True,
+                                                             reemit=(2,), idle=True)).idle
+
+
+def test_an_idle_reader_at_the_log_end_asks_the_end_and_does_not_fetch() -> None:
+    kafka = _kafka(3)
+    reader = PartitionReader.for_plan(kafka, FetchPlan("t", 0, 3, idle=True))
+    messages, failure = reader.first_fetch()
+    assert (list(messages), failure, reader.done, reader.log_end) == ([], None, True, 3)
+    assert kafka.calls == [("offset_for", "t", 0, -1)]
+    assert reader.latency_ms is None                  # no fetch: no fetch latency
+
+
+def test_an_idle_reader_whose_log_grew_fetches_as_usual() -> None:
+    kafka = _kafka(3)
+    kafka.append("t", 0, b"y", b"z")
+    reader = PartitionReader.for_plan(kafka, FetchPlan("t", 0, 3, idle=True), batch=False)
+    messages, failure = reader.first_fetch()
+    assert [m.offset for m in messages] == [3, 4] and failure is None
+    assert [c[0] for c in kafka.calls] == ["offset_for", "fetch"]
+
+
+def test_an_idle_reader_leaves_beyond_the_end_and_failed_lookups_to_the_fetch() -> None:
+    from storm_kafka_compat.errors import KafkaAccessError
+    kafka = _kafka(3)
+    # past the end: the fetch's out-of-range answer decides, as for any plan
+    messages, failure = PartitionReader.for_plan(kafka, FetchPlan("t", 0, 9, idle=True)
+                                                 ).first_fetch()
+    assert list(messages) == [] and failure is not None
+    assert failure.kind is FailureKind.OUT_OF_RANGE
+    # a lookup that fails: the fetch runs (and meets the broker itself)
+    kafka.calls.clear()
+    kafka.fail_next("t", 0, KafkaAccessError("leader moving"), call="offset_for")
+    messages, failure = PartitionReader.for_plan(kafka, FetchPlan("t", 0, 3, idle=True)
+                                                 ).first_fetch()
+    assert list(messages) == [] and failure is None
+    assert [c[0] for c in kafka.calls] == ["offset_for", "fetch"]
