@@ -205,6 +205,10 @@ class PartitionReader:
             self.done = True
             return []
         if self._fetches == 0 and self.idle and self._still_at_log_end():
+            # the lookup stands in for the first fetch: an empty answer at the log end
+            self._fetches = 1
+            if self.stop_at_log_end:
+                self.log_end = self.position
             self.done = True
             return []
         limit = None if self.max_messages is None else self.max_messages - self.count
@@ -246,12 +250,7 @@ class PartitionReader:
             return False
         finally:
             self.read_s += self.clock() - started
-        if end != self.position:
-            return False
-        self._fetches = 1
-        if self.stop_at_log_end:
-            self.log_end = end
-        return True
+        return end == self.position
 
     def first_fetch(self) -> Tuple[Sequence[Any], Optional[TaskFailure]]:
         """:meth:`fetch` as a task's first fetch does it: a failure comes back as a

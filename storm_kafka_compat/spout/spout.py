@@ -31,10 +31,9 @@ next commit retries it) and is counted and reported, never dropped.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
@@ -224,7 +223,11 @@ class Spout:
         return state
 
     def _removed(self, info: PartitionInfo, state: PartitionState) -> None:
-        self._reached_in.pop(info.key, None)
+        """A partition left the assignment: what the spout kept about it goes too (a
+        partition assigned again starts as a new one, as its manager does)."""
+        for kept in (self._reached_in, self._caught_up, self._task_errors):
+            kept.pop(info.key, None)
+        self._out_of_range_said.discard(info.key)
         if self.policy.commits_on_revoke:
             self.commit_managers([state])
 
@@ -290,7 +293,7 @@ class Spout:
                 # its last fetch brought nothing: the task asks the log end before it
                 # fetches, so a partition still at its end costs a round trip, not a
                 # fetch's wait at the end (~0.2 s) out of its task's budget
-                plan = dataclasses.replace(plan, idle=True)
+                plan = replace(plan, idle=True)
             plans.append(plan)
         plans.sort(key=lambda p: self._reached_in.get(p.key, -1))     # stable
         return BatchPlan(tuple(plans))
