@@ -8,7 +8,9 @@ hashes as) the plain ``(topic, partition)`` pair.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import traceback
+from dataclasses import dataclass, replace
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 
 class TopicPartition(NamedTuple):
@@ -19,3 +21,71 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}/{self.partition}"
+
+
+@dataclass
+class BoltError:
+    """A bolt's (or scheme's) exceptions of one kind in one task, as a value that
+    crosses from a worker to the driver: how many, the first one's message and
+    traceback, and the input it failed on (``topic``/``partition``/``offset`` of the
+    tuple's Kafka message when known).
+    """
+
+    component: str
+    kind: str
+    message: str
+    traceback: str = ""
+    count: int = 1
+    topic: Optional[str] = None
+    partition: Optional[int] = None
+    offset: Optional[int] = None
+
+    @property
+    def key(self) -> Tuple[str, str]:
+        """What errors are grouped by: the bolt and the exception's type."""
+        return (self.component, self.kind)
+
+    def where(self) -> str:
+        if self.topic is None:
+            return "an input"
+        return f"{self.topic}/{self.partition}@{self.offset}"
+
+    def merged(self, other: "BoltError") -> "BoltError":
+        """Both counts, this one's first example."""
+        return replace(self, count=self.count + other.count)
+
+
+def merge_errors(errors: Iterable[BoltError]) -> List[BoltError]:
+    """Errors of one key folded into one (counts added, the first example kept)."""
+    out: Dict[Tuple[str, str], BoltError] = {}
+    for e in errors:
+        held = out.get(e.key)
+        out[e.key] = e if held is None else held.merged(e)
+    return list(out.values())
+
+
+class ErrorTally:
+    """Exceptions counted by (component, type) where they happen (a bolt task, a
+    scheme), the first of each kept whole; :meth:`take` hands them over."""
+
+    __slots__ = ("errors",)
+
+    def __init__(self) -> None:
+        self.errors: Dict[Tuple[str, str], BoltError] = {}
+
+    def record(self, component: str, exc: BaseException, topic: Optional[str] = None,
+               partition: Optional[int] = None, offset: Optional[int] = None) -> None:
+        key = (component, type(exc).__name__)
+        held = self.errors.get(key)
+        if held is not None:
+            held.count += 1
+            return
+        self.errors[key] = BoltError(component, key[1], str(exc) or repr(exc),
+                                     "".join(traceback.format_exception(exc)), 1,
+                                     topic, partition, offset)
+
+    def take(self) -> List[BoltError]:
+        if not self.errors:
+            return []
+        out, self.errors = list(self.errors.values()), {}
+        return out

@@ -135,6 +135,14 @@ def print_summary(summary: "RunSummary") -> None:
             err(f"warning: {p.topic}/{p.partition} found an unusable document at "
                 f"{p.location} and started at {p.resumed_from} (corruptStatePolicy: "
                 "storm); see the warning at the start and `offsets explain`")
+    for bolt, kinds in summary.bolt_errors.items():
+        err(f"warning: bolt {bolt!r} raised " + ", ".join(
+            f"{kind} {n:,} times" for kind, n in kinds.items()) +
+            " (each failed its input, retried per the retry settings; the first is in the log)")
+    for stuck in summary.stuck:
+        err(f"warning: {stuck['topic']}/{stuck['partition']} was stuck at offset "
+            f"{stuck['offset']} when the run ended ({stuck['batches']} batches failing"
+            + (f", bolt {stuck['bolt']!r} {stuck['error']})" if stuck["bolt"] else ")"))
     err(f"stopped: {summary.stopped_by}; {plural(summary.messages, 'message')} in "
         f"{plural(summary.batches, 'batch')}, {summary.elapsed_s:.1f} s; "
         f"{plural(summary.commits, 'document')} written in "

@@ -13,6 +13,7 @@ from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, S
                     Tuple, Union)
 
 from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.grouping import Grouping, route
@@ -193,6 +194,12 @@ class LocalRuntime:
         for runners in self.runners.values():
             for r in runners:
                 r.collector.dispatcher = dispatcher
+
+    def take_errors(self) -> List[BoltError]:
+        """The bolts' errors recorded since the last call (see
+        :meth:`~storm_kafka_compat.topology.bolts.BoltRunner.record_error`)."""
+        return [e for runners in self.runners.values() for r in runners
+                for e in r.take_errors()]
 
     def counts(self) -> Dict[str, Dict[str, int]]:
         """Cumulative counters per component."""

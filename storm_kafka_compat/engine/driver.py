@@ -228,6 +228,7 @@ class Pipeline:
         plan = self.spout.plan(now, cap)
         started_ms = self.clock()
         result = self._run(plan)
+        self.reporter.errors.observe(result, self.clock())
         # open trees date from when the result came back, after the bolts ran: at
         # least topology.message.timeout.secs after the emit
         taken = self.spout.apply(result, self.clock(),
@@ -303,6 +304,8 @@ class Pipeline:
                 restore()
         self.summary.finish(self.spout, managers, elapsed_s=time.monotonic() - started,
                             stopped_by=self._stop_reason or "stopped")
+        self.summary.bolt_errors = self.reporter.errors.by_bolt()
+        self.summary.stuck = [s.as_dict() for s in self.reporter.errors.stuck.values()]
         return self.summary
 
     def _done(self, options: RunOptions) -> bool:

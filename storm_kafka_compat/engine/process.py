@@ -32,12 +32,15 @@ from storm_kafka_compat.topology.schemes import MessageLike, Scheme, ValueScheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
+from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple, spout_tuple_class
 from storm_kafka_compat.engine.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
 
 logger = logging.getLogger(__name__)
 
 SPOUT_COMPONENT = "spout"
+#: the component name of a simple bolt (``bolt: module:callable``)
+SIMPLE_BOLT = "bolt"
 
 
 # --- plan and outcome -------------------------------------------------------------
@@ -79,6 +82,8 @@ class BatchOutcome:
     stage_counts : dict
         Component -> counters (``executed``, ``emitted``, ``acked``, ``failed``;
         the spout: ``messages``, ``emitted``).
+    errors : list of BoltError
+        The bolts' and the scheme's exceptions, by component and type.
     """
 
     topic: Optional[str] = None
@@ -91,6 +96,7 @@ class BatchOutcome:
     scanned_to: Optional[int] = None
     stage_counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
     incomplete: List[int] = field(default_factory=list)
+    errors: List[BoltError] = field(default_factory=list)
 
 
 class RangeBuilder:
@@ -235,28 +241,33 @@ def _taken_ranges(taken: Sequence[Any]) -> RangeBuilder:
 
 # --- the spout side ----------------------------------------------------------------------
 
-def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int) -> Optional[List[List[Any]]]:
-    """Tuples of ``msg``, or None when the scheme raised or broke the field count."""
+#: the component name a scheme's errors are shown under
+SCHEME_COMPONENT = "scheme"
+
+
+def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int, errors: ErrorTally
+                 ) -> Optional[List[List[Any]]]:
+    """Tuples of ``msg``, or None when the scheme raised or broke the field count
+    (recorded in ``errors``; Storm lets either kill the executor, we fail the offset)."""
     try:
         rows = scheme.to_tuples(msg)
-    except Exception as exc:  # Storm lets this kill the executor; we fail the offset
-        logger.warning("scheme %s raised on %s/%s@%s: %r; failing the offset",
-                       type(scheme).__name__, msg.topic, msg.partition, msg.offset, exc,
-                       exc_info=True)
+    except Exception as exc:
+        errors.record(SCHEME_COMPONENT, exc, msg.topic, msg.partition, msg.offset)
         return None
     for values in rows:
         if len(values) != fields_len:
-            logger.warning("scheme %s gave %d values for %d fields on %s/%s@%s; failing the "
-                           "offset", type(scheme).__name__, len(values), fields_len,
-                           msg.topic, msg.partition, msg.offset)
+            errors.record(SCHEME_COMPONENT, ValueError(
+                f"scheme {type(scheme).__name__} gave {len(values)} values for "
+                f"{fields_len} fields"), msg.topic, msg.partition, msg.offset)
             return None
     return rows
 
 
 def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 messages: Iterable[Any], scheme: Scheme, plan: FetchPlan,
-                taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None]
-                ) -> Tuple[int, int, Optional[str], Optional[int], int, Optional[int]]:
+                taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None],
+                errors: ErrorTally) -> Tuple[int, int, Optional[str], Optional[int], int,
+                                             Optional[int]]:
     """Scheme + spout emit for every taken message. Returns (skipped, emitted
     tuples, topic, partition, last taken offset, scanned_to)."""
     fields = runtime.spout_fields
@@ -277,7 +288,7 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         taken.add(off)
         last = off
         topic, partition = msg.topic, msg.partition
-        rows = _scheme_rows(scheme, msg, nfields)
+        rows = _scheme_rows(scheme, msg, nfields, errors)
         if rows is None:
             failed.append(off)
             continue
@@ -353,9 +364,10 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     taken = RangeBuilder()
     failed: List[int] = []
     spout = runtime.topology.spout
+    errors = ErrorTally()
     skipped, emitted, topic, partition, last, scanned = emit_spout(
         runtime, dispatcher, spout, messages, scheme, plan, taken, failed,
-        lambda root, xor, off: acker.init(root, xor, off, now_ms))
+        lambda root, xor, off: acker.init(root, xor, off, now_ms), errors)
     for name in runtime.topology.order:
         queues = dispatcher.queues[name]
         for task, runner in enumerate(runtime.runners[name]):
@@ -372,12 +384,13 @@ def process_batch(messages: Iterable[Any], *, scheme: Scheme,
     counts = diff_counts(runtime.counts(), before)
     counts[spout] = {"messages": taken.count, "emitted": emitted}
     return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
-                    incomplete)
+                         incomplete, errors.take() + runtime.take_errors())
 
 
 def batch_outcome(topic: Optional[str], partition: Optional[int], taken: RangeBuilder,
              failed: List[int], skipped: int, last: int, scanned: Optional[int],
-             counts: Dict[str, Dict[str, int]], incomplete: Iterable[int] = ()) -> BatchOutcome:
+             counts: Dict[str, Dict[str, int]], incomplete: Iterable[int] = (),
+             errors: Sequence[BoltError] = ()) -> BatchOutcome:
     taken_ranges = taken.result()
     failed_sorted = sorted(set(failed))
     open_sorted = sorted(set(incomplete) - set(failed_sorted))
@@ -385,7 +398,7 @@ def batch_outcome(topic: Optional[str], partition: Optional[int], taken: RangeBu
                         acked=subtract(taken_ranges, failed_sorted + open_sorted),
                         failed=failed_sorted, skipped_null=skipped,
                         next_offset=(last + 1) if last >= 0 else None, scanned_to=scanned,
-                        stage_counts=counts, incomplete=open_sorted)
+                        stage_counts=counts, incomplete=open_sorted, errors=list(errors))
 
 
 def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[StormTuple], Any],
@@ -411,11 +424,11 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
     partition: Optional[int] = None
     if taken_msgs:
         topic, partition = taken_msgs[0].topic, taken_msgs[0].partition
-    name = getattr(bolt, "__qualname__", repr(bolt))
+    errors = ErrorTally()
     t_topic, t_partition = cast(str, topic), cast(int, partition)   # set when there is a msg
     for msg in taken_msgs:
         off = msg.offset
-        rows = _scheme_rows(scheme, msg, nfields)
+        rows = _scheme_rows(scheme, msg, nfields, errors)
         if rows is None:
             failed.append(off)
             continue
@@ -430,17 +443,17 @@ def _process_simple(messages: Iterable[Any], scheme: Scheme, bolt: Callable[[Sto
                 failed.append(off)
                 break
             except Exception as exc:
-                logger.warning("bolt %s raised on %s/%s@%s: %r; failing the offset", name,
-                               topic, partition, off, exc, exc_info=True)
+                errors.record(SIMPLE_BOLT, exc, topic, partition, off)
                 failed.append(off)
                 break
     taken = _taken_ranges(taken_msgs)
     last = taken_msgs[-1].offset if taken_msgs else -1
     nfailed = len(set(failed))
     counts = {SPOUT_COMPONENT: {"messages": taken.count, "emitted": executed},
-              "bolt": {"executed": executed, "emitted": 0,
-                       "acked": taken.count - skipped - nfailed, "failed": nfailed}}
-    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts)
+              SIMPLE_BOLT: {"executed": executed, "emitted": 0,
+                            "acked": taken.count - skipped - nfailed, "failed": nfailed}}
+    return batch_outcome(topic, partition, taken, failed, skipped, last, scanned, counts,
+                         (), errors.take())
 
 
 #: a row whose tuple is still to be read one value at a time
@@ -458,7 +471,7 @@ def _process_values(batch: RecordBatch, fields: Tuple[str, ...], value_scheme: V
     topic, partition = batch.topic, batch.partition
     new = object.__new__
     cls = spout_tuple_class(tuple(fields), SPOUT_COMPONENT, topic, partition)
-    name = getattr(bolt, "__qualname__", repr(bolt))
+    errors = ErrorTally()
     failed: List[int] = []
     skipped = unreadable = 0
     value_tuple, value_tuples = value_scheme
@@ -471,8 +484,7 @@ def _process_values(batch: RecordBatch, fields: Tuple[str, ...], value_scheme: V
             try:
                 values = value_tuple(value)
             except Exception as exc:  # Storm lets this kill the executor; we fail it
-                logger.warning("scheme %s raised on %s/%s@%s: %r; failing the offset",
-                               fields, topic, partition, off, exc, exc_info=True)
+                errors.record(SCHEME_COMPONENT, exc, topic, partition, off)
                 failed.append(off)
                 unreadable += 1
                 continue
@@ -487,16 +499,16 @@ def _process_values(batch: RecordBatch, fields: Tuple[str, ...], value_scheme: V
         except FailedException:
             failed.append(off)
         except Exception as exc:
-            logger.warning("bolt %s raised on %s/%s@%s: %r; failing the offset", name,
-                           topic, partition, off, exc, exc_info=True)
+            errors.record(SIMPLE_BOLT, exc, topic, partition, off)
             failed.append(off)
     ranges = _offset_ranges(offsets)
     nfailed = len(failed)
     executed = len(offsets) - skipped - unreadable
     counts = {SPOUT_COMPONENT: {"messages": ranges.count, "emitted": executed},
-              "bolt": {"executed": executed, "emitted": 0,
-                       "acked": ranges.count - skipped - nfailed, "failed": nfailed}}
+              SIMPLE_BOLT: {"executed": executed, "emitted": 0,
+                            "acked": ranges.count - skipped - nfailed, "failed": nfailed}}
     if not offsets:
-        return batch_outcome(None, None, ranges, failed, skipped, -1, scanned, counts)
+        return batch_outcome(None, None, ranges, failed, skipped, -1, scanned, counts, (),
+                             errors.take())
     return batch_outcome(topic, partition, ranges, failed, skipped, offsets[-1], scanned,
-                         counts)
+                         counts, (), errors.take())

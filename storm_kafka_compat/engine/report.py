@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.engine.errors import BoltErrors
 from storm_kafka_compat.errors import StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
@@ -113,6 +114,14 @@ def progress_line(snapshot: Mapping[str, Any]) -> str:
     lag = f"{snapshot['lag']:,}" + (f" (+{unknown} unknown)" if unknown else "")
     line = (f"batch {snapshot['batches']}: {snapshot['rate']:,.0f} msg/s, lag {lag}, "
             f"pending {snapshot['pending']:,}, retries {snapshot['retries']:,}")
+    errors = sum(n for kinds in (snapshot.get("bolt_errors") or {}).values()
+                 for n in kinds.values())
+    if errors:
+        line += f", bolt errors {errors:,}"
+    for stuck in snapshot.get("stuck") or ():
+        line += (f"; STUCK {stuck['topic']}/{stuck['partition']} at offset {stuck['offset']}"
+                 f" ({stuck['batches']} batches" +
+                 (f", bolt {stuck['bolt']!r} {stuck['error']})" if stuck["bolt"] else ")"))
     since = snapshot.get("store_unreachable_since")
     if since is not None:
         line += (f"; ZooKeeper unreachable for {max(0, int(snapshot['time'] - since))} s "
@@ -170,6 +179,10 @@ class RunSummary:
     timeouts: int = 0
     final_commit_failed: bool = False
     partitions: List[PartitionSummary] = field(default_factory=list)
+    #: bolt -> exception type -> errors over the run
+    bolt_errors: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: partitions stuck when the run ended (see engine.errors.Stuck)
+    stuck: List[Dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
@@ -239,6 +252,8 @@ class Reporter:
         self.clock = clock
         self.metrics = metrics
         self.progress = progress
+        #: the bolts' errors and the stuck partitions
+        self.errors = BoltErrors()
         #: log-range lookups for metrics and progress are not made before this time
         #: (ms, self.clock) after failures; the pause doubles with each failed round
         self._lookups_paused_until_ms = 0
@@ -336,6 +351,9 @@ class Reporter:
             "timeouts": counts.timeouts,
             "refreshFailures": self.spout.assignment.refresh_failures,
             "ownershipConflicts": self.spout.ownership_conflicts,
+            "boltErrors": self.errors.total,
+            "boltErrorsByBolt": {c: sum(k.values()) for c, k in self.errors.by_bolt().items()},
+            "stuckPartitions": len(self.errors.stuck),
             # epoch s since when the offset store has not answered, 0 while it does
             "storeUnreachableSince": int(self.spout.store_unreachable_since or 0)}})
 
@@ -354,5 +372,6 @@ class Reporter:
             commit_failures=counts.commit_failures, fetch_failures=counts.fetch_failures,
             store_unreachable_since=self.spout.store_unreachable_since)
         self._reported_processed = processed
+        snap.update(self.errors.status())
         self.status = snap
         return snap

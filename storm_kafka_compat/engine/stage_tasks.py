@@ -13,6 +13,7 @@ from typing import (AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, S
                     Tuple, Union)
 
 from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.tuples import StormTuple
@@ -144,12 +145,14 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     failed: List[int] = []
     spout = runtime.topology.spout
     before = runtime.counts()
+    errors = ErrorTally()
     skipped, emitted, topic, partition, last, scanned = emit_spout(
-        runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init)
+        runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init, errors)
     _drain(runtime, dispatcher, local)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
     outcome = batch_outcome(topic, partition, taken, failed, skipped, last, scanned,
-                       {spout: {"messages": taken.count, "emitted": emitted}, **counts})
+                            {spout: {"messages": taken.count, "emitted": emitted}, **counts},
+                            (), errors.take() + runtime.take_errors())
     return SpoutStageResult(outcome, roots, init, dispatcher.outbox, sink.pairs, sink.failed,
                             counts)
 
@@ -176,6 +179,7 @@ class GroupResult:
     pairs: Dict[int, int]
     failed_roots: Set[int]
     counts: Dict[str, Dict[str, int]]
+    errors: List[BoltError] = field(default_factory=list)
 
 
 def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
@@ -200,4 +204,4 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
         dispatcher.queues[component][task].append(tup)
     _drain(runtime, dispatcher, local)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
-    return GroupResult(dispatcher.outbox, sink.pairs, sink.failed, counts)
+    return GroupResult(dispatcher.outbox, sink.pairs, sink.failed, counts, runtime.take_errors())

@@ -60,7 +60,7 @@ from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FetchPlan, PartitionResult
-from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import BoltError, TopicPartition, merge_errors
 from storm_kafka_compat.topology.schemes import MessageLike
 
 if TYPE_CHECKING:  # pyspark is imported where Spark runs
@@ -172,6 +172,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             if xor:
                 outbox.ack(root, (xor, False, (plan.topic, plan.partition, offset)))
         result.failed = sorted(failed)
+        result.errors = o.errors
         yield key, result
         outbox.route(sp.routed)
     yield from outbox.records()
@@ -228,6 +229,8 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int) -> Iterato
         outbox.ack(root, (value, root in res.failed_roots, None))
     for root in res.failed_roots.difference(res.pairs):
         outbox.ack(root, (0, True, None))
+    for error in res.errors:
+        yield ("e", error.component, error.kind), error
     yield from outbox.records()
 
 
@@ -238,7 +241,9 @@ def fold_acker(a: AckValue, b: AckValue) -> AckValue:
 
 def fold_records(a: Any, b: Any) -> Any:
     """The final ``reduceByKey``'s function: two acker buckets folded root by root
-    (the larger one is updated and returned). Only acker buckets share a key."""
+    (the larger one is updated and returned), or two errors of one kind added up."""
+    if isinstance(a, BoltError):
+        return a.merged(b)
     if len(a) < len(b):
         a, b = b, a
     for root, value in b.items():
@@ -252,7 +257,7 @@ def unresolved_roots(record: Record) -> Iterator[Record]:
     complete (failed, or a tree still open) one ``(("a", root), value)`` record;
     roots without an origin (no spout-stage message in this batch) are dropped."""
     key, value = record
-    if key[0] == "r":
+    if key[0] in ("r", "e"):
         yield record
     elif key[0] == "a":
         for root, v in value.items():
@@ -266,6 +271,7 @@ def settle(records: Iterable[Record]) -> BatchResult:
     results: Dict[TopicPartition, PartitionResult] = {}
     failed: Dict[TopicPartition, Set[int]] = {}
     open_: Dict[TopicPartition, Set[int]] = {}
+    errors: List[BoltError] = []
     for key, value in records:
         if key[0] == "r":
             results[TopicPartition(key[1], key[2])] = value
@@ -275,6 +281,8 @@ def settle(records: Iterable[Record]) -> BatchResult:
                 failed.setdefault(TopicPartition(topic, partition), set()).add(offset)
             elif value[0]:
                 open_.setdefault(TopicPartition(topic, partition), set()).add(offset)
+        elif key[0] == "e":
+            errors.append(value)
         elif key[0] == "t":
             log.error("tuples for %s task %s were left after the last stage; dropping them",
                       key[1], key[2])
@@ -286,7 +294,7 @@ def settle(records: Iterable[Record]) -> BatchResult:
             r.open_trees = sorted(open_.get(k, set()) - bad)
             r.acked = subtract(r.taken, r.failed + r.open_trees)
         out.append(r)
-    return BatchResult(out)
+    return BatchResult(out, merge_errors(errors))
 
 
 class StagePartitioner:

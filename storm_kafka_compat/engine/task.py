@@ -30,6 +30,7 @@ from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
+from storm_kafka_compat.structs import merge_errors
 from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
                                           TaskTiming)
 from storm_kafka_compat.topology.schemes import MessageLike
@@ -179,6 +180,8 @@ def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
         result.scanned_to = outcome.scanned_to
     result.skipped += outcome.skipped_null
     result.tuples += outcome.stage_counts.get("spout", {}).get("emitted", 0)
+    if outcome.errors:
+        result.errors = merge_errors(result.errors + outcome.errors)
 
 
 def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,

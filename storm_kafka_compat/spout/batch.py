@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from storm_kafka_compat.offsets.ranges import Range, count_offsets
-from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import BoltError, TopicPartition, merge_errors
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,8 @@ class PartitionResult:
         False when the task's budget was spent before it started this plan: nothing
         was fetched and the partition's state is unchanged (the spout plans it first
         in the next batch).
+    errors : list of BoltError
+        The scheme's and the bolts' exceptions in this task, by component and type.
     """
 
     plan: FetchPlan
@@ -228,6 +230,7 @@ class PartitionResult:
     failure: Optional[TaskFailure] = None
     timing: Optional[TaskTiming] = None
     reached: bool = True
+    errors: List[BoltError] = field(default_factory=list)
 
     @property
     def key(self) -> TopicPartition:
@@ -244,9 +247,15 @@ class PartitionResult:
 
 @dataclass
 class BatchResult:
-    """What a runner brings back for a :class:`BatchPlan`: one result per plan."""
+    """What a runner brings back for a :class:`BatchPlan`: one result per plan, and
+    the errors of bolts that ran in later stages (not tied to one partition's task)."""
 
     partitions: List[PartitionResult] = field(default_factory=list)
+    errors: List[BoltError] = field(default_factory=list)
+
+    def all_errors(self) -> List[BoltError]:
+        """Every bolt and scheme error of the batch, folded by component and type."""
+        return merge_errors([e for r in self.partitions for e in r.errors] + self.errors)
 
     def __iter__(self) -> Iterator[PartitionResult]:
         return iter(self.partitions)

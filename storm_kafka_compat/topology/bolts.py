@@ -13,8 +13,10 @@
 
 Deviation from Storm: an exception other than ``FailedException`` escaping a
 bolt kills the Storm worker (its in-flight tuples then time out and replay).
-Here it fails the input tuple at once and is logged at WARNING with the
-traceback; the Spark task keeps running. The replay outcome is the same, sooner.
+Here it fails the input tuple at once and is recorded
+(:meth:`BoltRunner.record_error`): the driver shows the first of each kind with its
+traceback, then counts (:mod:`storm_kafka_compat.engine.errors`); the task keeps
+running. The replay outcome is the same, sooner.
 
 The collectors do the acker bookkeeping (edge ids XOR-ed per root, see
 :mod:`storm_kafka_compat.topology.acker`); where the tuples go is the job of a
@@ -32,6 +34,7 @@ from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequ
                     Union)
 
 from storm_kafka_compat.errors import ConfigError, FailedException, ReportedFailedException
+from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
 
@@ -412,6 +415,8 @@ class BoltRunner:
         self.context = context
         self.collector = OutputCollector(context, None, rng)
         self.executed = 0
+        #: exceptions raised since :meth:`take_errors`, by type
+        self.errors = ErrorTally()
         if self.kind == "rich":
             bolt.prepare(conf, context, self.collector)
             self._basic: Optional[BasicOutputCollector] = None
@@ -437,9 +442,7 @@ class BoltRunner:
                         collector.report_error(exc)
                     collector.fail(t)
                 except Exception as exc:  # deviation: Storm kills the worker here
-                    logger.warning("bolt %r failed the tuple from %s/%s@%s: %r",
-                                   self.context.component_id, t.topic, t.partition, t.offset,
-                                   exc, exc_info=True)
+                    self.record_error(exc, t)
                     collector.fail(t)
                 else:
                     collector.ack(t)
@@ -450,13 +453,20 @@ class BoltRunner:
                 try:
                     execute(t)
                 except Exception as exc:  # deviation: Storm kills the worker here
-                    logger.warning("bolt %r raised on the tuple from %s/%s@%s: %r; failing it",
-                                   self.context.component_id, t.topic, t.partition, t.offset,
-                                   exc, exc_info=True)
+                    self.record_error(exc, t)
                     collector.fail(t)
         finish = getattr(bolt, "finish_batch", None)
         if finish is not None:  # e.g. KafkaBolt: acks once the broker acknowledged
             finish()
+
+    def record_error(self, exc: BaseException, t: StormTuple) -> None:
+        """Count ``exc`` (the caller fails the input ``t``); the first of its type keeps
+        its message, traceback and input, to be shown on the driver."""
+        self.errors.record(self.context.component_id, exc, t.topic, t.partition, t.offset)
+
+    def take_errors(self) -> List[BoltError]:
+        """The errors recorded since the last call."""
+        return self.errors.take()
 
     def cleanup(self) -> None:
         if hasattr(self.bolt, "cleanup"):

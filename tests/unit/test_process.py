@@ -114,8 +114,10 @@ def test_simple_bolt_raise_fails_and_tombstones_are_acked(caplog: Any) -> None:
     assert out.failed == [4, 5]
     assert out.acked == [(0, 4)]
     assert out.skipped_null == 1
-    assert "bad record" in caplog.text and "orders/3@4" in caplog.text
-    assert "retry me" not in caplog.text           # FailedException is not an error
+    [error] = out.errors                           # FailedException is not an error
+    assert (error.component, error.kind, error.message, error.where()) == \
+        ("bolt", "ValueError", "bad record", "orders/3@4")
+    assert 'raise ValueError("bad record")' in error.traceback
     assert out.stage_counts["bolt"] == {"executed": 5, "emitted": 0, "acked": 3, "failed": 2}
 
 
@@ -217,7 +219,9 @@ def test_word_count_acks_and_fails_per_message(caplog: Any) -> None:
     assert out.failed == [1, 3]
     assert out.acked == [(0, 1), (2, 3), (4, 5)]
     assert out.skipped_null == 1                  # the tombstone; "" gives a tuple, no words
-    assert "bug in bolt" in caplog.text
+    [error] = out.errors
+    assert (error.component, error.kind, error.message, error.where()) == \
+        ("count", "RuntimeError", "bug in bolt", "orders/3@3")
     counts: Dict[str, int] = defaultdict(int)
     tasks_of: Dict[str, set] = defaultdict(set)
     for runner in rt.runners["count"]:
