@@ -10,11 +10,12 @@ Kafka topic (inputs and truth in :mod:`tests.stateful_inputs`).
 
 The Java is ``skc.peer.StatefulTopologies`` (tests/peers/java/storm2). The state bolts
 emit their new value after every tuple and the single recorder writes each line before
-its tuple is acked, so the last line of a word is its count; the spout (AT_LEAST_ONCE,
-EARLIEST, a group of its own) commits an offset only once every tuple that message led
-to is acked. So a run ends when the group's commits reach the offsets asked for: every
-line they caused is then in the file, and the LocalCluster is killed by its PID
-(nothing depends on a clean shutdown)::
+its tuple is acked; both states only grow, so the largest (the last) value of a key is
+its final one. The spout (AT_LEAST_ONCE, EARLIEST, a group of its own) commits an
+offset only once every tuple that message led to is acked. So a run ends when the
+group's commits reach the offsets asked for: every line they caused is then in the
+file, and the LocalCluster is killed by its PID (nothing depends on a clean
+shutdown)::
 
     counts = storm_word_counts(cluster.bootstrap, topic, tmp_path / "storm", messages=2000)
     maxima = storm_running_max(cluster.bootstrap, topic, tmp_path / "max")
@@ -183,7 +184,11 @@ def run_stateful(kind: str, bootstrap: str, topic: str, work_dir: Path, *,
         seconds = time.monotonic() - started
     finally:
         storm.kill()
-    result = {key: int(value) for key, value in read_lines(record)}
+    # both states only grow, so the largest value a key was emitted with is its last
+    # one, whatever order the recorder received them in
+    result: Dict[str, int] = {}
+    for key, value in read_lines(record):
+        result[key] = max(result.get(key, int(value)), int(value))
     processed = [(int(p), int(o)) for path in sorted(work_dir.glob(f"{kind}.processed.*"))
                  for p, o in read_lines(path)]
     return StatefulRun(result, processed, committed, seconds, storm.log_path)
