@@ -18,6 +18,7 @@ import itertools
 import os
 import re
 import sys
+import tempfile
 import uuid
 from typing import Callable, Iterator, List
 
@@ -27,6 +28,9 @@ import pytest
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+# the bolt tasks' saved state (topology.state.dir's default) goes to a directory of this
+# run's own, never to the user's ~/.local/state
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="skc-state-")
 
 # --- helpers --------------------------------------------------------------------------
 

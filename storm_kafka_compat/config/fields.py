@@ -204,6 +204,13 @@ TOPOLOGY_FIELDS: Tuple[FieldSpec, ...] = (
           "from Trident's state (docs/trident.md).", extension=True),
     _topo("transactional.zookeeper.root", "transactional_root", "String", "Root of "
           "Trident's transactional state (Storm default /transactional)."),
+    _topo("topology.state.dir", "state_dir", "String", "Where the bolt tasks' state is saved "
+          "with the offsets at each commit (a directory on the driver's machine; default "
+          "~/.local/state/storm-kafka-compat/<zkRoot>/<id>); see docs/bolts-and-acker.md.",
+          extension=True),
+    _topo("topology.bolt.hosts", "bolt_hosts", "Integer", "Processes holding the bolt tasks "
+          "behind fields, global and all groupings (default: one per task, at most the "
+          "driver's cores).", extension=True),
 )
 
 #: Keys of the topology section that build :class:`ZkAuth`.

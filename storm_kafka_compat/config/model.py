@@ -162,6 +162,8 @@ class TopologyConfig:
     zookeeper_auth: Optional[ZkAuth] = None             # storm.zookeeper.auth.* (digest)
     trident_tx_state_id: Optional[str] = None            # trident.txStateId (ours)
     transactional_root: str = "/transactional"           # transactional.zookeeper.root
+    state_dir: Optional[str] = None                      # topology.state.dir (ours)
+    bolt_hosts: Optional[int] = None                     # topology.bolt.hosts (ours)
 
 
 @dataclass(frozen=True)

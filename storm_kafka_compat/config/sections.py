@@ -300,7 +300,7 @@ def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
         return check_str(value, key, empty_ok=False)
     if attr == "id":
         return None if value is None else check_str(value, key, empty_ok=False)
-    if attr in ("trident_tx_state_id", "transactional_root"):
+    if attr in ("trident_tx_state_id", "transactional_root", "state_dir"):
         return None if value is None else check_str(value, key, empty_ok=False)
     if attr == "wildcard_match":
         return check_bool(value, key)
@@ -308,7 +308,7 @@ def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
         return check_str_list(value, key)
     if attr == "zookeeper_port":
         return check_int(value, key, lo=1, hi=65535, what="a port number")
-    if attr == "max_spout_pending":
+    if attr in ("max_spout_pending", "bolt_hosts"):
         return None if value is None else check_int(value, key, lo=1, hi=INT_MAX)
     if attr == "zookeeper_retry_times":
         return check_int(value, key, lo=0, hi=INT_MAX)

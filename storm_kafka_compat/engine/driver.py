@@ -28,11 +28,12 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
+from storm_kafka_compat.engine.bolt_state import BoltState
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
                                               with_batch_in_flight)
@@ -136,6 +137,8 @@ class Pipeline:
         self._pace = pace
         #: what the workers know of the job, once the run started
         self.worker_job: Optional[WorkerJob] = None
+        #: the bolt hosts and saved state of a topology cut into stages (after open())
+        self.bolt_state: Optional[BoltState] = None
         #: sizes batches by time when the runner processes them whole (after open())
         self.pacer: Optional[BatchPacer] = None
         self._stop = threading.Event()
@@ -208,8 +211,15 @@ class Pipeline:
         if self.worker_job is not None:
             return
         self.spout.maybe_refresh(self.clock())
+        layout = self.layout
         self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
-                                     self.layout)
+                                     layout)
+        if layout is not None:
+            self.bolt_state = BoltState(self.job, layout, self.worker_job.scheme().fields,
+                                        self.spout.storm_conf())
+            self.bolt_state.restore(self.spout.offsets_after_commit())
+            self.spout.before_commit = self.bolt_state.save
+            self.worker_job = replace(self.worker_job, hosts=self.bolt_state.directory)
         self.runner.start(self.worker_job)
         pace = self._pace if self._pace is not None else self.runner.whole_batches
         if pace:
@@ -249,6 +259,8 @@ class Pipeline:
         bootstrap = self.runtime.kafka.bootstrap
         self._in_flight = (self.summary.batches + 1, time.time(), plan)
         try:
+            if self.bolt_state is not None:
+                self.bolt_state.check()
             if bootstrap != self.worker_job.bootstrap:      # new leaders were learned
                 self.worker_job = self.worker_job.with_bootstrap(bootstrap)
                 self.runner.start(self.worker_job)
@@ -332,6 +344,8 @@ class Pipeline:
         finally:
             if self._runner is not None:
                 self._runner.close()
+            if self.bolt_state is not None:
+                self.bolt_state.close()
             if self._owns_runtime:
                 self.runtime.close()
 

@@ -53,8 +53,9 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.dag import LocalRuntime
 from storm_kafka_compat.engine.reader import FILL_SHARE, PartitionReader, TaskBudget
-from storm_kafka_compat.engine.stage_tasks import (StageLayout, needs_stages, run_spout_stage,
-                                                   run_stage_group, stage_layout)
+from storm_kafka_compat.engine.stage_tasks import (GroupResult, StageLayout, needs_stages,
+                                                   run_spout_stage, run_stage_group,
+                                                   stage_layout)
 from storm_kafka_compat.engine.task import bolt_error
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
@@ -208,21 +209,29 @@ class Outbox:
                 yield ("a", i), bucket
 
 
-def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int) -> Iterator[Record]:
-    """Stage ``stage`` >= 1: run this stage's tuples on their bolt tasks and
-    forward every other record unchanged."""
+def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
+               ) -> Iterator[Record]:
+    """Stage ``stage`` >= 1 of batch ``batch``: run this stage's tuples on their bolt
+    tasks (in their bolt hosts when the job has them, :mod:`storm_kafka_compat.hosts`)
+    and forward every other record unchanged."""
     assert job.layout is not None
     names = frozenset(job.layout.stages[stage])
-    inputs: List[Tuple[str, int, Any]] = []
+    inputs: Dict[Tuple[str, int], List[Any]] = {}
     for key, value in records:
         if key[0] == "t" and key[1] in names:
-            component, task = key[1], key[2]
-            inputs.extend((component, task, tup) for tup in value)
+            inputs.setdefault((key[1], key[2]), []).extend(value)
         else:
             yield key, value
-    if not inputs:
-        return
-    res = run_stage_group(inputs, topology=_stage_runtime(job), local=names)
+    for slot, tuples in inputs.items():
+        if job.hosts is not None:
+            res = job.hosts.run(batch, stage, slot, tuples)
+        else:
+            res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
+                                  topology=_stage_runtime(job), local=names)
+        yield from _group_records(res)
+
+
+def _group_records(res: GroupResult) -> Iterator[Record]:
     outbox = Outbox()
     outbox.route(res.routed)
     for root, value in res.pairs.items():
@@ -330,7 +339,8 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
     for stage in range(1, len(layout.stages)):
         part = StagePartitioner.of(layout, stage)
         rdd = (rdd.partitionBy(part.passthrough + 1, part)
-               .mapPartitions(_bolt_stage_of(job, stage), preservesPartitioning=True))
+               .mapPartitions(_bolt_stage_of(job, stage, plan.batch),
+                              preservesPartitioning=True))
     collected = (rdd.filter(lambda rec: rec[0][0] != "t" or _left(rec))
                  .reduceByKey(fold_records, max(1, min(ACK_BUCKETS, slices)))
                  .flatMap(unresolved_roots)
@@ -338,10 +348,10 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
     return settle(collected)
 
 
-def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int
+def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int, batch: int
                    ) -> Callable[[Iterable[Record]], Iterator[Record]]:
     def run(records: Iterable[Record]) -> Iterator[Record]:
-        return bolt_stage(records, job.value, stage)
+        return bolt_stage(records, job.value, stage, batch)
     return run
 
 

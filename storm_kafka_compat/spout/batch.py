@@ -91,9 +91,11 @@ class FetchPlan:
 
 @dataclass(frozen=True)
 class BatchPlan:
-    """One batch: a fetch plan per partition that has something to fetch."""
+    """One batch: a fetch plan per partition that has something to fetch, and the
+    batch's number in the run (what a bolt host answers a retried task by)."""
 
     fetches: Tuple[FetchPlan, ...] = ()
+    batch: int = 0
 
     def __len__(self) -> int:
         return len(self.fetches)

@@ -203,6 +203,8 @@ class Spout:
         #: reach is read first in the next batch
         self._reached_in: Dict[TopicPartition, int] = {}
         self._applied = 0
+        #: batches planned with something to fetch (a batch's number in the run)
+        self._planned = 0
         #: partitions whose task failed, and how many batches in a row
         self._task_errors: Dict[TopicPartition, int] = {}
         #: partitions whose out-of-range fetches were said (until one succeeds)
@@ -211,6 +213,10 @@ class Spout:
         self._failing_since_ms: Optional[int] = None
         self._failed_in_outage = 0
         self._last_outage_log_ms = 0
+        #: called with every partition's offset after the commit, before the commit
+        #: writes (the bolt tasks' state is saved with the offsets it reflects); when it
+        #: raises, the commit is not made
+        self.before_commit: Optional[Callable[[Dict[TopicPartition, int]], None]] = None
         self.assignment = Assignment(discovery, manager_factory=self._new_manager,
                                      on_removed=self._removed, task_index=task_index,
                                      total_tasks=total_tasks)
@@ -296,7 +302,8 @@ class Spout:
                 plan = replace(plan, idle=True)
             plans.append(plan)
         plans.sort(key=lambda p: self._reached_in.get(p.key, -1))     # stable
-        return BatchPlan(tuple(plans))
+        self._planned += 1
+        return BatchPlan(tuple(plans), self._planned)
 
     def apply(self, result: BatchResult, now_ms: int, *, max_task_errors: int) -> int:
         """Apply a batch's result to the partitions; return the messages taken.
@@ -480,8 +487,27 @@ class Spout:
             log.info("commit of %d partitions to %s failed again: %s", partitions,
                      self.policy.store_name, exc)
 
+    def offsets_after_commit(self) -> Dict[TopicPartition, int]:
+        """Every partition's stored offset once a commit now is made (the next offset
+        to process; at start-up, where each partition starts)."""
+        out = {}
+        for key, pm in self.managers().items():
+            off = pm.commit_offset()
+            out[key] = pm.committed_to if off is None else off
+        return out
+
     def commit(self, *, patient: bool = True) -> CommitReport:
-        return self.commit_managers(list(self.managers().values()), patient=patient)
+        managers = list(self.managers().values())
+        if self.before_commit is not None:
+            if not any(pm.commit_offset() is not None for pm in managers):
+                return CommitReport()
+            try:
+                self.before_commit(self.offsets_after_commit())
+            except StormKafkaCompatError as exc:
+                self.counts.commit_failures += 1
+                self._commit_failed(len(managers), exc)
+                return CommitReport(error=str(exc))
+        return self.commit_managers(managers, patient=patient)
 
     def final_commit(self, attempts: int, sleep: Callable[[float], None]) -> bool:
         """Commit on shutdown, retrying a failed write ``attempts`` times

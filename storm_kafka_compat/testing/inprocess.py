@@ -33,10 +33,10 @@ def run_stages_local(plan: BatchPlan, job: WorkerJob, *,
         parts: List[List[Record]] = [[] for _ in range(partitioner.passthrough + 1)]
         for rec in records:
             parts[partitioner(rec[0])].append(rec)
-        records = [out for part in parts for out in bolt_stage(part, job, stage)]
+        records = [out for part in parts for out in bolt_stage(part, job, stage, plan.batch)]
     folded: Dict[Tuple[Any, ...], Any] = {}
     for key, value in records:
-        if key[0] == "a" and key in folded:
+        if key[0] in ("a", "e") and key in folded:
             folded[key] = fold_records(folded[key], value)
         else:
             folded[key] = value

@@ -1,0 +1,73 @@
+"""How a stage's Spark task reaches the bolt host of its bolt task: the picklable
+:class:`HostDirectory` (sent once with the job) and the worker's connections to it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from multiprocessing.connection import Client, Connection
+from typing import Any, Dict, List, Mapping, Tuple
+
+from storm_kafka_compat.errors import PipelineError
+from storm_kafka_compat.hosts.host import Slot
+
+Address = Tuple[str, int]
+
+#: this Python worker's connections, per host address
+_CONNECTIONS: Dict[Address, Connection] = {}
+_LOCK = threading.Lock()
+
+
+class BoltHostError(PipelineError):
+    """A bolt host could not be reached or could not do what it was asked."""
+
+
+@dataclass(frozen=True)
+class HostDirectory:
+    """Where each bolt task lives: the hosts' addresses, the key they take, and the
+    host of each slot (component, task)."""
+
+    addresses: Tuple[Address, ...]
+    authkey: bytes = field(repr=False)
+    slot_host: Tuple[Tuple[Slot, int], ...]
+
+    def address_of(self, slot: Slot) -> Address:
+        for s, i in self.slot_host:
+            if s == slot:
+                return self.addresses[i]
+        raise KeyError(f"no bolt host holds {slot[0]}[{slot[1]}]")
+
+    def call(self, address: Address, request: Tuple[Any, ...]) -> Any:
+        """Send ``request`` to the host at ``address`` (one connection per worker and
+        host, made again once if it broke) and return its answer."""
+        for attempt in (1, 2):
+            with _LOCK:
+                conn = _CONNECTIONS.pop(address, None)
+            try:
+                if conn is None:
+                    conn = Client(address, authkey=self.authkey)
+                conn.send(request)
+                status, value = conn.recv()
+            except (OSError, EOFError) as exc:
+                if conn is not None:
+                    conn.close()
+                if attempt == 2:
+                    raise BoltHostError(
+                        f"bolt host at {address[0]}:{address[1]} cannot be reached "
+                        f"({type(exc).__name__}: {exc}); the driver's bolt hosts serve the "
+                        "tasks behind a fields, global or all grouping") from exc
+                continue
+            with _LOCK:
+                _CONNECTIONS[address] = conn
+            if status != "ok":
+                raise BoltHostError(str(value))
+            return value
+        raise AssertionError("unreachable")
+
+    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
+        """Run ``tuples`` on bolt task ``slot`` in its host; the host's GroupResult."""
+        return self.call(self.address_of(slot), ("run", batch, stage, slot, tuples))
+
+
+def slot_table(slot_host: Mapping[Slot, int]) -> Tuple[Tuple[Slot, int], ...]:
+    return tuple(sorted(slot_host.items()))

@@ -1,0 +1,115 @@
+"""One bolt host's work: some bolt tasks of the crossing stages, prepared once, run
+batch after batch, saved and restored. Pure: no sockets (:mod:`.server` serves it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from storm_kafka_compat.engine.dag import LocalRuntime
+from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
+from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.state import TaskState, slot_name
+from storm_kafka_compat.topology.tuples import StormTuple
+
+log = logging.getLogger(__name__)
+
+#: a bolt task: (component, task index)
+Slot = Tuple[str, int]
+#: one stage's run of one bolt task in one batch: (batch, stage, slot)
+RunKey = Tuple[int, int, Slot]
+
+#: batches whose answers a host keeps for a retried Spark task
+KEPT_BATCHES = 2
+
+
+class BoltHost:
+    """The bolt tasks ``slots`` of a topology, each one instance for the life of the job.
+
+    Parameters
+    ----------
+    topology_spec : mapping
+        The bolt topology as the CONFIG writes it.
+    storm_conf : mapping
+        What the bolts' ``prepare`` sees.
+    spout_fields : sequence of str
+        The scheme's fields.
+    layout : StageLayout
+        The stages: which bolts run behind which shuffle.
+    slots : sequence of (component, task)
+        The bolt tasks this host holds.
+    """
+
+    def __init__(self, topology_spec: Mapping[str, Any], storm_conf: Mapping[str, Any],
+                 spout_fields: Sequence[str], layout: StageLayout,
+                 slots: Sequence[Slot]) -> None:
+        self.layout = layout
+        self.slots = tuple(slots)
+        self.runtime = LocalRuntime(from_spec(topology_spec), storm_conf,
+                                    spout_fields=spout_fields)
+        self.states: Dict[Slot, TaskState] = {
+            slot: TaskState(slot_name(slot), self.runtime.runners[slot[0]][slot[1]].bolt)
+            for slot in self.slots}
+        self._answers: Dict[RunKey, GroupResult] = {}
+        #: the last batch each slot ran (a batch older than it is not run again)
+        self.last_batch: Dict[Slot, int] = {}
+
+    def run(self, batch: int, stage: int, slot: Slot, tuples: List[StormTuple]
+            ) -> GroupResult:
+        """Run ``tuples`` on bolt task ``slot`` (and the bolts of ``stage`` it feeds
+        through shuffles, here); the same answer again for a (batch, stage, slot) it
+        already ran (a Spark task run again after its worker died)."""
+        key = (batch, stage, slot)
+        held = self._answers.get(key)
+        if held is not None:
+            log.info("bolt task %s: batch %d stage %d ran already; answering from what was "
+                     "kept (a retried Spark task)", slot_name(slot), batch, stage)
+            return held
+        if slot not in self.states:
+            raise KeyError(f"bolt task {slot_name(slot)} is not held by this host "
+                           f"(it holds {', '.join(map(slot_name, self.slots))})")
+        component, task = slot
+        result = run_stage_group(((component, task, t) for t in tuples),
+                                 topology=self.runtime,
+                                 local=frozenset(self.layout.stages[stage]))
+        self._answers[key] = result
+        self.last_batch[slot] = batch
+        for old in [k for k in self._answers if k[0] <= batch - KEPT_BATCHES]:
+            del self._answers[old]
+        return result
+
+    def save(self, txid: int) -> Dict[Slot, bytes]:
+        """Every held task's state (see :mod:`storm_kafka_compat.topology.state`)."""
+        return {slot: state.save(txid) for slot, state in self.states.items()}
+
+    def restore(self, saved: Mapping[Slot, bytes]) -> List[Slot]:
+        """Put back the saved state of the held tasks; the tasks restored."""
+        done = []
+        for slot, data in saved.items():
+            state = self.states.get(slot)
+            if state is not None:
+                state.restore(data)
+                done.append(slot)
+        return done
+
+    def cleanup(self) -> None:
+        self.runtime.cleanup()
+
+
+def deal_slots(slots: Sequence[Slot], hosts: int) -> List[Tuple[Slot, ...]]:
+    """``slots`` dealt over ``hosts`` hosts in turn (a component's tasks spread)."""
+    dealt: List[List[Slot]] = [[] for _ in range(max(1, min(hosts, len(slots))))]
+    for i, slot in enumerate(slots):
+        dealt[i % len(dealt)].append(slot)
+    return [tuple(d) for d in dealt]
+
+
+def host_of(dealt: Sequence[Sequence[Slot]]) -> Dict[Slot, int]:
+    """Slot -> the index of the host that holds it."""
+    return {slot: i for i, held in enumerate(dealt) for slot in held}
+
+
+def all_slots(layout: StageLayout) -> Tuple[Slot, ...]:
+    """The bolt tasks of every crossing stage, in stage order."""
+    return tuple(slot for stage in layout.slots for slot in stage)

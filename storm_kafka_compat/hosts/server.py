@@ -1,0 +1,141 @@
+"""A bolt host process: serves one :class:`~storm_kafka_compat.hosts.host.BoltHost`
+over an authenticated local connection (``multiprocessing.connection``).
+
+Started by the driver (:mod:`.pool`) as ``python -m storm_kafka_compat.hosts.server``;
+it reads its :class:`HostInit` (pickled) on stdin, prints its address on stdout, and
+serves requests until told to stop or until the driver that started it is gone.
+
+Requests, each a tuple, answered ``("ok", value)`` or ``("error", text)``:
+``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("save", txid)`` ->
+{slot: bytes}; ``("restore", {slot: bytes})`` -> restored slots; ``("stop",)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, Listener
+from typing import Any, Dict, Mapping, Tuple
+
+from storm_kafka_compat.engine.stage_tasks import StageLayout
+from storm_kafka_compat.hosts.host import BoltHost, Slot
+
+log = logging.getLogger(__name__)
+
+#: how often a host checks that the driver that started it is still there (s)
+PARENT_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class HostInit:
+    """What a host is started with (pickled to its stdin)."""
+
+    index: int
+    topology_spec: Mapping[str, Any]
+    storm_conf: Mapping[str, Any]
+    spout_fields: Tuple[str, ...]
+    layout: StageLayout
+    slots: Tuple[Slot, ...]
+    authkey: bytes
+    bind: str
+    sys_path: Tuple[str, ...]
+    parent_pid: int
+
+
+class HostServer:
+    """Serves ``host``'s requests on ``listener``, one thread a connection."""
+
+    def __init__(self, host: BoltHost, listener: Listener) -> None:
+        self.host = host
+        self.listener = listener
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+
+    def serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn = self.listener.accept()
+            except Exception:  # noqa: BLE001 - a stranger without the key, a closed socket
+                if self.stopped.is_set():
+                    return
+                log.debug("a connection was refused", exc_info=True)
+                continue
+            threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+
+    def connection(self, conn: Connection) -> None:
+        with conn:
+            while True:
+                try:
+                    request = conn.recv()
+                except (EOFError, OSError):
+                    return
+                conn.send(self.answer(request))
+                if request[0] == "stop":
+                    self.stop()
+                    return
+
+    def answer(self, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+        try:
+            with self.lock:
+                return "ok", self._handle(request)
+        except Exception as exc:  # noqa: BLE001 - the caller gets it as text
+            return "error", (f"bolt host: {type(exc).__name__}: {exc}\n"
+                             + traceback.format_exc())
+
+    def _handle(self, request: Tuple[Any, ...]) -> Any:
+        what = request[0]
+        if what == "run":
+            _, batch, stage, slot, tuples = request
+            return self.host.run(batch, stage, tuple(slot), tuples)
+        if what == "save":
+            return self.host.save(request[1])
+        if what == "restore":
+            return self.host.restore(request[1])
+        if what == "ping":
+            return os.getpid()
+        if what == "stop":
+            return None
+        raise ValueError(f"unknown request {what!r}")
+
+    def stop(self) -> None:
+        self.stopped.set()
+        try:
+            self.host.cleanup()
+        finally:
+            self.listener.close()
+
+
+def watch_parent(parent_pid: int, server: HostServer) -> None:
+    """Exit when the driver that started this host is gone (killed, crashed)."""
+    while not server.stopped.is_set():
+        if os.getppid() != parent_pid:
+            os._exit(0)
+        time.sleep(PARENT_CHECK_S)
+
+
+def main() -> None:
+    init: HostInit = pickle.load(sys.stdin.buffer)
+    for entry in reversed(init.sys_path):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format=f"bolt host {init.index}: %(levelname)s %(message)s")
+    host = BoltHost(init.topology_spec, init.storm_conf, init.spout_fields, init.layout,
+                    init.slots)
+    listener = Listener((init.bind, 0), authkey=init.authkey)
+    server = HostServer(host, listener)
+    address: Dict[str, Any] = {"address": listener.address, "pid": os.getpid()}
+    sys.stdout.write(repr(address) + "\n")
+    sys.stdout.flush()
+    threading.Thread(target=watch_parent, args=(init.parent_pid, server), daemon=True).start()
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()
