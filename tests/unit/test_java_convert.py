@@ -89,7 +89,7 @@ def test_storm_09_random_id_helper_method_and_forcefromstart() -> None:
     # maxOffsetBehind counts from the startOffsetTime offset, here the log start: no start-up
     # trap; but 10000 is below a batch's 100000 in flight: failures would be dropped
     assert set(kinds) == {"per_run_id", "ignore_zk_offsets", "topology_id", "zk_root_topic",
-                          "max_offset_behind_in_flight"}
+                          "max_offset_behind_in_flight", "offsets_zookeeper"}
     assert "WordCountKafka.java:18" in (kinds["per_run_id"].where or "")
     assert "--zk-root /kafkastorm/sentences" in kinds["per_run_id"].fix
 
