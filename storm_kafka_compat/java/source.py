@@ -229,6 +229,24 @@ class SourceTree:
         return None
 
 
+#: topology sources in languages the converter does not read, by extension
+UNREAD_LANGUAGES: Dict[str, str] = {".scala": "Scala", ".clj": "Clojure", ".cljc": "Clojure",
+                                    ".kt": "Kotlin", ".groovy": "Groovy"}
+
+
+def source_language(path: str) -> Optional[str]:
+    """``Topology.scala`` -> ``"Scala"``: the language of a source file the converter does
+    not read (None for any other file)."""
+    return UNREAD_LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def not_read(path: str, language: str) -> str:
+    """The one line that says a source file is not read."""
+    return (f"{path} is a {language} source, which config convert does not read (it reads "
+            f"Java sources, Flux YAML and .properties): write its CONFIG by hand "
+            f"(docs/configuration.md).")
+
+
 def java_files(paths: Sequence[str]) -> List[str]:
     """The ``.java`` files of ``paths`` (files, or directories walked in name order).
 
@@ -238,16 +256,27 @@ def java_files(paths: Sequence[str]) -> List[str]:
         A path that does not exist, or no ``.java`` file at all.
     """
     out: List[str] = []
+    others: Dict[str, int] = {}
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 out.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".java"))
+                for n in names:
+                    language = source_language(n)
+                    if language is not None:
+                        others[language] = others.get(language, 0) + 1
         elif os.path.isfile(path):
             out.append(path)
         else:
             raise ConfigError(f"{path} does not exist; give a .java file or a directory of "
                               f"Java sources.", value=path)
+    if not out and others:
+        held = ", ".join(f"{n} {lang}" for lang, n in sorted(others.items()))
+        raise ConfigError(f"no .java file under {', '.join(paths)}, only sources in other "
+                          f"languages ({held} file(s)), which config convert does not read: "
+                          f"write the CONFIG by hand (docs/configuration.md).",
+                          value=", ".join(paths))
     if not out:
         raise ConfigError(f"no .java file under {', '.join(paths)}; give the topology's "
                           f"source directory (src/main/java).", value=", ".join(paths))

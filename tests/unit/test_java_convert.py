@@ -250,3 +250,30 @@ def test_kafka_bolt_is_mapped_and_a_missing_submission_is_named() -> None:
                         "boltKeyField": "key", "boltMessageField": "str"}}]}
     assert lines_about(conv, "no StormSubmitter.submitTopology of this topology was found; "
                              "topology.name written as ${topology.name}")
+
+
+# --- sources in other languages ---------------------------------------------------------------
+
+def test_scala_and_clojure_sources_are_named_not_read_as_properties(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 4: alone, a Scala or Clojure file is an error of one line naming its
+    language (exit 2, nothing written); among files that convert it is reported and the
+    others convert (exit 0)."""
+    scala = str(DATA / "scala_clojure" / "WordCount.scala")
+    clj = str(DATA / "scala_clojure" / "topology.clj")
+    for path, language in ((scala, "Scala"), (clj, "Clojure")):
+        assert main(["config", "convert", path]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.strip().splitlines() == [
+            f"Error: {path} is a {language} source, which config convert does not read (it "
+            f"reads Java sources, Flux YAML and .properties): write its CONFIG by hand "
+            f"(docs/configuration.md)."]
+    assert main(["config", "convert", scala, str(DATA / "kafka_bolt")]) == 0
+    out, err = capsys.readouterr()
+    assert "# converted from ForwardTopology.java" in out
+    assert f"convert: {scala} is a Scala source, which config convert does not read" in err
+    # a directory of them: no .java file, and what it holds
+    assert main(["config", "convert", str(DATA / "scala_clojure")]) == 2
+    assert "only sources in other languages (1 Clojure, 1 Scala file(s))" in \
+        capsys.readouterr().err
