@@ -29,7 +29,8 @@ from storm_kafka_compat.flux.components import ComponentResolver, Resolved
 from storm_kafka_compat.flux.convert import (flux_bolts, place_bolts, spout_sections,
                                              storm_config_into)
 from storm_kafka_compat.java.interpret import Interpreter
-from storm_kafka_compat.java.source import Method, SourceTree, load_tree, text_of
+from storm_kafka_compat.java.source import (JAVA_LANG, Method, SourceTree, load_tree,
+                                            text_of)
 from storm_kafka_compat.java.values import (ENV, FILLABLE, OPAQUE_RE, RANDOM, TIME, UNRESOLVED,
                                             BoltDecl,
                                             ClassRef, JObject, SpoutDecl, Submission, Unknown)
@@ -99,14 +100,12 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
     for method in topology_roots(tree):
         interp.run_root(method)
     if not interp.spouts:
-        raise ConfigError(
-            f"no KafkaSpout is built in {len(tree.files)} Java file(s) under "
-            f"{', '.join(paths)}: the converter looks for storm-kafka's "
-            f"org.apache.storm.kafka.KafkaSpout (storm.kafka.KafkaSpout) and storm-kafka-client's "
-            f"org.apache.storm.kafka.spout.KafkaSpout created with new; give the directory "
-            f"that holds the topology's main class and its constants.", value=", ".join(paths))
+        raise ConfigError(_no_spout(tree, interp, paths), value=", ".join(paths))
     syntax = [f"{f.path}:{line}: syntax error; the statement there is not read: set what it "
-              f"sets by hand." for f in tree.files for line in f.errors()]
+              f"sets by hand." for f in tree.files if not f.support for line in f.errors()]
+    advice = _missing_advice(tree, interp)
+    if advice is not None:
+        syntax.append(f"not read: {advice}")
     out: List[JavaConversion] = []
     seen: Set[Any] = set()
     for spout in interp.spouts:
@@ -122,11 +121,44 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
     return out
 
 
+def _no_spout(tree: SourceTree, interp: Interpreter, paths: Sequence[str]) -> str:
+    """Why no KafkaSpout was found; the advice to give a directory only when the code
+    names classes of the project that no file read declares."""
+    given = [f for f in tree.files if not f.support]
+    text = (f"no KafkaSpout is built in {len(given)} Java file(s) under {', '.join(paths)}: "
+            f"the converter looks for storm-kafka's org.apache.storm.kafka.KafkaSpout "
+            f"(storm.kafka.KafkaSpout) and storm-kafka-client's "
+            f"org.apache.storm.kafka.spout.KafkaSpout created with new")
+    advice = _missing_advice(tree, interp)
+    if advice:
+        return f"{text}; {advice}"
+    return f"{text}, and the code read builds none (a spout built elsewhere, by reflection " \
+           f"or by a class of a library, is not seen): write the CONFIG by hand " \
+           f"(docs/configuration.md)."
+
+
+def _missing_advice(tree: SourceTree, interp: Interpreter) -> Optional[str]:
+    """The classes of the project the code uses that no file read declares, and the
+    advice to give their directory; None when there are none."""
+    missing = sorted(interp.missing | {
+        f"{cls.superclass} (the parent of {cls.name})"
+        for f in tree.files if not f.support for cls in f.classes
+        if cls.superclass is not None and tree.parent(cls) is None and
+        cls.superclass.split(".")[0] not in f.imports and cls.superclass not in JAVA_LANG and
+        not cls.superclass.endswith(("Exception", "Error", "Thread"))})
+    if not missing:
+        return None
+    return (f"the code uses classes of the project that no file read declares "
+            f"({', '.join(missing)}): give the directory that holds them with the "
+            f"topology's main class (src/main/java).")
+
+
 def topology_roots(tree: SourceTree) -> List[Method]:
     """The methods to run: those that build a topology (or call one that does) and that
-    no other method of the tree calls, ``main`` first."""
+    no other method of the tree calls, ``main`` first; the methods of support files (the
+    directory of a file given alone) only when the code reaches them."""
     methods = [m for cls in tree.classes() for ms in cls.methods.values() for m in ms
-               if m.body is not None]
+               if m.body is not None and not cls.file.support]
     text = {id(m): text_of(m.body) for m in methods}
     relevant = {id(m) for m in methods if any(w in text[id(m)] for w in _TOPOLOGY_WORDS)}
     names = {m.name for m in methods if id(m) in relevant}

@@ -16,7 +16,7 @@ import codecs
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from tree_sitter import Node
 
@@ -31,6 +31,11 @@ from storm_kafka_compat.java.values import (ARGS, CONFIG_SETTERS, CONSTANTS, ENV
                                             SpoutDecl, Submission, Unknown, java_string,
                                             kafka_config_key, storm_config_key)
 
+#: packages of the JDK, Storm and Kafka: never a class of the project that is missing
+FOREIGN_PACKAGES = ("java.", "javax.", "org.apache.storm.", "storm.", "backtype.",
+                    "org.apache.kafka.", "kafka.", "com.google.", "org.slf4j.")
+#: JDK and Storm classes a topology may name without importing them (not the project's)
+JDK_NAMES = ("TimeUnit", "OffsetRequest", "Optional", "Objects", "Thread", "Config")
 #: how deep helper methods are followed
 MAX_DEPTH = 12
 #: how many elements a ``for (x : list)`` loop runs over
@@ -43,6 +48,10 @@ GROUPING_METHODS: Dict[str, str] = {
     "partialKeyGrouping": "PARTIAL_KEY",
 }
 _ESCAPE_RE = re.compile(r"\\(u+[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
+
+
+#: call_tree's default: the method runs on the caller's object
+_SAME: Any = object()
 
 
 class _Return(Exception):
@@ -71,6 +80,8 @@ class Interpreter:
         self.builders: List[JObject] = []
         self.submissions: List[Submission] = []
         self._field_cache: Dict[Tuple[str, str], Any] = {}
+        #: classes of the project the code uses that no file read declares
+        self.missing: Set[str] = set()
         self._evaluating: List[Tuple[str, str]] = []
 
     # --- placeholders ---------------------------------------------------------------------
@@ -105,6 +116,17 @@ class Interpreter:
             if kind in kinds:
                 return kind
         return None
+
+    def note_missing(self, qualified: str, frame: Frame) -> None:
+        """Keep a class the code uses that is the project's own (its package, or an
+        import under the same first two package names) and not among the files read."""
+        package, _, simple = qualified.replace("$", ".").rpartition(".")
+        if not package or package.startswith(FOREIGN_PACKAGES) or not frame.src.package or \
+                simple in JDK_NAMES or any(simple in names for names in KNOWN_CLASSES.values()):
+            return
+        own = frame.src.package.split(".")[:2]
+        if package == frame.src.package or package.split(".")[:2] == own:
+            self.missing.add(qualified.replace("$", "."))
 
     def origin(self, node: Node, frame: Frame) -> Origin:
         return Origin(frame.src.path, node.start_point[0] + 1, text_of(node))
@@ -214,6 +236,8 @@ class Interpreter:
                     else self.eval(init, frame)
             if body is not None:
                 self.exec_stmt(body, frame)   # once: see the module docstring
+        elif kind == "explicit_constructor_invocation":
+            self.chained_constructor(node, frame)
         elif kind == "labeled_statement":
             for child in node.named_children[1:]:
                 self.exec_stmt(child, frame)
@@ -317,8 +341,9 @@ class Interpreter:
             return frame.this.props[name]
         scope = frame.cls
         while scope is not None:
-            if name in scope.fields:
-                return self.field_value(scope, name, node, frame)
+            for declaring in self.tree.lineage(scope):
+                if name in declaring.fields:
+                    return self.field_value(declaring, name, node, frame)
             scope = scope.outer
         owner = frame.src.static_imports.get(name)
         candidates = [owner] if owner else list(frame.src.static_wildcards)
@@ -359,6 +384,10 @@ class Interpreter:
         if isinstance(obj, JObject):
             if name in obj.props:
                 return obj.props[name]
+            own = self.tree.of_object(obj.class_name)
+            for cls in self.tree.lineage(own) if own is not None else []:
+                if name in cls.fields:
+                    return self.field_value(cls, name, node, frame)
             return self.unknown(UNRESOLVED, node, frame)
         if isinstance(obj, MainArgs) and name == "length":
             return self.unknown(UNRESOLVED, node, frame)
@@ -397,6 +426,7 @@ class Interpreter:
             if nested is not None:
                 return ClassRef(nested.qualified)
             return f"{cls.name}.{name}"          # an enum constant of the tree
+        self.note_missing(ref.name, frame)
         simple = ref.name.rpartition(".")[2].replace("$", ".")
         if f"{simple}.{name}" in CONSTANTS:
             return CONSTANTS[f"{simple}.{name}"]
@@ -522,12 +552,33 @@ class Interpreter:
                 args and isinstance(args[0], JObject):
             obj.entries.update(args[0].entries)
         tree_cls = self.tree.find_class(name, frame.src, frame.cls)
-        if tree_cls is not None and "<init>" in tree_cls.methods and frame.depth < MAX_DEPTH:
-            init = next((m for m in tree_cls.methods["<init>"] if len(m.params) == len(args)),
-                        None)
-            if init is not None:
-                self.run_method(init, args, frame.depth + 1, this=obj)
+        if tree_cls is not None:
+            self.construct(tree_cls, args, obj, frame.depth + 1)
         return obj
+
+    def construct(self, cls: JavaClass, args: List[Any], obj: JObject, depth: int) -> None:
+        """Run the constructor of ``cls`` that takes ``args`` on ``obj``; without a
+        ``super(...)``/``this(...)`` first, the parent's no-argument one first, as Java
+        does."""
+        if depth >= MAX_DEPTH:
+            return
+        init = next((m for m in cls.methods.get("<init>", []) if len(m.params) == len(args)),
+                    None)
+        chained = init is not None and init.body is not None and any(
+            c.type == "explicit_constructor_invocation" for c in init.body.named_children[:1])
+        parent = self.tree.parent(cls)
+        if parent is not None and not chained and (init is not None or not args):
+            self.construct(parent, [], obj, depth + 1)
+        if init is not None:
+            self.run_method(init, args, depth, this=obj)
+
+    def chained_constructor(self, node: Node, frame: Frame) -> None:
+        """``super(...)`` or ``this(...)`` in a constructor."""
+        which = node.child_by_field_name("constructor")
+        target = frame.cls if which is not None and which.type == "this" else (
+            self.tree.parent(frame.cls) if frame.cls is not None else None)
+        if target is not None and frame.this is not None:
+            self.construct(target, self.arguments(node, frame), frame.this, frame.depth + 1)
 
     def _eval_method_invocation(self, node: Node, frame: Frame) -> Any:
         obj_node = node.child_by_field_name("object")
@@ -536,11 +587,21 @@ class Interpreter:
         if obj_node is None:
             return self.call_here(name, args, node, frame)
         if obj_node.type == "super":
-            return self.unknown(UNRESOLVED, node, frame)
+            parent = self.tree.parent(frame.cls) if frame.cls is not None else None
+            found = self.find_method(parent, name, args) if parent is not None else None
+            if found is None:
+                return self.unknown(UNRESOLVED, node, frame)
+            return self.call_tree(found, name, args, node, frame)
         obj = self.eval(obj_node, frame)
         if isinstance(obj, ClassRef):
             return self.static_call(obj, name, args, node, frame)
         if isinstance(obj, JObject):
+            own = self.tree.of_object(obj.class_name)
+            found = self.find_method(own, name, args) if own is not None else None
+            if found is not None:      # a method of the project's class, on that object
+                return self.call_tree(found, name, args, node, frame, this=obj)
+            if own is None:
+                self.note_missing(obj.class_name, frame)
             return self.object_call(obj, name, args, node, frame)
         if isinstance(obj, BoltDecl):
             return self.bolt_call(obj, name, args, node, frame)
@@ -579,11 +640,14 @@ class Interpreter:
     def call_here(self, name: str, args: List[Any], node: Node, frame: Frame) -> Any:
         """A call without a receiver: a method of this class (or an outer one), or a
         statically imported one."""
+        own = self.tree.of_object(frame.this.class_name) if frame.this is not None else None
+        found = self.find_method(own, name, args) if own is not None else None  # overrides
         scope = frame.cls
-        while scope is not None:
-            if name in scope.methods:
-                return self.call_tree(scope, name, args, node, frame)
+        while found is None and scope is not None:
+            found = self.find_method(scope, name, args)
             scope = scope.outer
+        if found is not None:
+            return self.call_tree(found, name, args, node, frame)
         owner = frame.src.static_imports.get(name)
         for qualified in [owner] if owner else frame.src.static_wildcards:
             cls = self.tree.by_qualified.get(qualified)
@@ -591,20 +655,32 @@ class Interpreter:
                 return self.call_tree(cls, name, args, node, frame)
         return self.unknown(UNRESOLVED, node, frame)
 
+    def find_method(self, cls: JavaClass, name: str, args: List[Any]) -> Optional[JavaClass]:
+        """The class of ``cls``'s lineage (itself first) that declares ``name`` with as
+        many parameters as ``args``."""
+        for c in self.tree.lineage(cls):
+            if any(len(m.params) == len(args) for m in c.methods.get(name, [])):
+                return c
+        return None
+
     def call_tree(self, cls: JavaClass, name: str, args: List[Any], node: Node,
-                  frame: Frame) -> Any:
-        """Run a method of the source tree with these arguments."""
+                  frame: Frame, this: Any = _SAME) -> Any:
+        """Run a method of the source tree with these arguments (on ``this``; by default
+        the caller's object)."""
         candidates = [m for m in cls.methods[name] if len(m.params) == len(args)]
         if not candidates or frame.depth >= MAX_DEPTH:
             return self.unknown(UNRESOLVED, node, frame)
-        result = self.run_method(candidates[0], args, frame.depth + 1, this=frame.this)
-        return result
+        return self.run_method(candidates[0], args, frame.depth + 1,
+                               this=frame.this if this is _SAME else this)
 
     def static_call(self, ref: ClassRef, name: str, args: List[Any], node: Node,
                     frame: Frame) -> Any:
         tree_cls = self.tree.find_class(ref.name, frame.src, frame.cls)
-        if tree_cls is not None and name in tree_cls.methods:
-            return self.call_tree(tree_cls, name, args, node, frame)
+        found = self.find_method(tree_cls, name, args) if tree_cls is not None else None
+        if found is not None:
+            return self.call_tree(found, name, args, node, frame, this=None)
+        if tree_cls is None:
+            self.note_missing(ref.name, frame)
         simple = ref.name.rpartition(".")[2].replace("$", ".")
         call = f"{simple}.{name}"
         short = f"{simple.rpartition('.')[2]}.{name}"

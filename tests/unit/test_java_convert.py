@@ -277,3 +277,66 @@ def test_scala_and_clojure_sources_are_named_not_read_as_properties(
     assert main(["config", "convert", str(DATA / "scala_clojure")]) == 2
     assert "only sources in other languages (1 Clojure, 1 Scala file(s))" in \
         capsys.readouterr().err
+
+
+# --- spouts reached through an instance (issue 34 item 1) -------------------------------------
+
+def test_instance_call_new_topology_run_main() -> None:
+    """`new PageViewTopology().runMain(args)`: instance methods run on the object, its
+    constructors (one calling `this(...)`) set the field the builder reads."""
+    conv = one(DATA / "instance_call")
+    assert conv.config == {
+        "kafkaSpout": {"bootstrapServers": "kafka1.example.com:9092", "topics": ["pageviews"],
+                       "groupId": "pageviews-storm",
+                       "firstPollOffsetStrategy": "UNCOMMITTED_EARLIEST"},
+        "spout": {"scheme": "record_translator"},
+        "topology": {"name": "pageviews", "topology.message.timeout.secs": 90},
+        "spark": {"tasks": 2}, "bolt": "com.example.pageviews:CountBolt"}
+    assert conv.source == "PageViewTopology.java:43" and conv.spout_name == "views"
+
+
+def test_builder_chain_and_a_method_called_on_an_object_the_code_made() -> None:
+    """`new SpoutBuilder().brokers(..).topic(..).build()`, a builder of the project's own
+    (fields set by its fluent setters, one with an initialiser), handed to
+    `wiring.addSpout(...)` on an object main created."""
+    conv = one(DATA / "builder_chain")
+    assert conv.config["spout"] == {"topic": "clicks", "zkRoot": "/clicks",
+                                    "id": "clicks-reader", "scheme": "string",
+                                    "zkServers": ["zk1.example.com"], "zkPort": 2181}
+    assert conv.config["hosts"] == {"zk": "zk1.example.com:2181"}
+    assert conv.config["spark"] == {"tasks": 3}
+    assert conv.config["bolt"] == "com.example.clicks:SessionBolt"
+    assert conv.config["topology"]["name"] == "clickstream"
+    job_config_from_dict(conv.config)
+
+
+def test_parent_class_in_the_same_directory_holds_bootstrap_and_retry() -> None:
+    """A subclass given alone: its directory's files are read for the parent class
+    (bootstrap servers, retry, group id set by `super(...)`, an overridden method)."""
+    conv = one(DATA / "parent_class" / "LedgerTopology.java")
+    assert conv.config["kafkaSpout"] == {
+        "bootstrapServers": "broker1.ledger.example:9092,broker2.ledger.example:9092",
+        "topics": ["ledger-entries"], "groupId": "ledger-storm",
+        "offsetCommitPeriodMs": 5000,               # the subclass's override
+        "retry": {"initialDelay": {"length": 2, "timeUnit": "SECONDS"},
+                  "delayPeriod": {"length": 100, "timeUnit": "MILLISECONDS"},
+                  "maxRetries": 5, "maxDelay": {"length": 30, "timeUnit": "SECONDS"}}}
+    assert conv.config["topology"]["name"] == "ledger"
+    # the parent's file alone builds no topology: it is not run for one
+    with pytest.raises(ConfigError, match="the code read builds none"):
+        convert_java([str(DATA / "parent_class" / "BaseKafkaTopology.java")])
+
+
+def test_the_directory_advice_only_when_a_class_of_the_project_is_missing(
+        tmp_path: Path) -> None:
+    child = (DATA / "parent_class" / "LedgerTopology.java").read_text()
+    (tmp_path / "LedgerTopology.java").write_text(child)     # without its parent
+    conv, = convert_java([str(tmp_path / "LedgerTopology.java")])
+    assert lines_about(conv, "no file read declares (BaseKafkaTopology (the parent of "
+                             "LedgerTopology)): give the directory that holds them")
+    (tmp_path / "LedgerTopology.java").write_text(
+        "package a; public class T { public static void main(String[] a) {"
+        " new org.apache.storm.topology.TopologyBuilder().setSpout(\"s\", new Other()); } }")
+    with pytest.raises(ConfigError) as err:
+        convert_java([str(tmp_path)])
+    assert "give the directory" not in str(err.value)
