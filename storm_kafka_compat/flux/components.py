@@ -121,14 +121,17 @@ class ComponentResolver(ClientComponents):
         """Constructor arguments as a reader names them (never an internal repr)."""
         if not args:
             return "no constructorArgs"
-        parts = []
-        for a in args:
-            if isinstance(a, Resolved):
-                where = self.where_of(a.cid) if a.cid else "a component"
-                parts.append(f"{where} of class {a.class_name or '?'}")
-            else:
-                parts.append(repr(a))
-        return ", ".join(parts)
+        return ", ".join(self.show(a) for a in args)
+
+    def show(self, value: Any) -> str:
+        """One value as a reader names it: a component by where it is and its class, a
+        list item by item, anything else as written."""
+        if isinstance(value, Resolved):
+            where = self.where_of(value.cid) if value.cid else "a component"
+            return f"{where} of class {value.class_name or '?'}"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.show(v) for v in value) + "]"
+        return repr(value)
 
     def _extra(self, where: str, props: Mapping[str, Any], methods: Sequence[Any],
                known_props: Sequence[str] = ()) -> None:

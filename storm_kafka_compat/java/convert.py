@@ -184,35 +184,82 @@ def topology_roots(tree: SourceTree) -> List[Method]:
 
 
 class _JavaResolver(ComponentResolver):
-    """The Flux resolver, naming components by class, variable and line."""
+    """The Flux resolver, naming components by class, variable and line; a component
+    argument the source does not give (``${?N}``: a parameter, reflection, a field never
+    set) becomes the placeholders of what it stands for, named later by CONFIG key."""
 
     def __init__(self, components: Mapping[str, Mapping[str, Any]], unmapped: List[str],
-                 objects: Mapping[str, JObject]) -> None:
+                 objects: Mapping[str, JObject], unknowns: Mapping[str, Unknown]) -> None:
         super().__init__(components, unmapped)
         self.objects = objects
+        self.unknowns = unknowns
 
     def where_of(self, cid: str) -> str:
         obj = self.objects.get(cid)
         return obj.describe() if obj is not None else cid
 
+    def show(self, value: Any) -> str:
+        tokens = [m.group(0) for m in OPAQUE_RE.finditer(value)] \
+            if isinstance(value, str) else []
+        if tokens:
+            return ", ".join(f"`{u.origin.text}` ({u.origin.where}, not known from the source)"
+                             for u in (self.unknowns[t] for t in tokens if t in self.unknowns))
+        return super().show(value)
 
-def _components(root: JObject, extra: Sequence[JObject] = ()
+    @staticmethod
+    def opaque(args: Sequence[Any]) -> Optional[str]:
+        """The one argument, when it is a value the source does not give."""
+        if len(args) == 1 and isinstance(args[0], str) and OPAQUE_RE.fullmatch(args[0]):
+            return args[0]
+        return None
+
+    def _wrapped(self, args: List[Any], wrapper: str, where: str) -> Any:
+        token = self.opaque(args)
+        if token is not None:        # Class.forName(name).newInstance(), a parameter
+            return Resolved("scheme_single", token)
+        return super()._wrapped(args, wrapper, where)
+
+    def _user_scheme(self, inner: Resolved, where: str) -> Resolved:
+        if isinstance(inner.data, str) and OPAQUE_RE.fullmatch(inner.data):
+            return self._scheme(inner.data)
+        return super()._user_scheme(inner, where)
+
+    def _build_KafkaSpout(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
+                          factory: Any, where: str) -> Resolved:
+        token = self.opaque(args)
+        if token is None:
+            return super()._build_KafkaSpout(args, props, methods, factory, where)
+        return Resolved("kafka_spout", {"hosts": Resolved("hosts", {"zk": token}), "spout": {
+            "topic": token, "zkRoot": token, "id": token}})
+
+    def _build_client_KafkaSpout(self, args: List[Any], props: Dict[str, Any],
+                                 methods: List[Any], factory: Any, where: str) -> Any:
+        token = self.opaque(args)
+        if token is None:
+            return super()._build_client_KafkaSpout(args, props, methods, factory, where)
+        return Resolved("client_spout", {
+            "kafkaSpout": {"bootstrapServers": token, "topics": [token], "groupId": token},
+            "spout": {"scheme": "record_translator"}})
+
+
+def _components(interp: Interpreter, root: JObject, extra: Sequence[JObject] = ()
                 ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, JObject], Dict[int, str]]:
-    """The Flux components of ``root`` and every object it refers to."""
+    """The Flux components of ``root`` and every object it refers to; a value that is no
+    component nor plain value (``args`` itself, a declaration) is opaque at its object."""
     comps: Dict[str, Dict[str, Any]] = {}
     objects: Dict[str, JObject] = {}
     ids: Dict[int, str] = {}
 
-    def ref(value: Any) -> Any:
+    def ref(value: Any, owner: JObject) -> Any:
         if isinstance(value, JObject):
             return {"ref": visit(value)}
         if isinstance(value, list):
-            return [ref(v) for v in value]
+            return [ref(v, owner) for v in value]
         if isinstance(value, ClassRef):
             return value.name
         if isinstance(value, (SpoutDecl, BoltDecl, Submission)) or not isinstance(
                 value, (str, int, float, bool, type(None))):
-            return repr(value)
+            return interp.opaque_at(owner.origin)
         return value
 
     def visit(obj: JObject) -> str:
@@ -226,9 +273,9 @@ def _components(root: JObject, extra: Sequence[JObject] = ()
         objects[cid] = obj
         comps[cid] = {
             "id": cid, "className": obj.class_name,
-            "constructorArgs": [ref(a) for a in obj.args],
-            "properties": [{"name": k, "value": ref(v)} for k, v in obj.props.items()],
-            "configMethods": [{"name": n, "args": [ref(a) for a in args]}
+            "constructorArgs": [ref(a, obj) for a in obj.args],
+            "properties": [{"name": k, "value": ref(v, obj)} for k, v in obj.props.items()],
+            "configMethods": [{"name": n, "args": [ref(a, obj) for a in args]}
                               for n, args, _ in obj.methods],
         }
         if obj.factory is not None:
@@ -247,8 +294,8 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     config: Dict[str, Any] = {}
     bolts = [d.component for d in (builder.decls if builder is not None else [])
              if isinstance(d, BoltDecl) and isinstance(d.component, JObject)]
-    comps, objects, ids = _components(spout, bolts)
-    resolver = _JavaResolver(comps, unmapped, objects)
+    comps, objects, ids = _components(interp, spout, bolts)
+    resolver = _JavaResolver(comps, unmapped, objects, interp.unknowns)
     where = spout.describe()
     conv = JavaConversion(config, unmapped, source=spout.origin.where,
                           spout_name=str(decl.name) if decl is not None else None)
@@ -273,7 +320,7 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
         unmapped.append(f"{where}: no TopologyBuilder.setSpout of this spout was found; the "
                         f"bolts are not mapped (write bolt or topology.bolts by hand).")
     found: Dict[str, List[Unknown]] = {}
-    conv.config = _name_opaque(config, interp.unknowns, found)
+    conv.config = _name_opaque(_no_objects(config, objects, interp), interp.unknowns, found)
     conv.evidence = {key: _evidence(us) for key, us in found.items()}
     conv.opaque = {f"${{{key}}}": us[0] for key, us in found.items()
                    if OPAQUE_RE.fullmatch(us[0].token)}
@@ -338,6 +385,21 @@ def _flux_doc(builder: JObject, comps: Mapping[str, Mapping[str, Any]],
             doc["streams"].append({"from": str(inp["from"]), "to": str(d.name),
                                    "grouping": inp["grouping"]})
     return doc
+
+
+def _no_objects(config: Any, objects: Mapping[str, JObject], interp: Interpreter) -> Any:
+    """A component left where the CONFIG wants a value (an object of the project's class
+    set as a SpoutConfig field) becomes an opaque value at the object's line."""
+    if isinstance(config, dict):
+        return {k: _no_objects(v, objects, interp) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_no_objects(v, objects, interp) for v in config]
+    if isinstance(config, Resolved):
+        obj = objects.get(config.cid)
+        if obj is not None:
+            return interp.opaque_at(obj.origin)
+        return None
+    return config
 
 
 def _name_opaque(config: Any, unknowns: Mapping[str, Unknown],

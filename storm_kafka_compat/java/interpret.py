@@ -96,6 +96,10 @@ class Interpreter:
             if known is None or (known.default is None and default is not None):
                 self.unknowns[token] = Unknown(token, kind, origin, key, default)
             return token
+        return self.opaque_at(origin, kind)
+
+    def opaque_at(self, origin: Origin, kind: str = UNRESOLVED) -> str:
+        """Register an opaque :class:`Unknown` of the expression at ``origin``."""
         token = f"${{?{len(self.unknowns)}}}"
         self.unknowns[token] = Unknown(token, kind, origin)
         return token

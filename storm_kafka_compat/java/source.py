@@ -26,7 +26,8 @@ TYPE_DECLARATIONS = ("class_declaration", "interface_declaration", "enum_declara
                      "record_declaration")
 #: the classes of ``java.lang`` a topology names without importing them
 JAVA_LANG = ("String", "Integer", "Long", "Boolean", "Double", "Math", "System", "Object",
-             "Short", "Byte", "Float", "Character")
+             "Short", "Byte", "Float", "Character", "Class", "Thread", "Runtime",
+             "StringBuilder")
 
 
 @dataclass(frozen=True)

@@ -340,3 +340,56 @@ def test_the_directory_advice_only_when_a_class_of_the_project_is_missing(
     with pytest.raises(ConfigError) as err:
         convert_java([str(tmp_path)])
     assert "give the directory" not in str(err.value)
+
+
+# --- a value known only at run time (issue 34 item 2) -----------------------------------------
+
+def test_reflection_scheme_is_a_placeholder_with_its_line() -> None:
+    conv = one(DATA / "runtime_values" / "AuditTopology.java")
+    assert conv.config["spout"] == {"topic": "audit", "zkRoot": "/audit", "id": "audit-reader",
+                                    "scheme": "${spout.scheme}",
+                                    "zkServers": ["zk1.audit.example"]}
+    assert lines_about(conv, "spout.scheme: AuditTopology.java:18 "
+                             "`Class.forName(schemeClass).newInstance()` could not be resolved; "
+                             "written as ${spout.scheme}")
+    assert not lines_about(conv, "give the directory")     # java.lang.Class is no project class
+    conv = one(DATA / "runtime_values" / "AuditTopology.java",
+               properties={"spout.scheme": "string", "args.0": "audit"})
+    assert conv.config["spout"]["scheme"] == "string"
+    job_config_from_dict(conv.config)
+
+
+def test_a_spout_config_given_as_a_parameter_is_placeholders_with_its_line() -> None:
+    conv = one(DATA / "runtime_values" / "MetricsWiring.java")
+    assert conv.config["kafkaSpout"] == {"bootstrapServers": "${kafkaSpout.bootstrapServers}",
+                                         "topics": ["${kafkaSpout.topics[0]}"],
+                                         "groupId": "${kafkaSpout.groupId}"}
+    assert lines_about(conv, "kafkaSpout.bootstrapServers: MetricsWiring.java:10 "
+                             "`KafkaSpoutConfig<String, String> spoutConfig` could not be "
+                             "resolved")
+    assert conv.config["bolt"] == "com.example.metrics:StoreBolt"
+
+
+def _all_sources() -> List[Path]:
+    """Every Java directory and every file of tests/data (Java, Scala, Flux, .properties)."""
+    dirs = sorted(p for p in DATA.iterdir() if p.is_dir())
+    files = sorted(p for p in DATA.parent.rglob("*") if p.is_file() and p.suffix != ".md")
+    return dirs + files
+
+
+@pytest.mark.parametrize("path", _all_sources(), ids=lambda p: str(p.relative_to(DATA.parent)))
+def test_no_output_shows_an_internal_token_or_a_python_repr(
+        path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever a file gives (a CONFIG, placeholders, an error), what the user reads never
+    holds an internal token (${?N}) or a Python repr of the converter's values."""
+    import re
+    bad = re.compile(r"\$\{\?\d+\}|\b(Resolved|JObject|ClassRef|MainArgs|SpoutDecl|BoltDecl|"
+                     r"Submission|Unknown|Origin)\(")
+    for extra in ([], ["--filter", str(tmp_path / "empty.properties")]):
+        (tmp_path / "empty.properties").write_text("")
+        main(["config", "convert", str(path), "--output-dir", str(tmp_path / "out"), *extra])
+        out, err = capsys.readouterr()
+        written = "".join(p.read_text() for p in (tmp_path / "out").glob("*.yaml")) \
+            if (tmp_path / "out").is_dir() else ""
+        for text in (out, err, written):
+            assert not bad.search(text), bad.search(text)
