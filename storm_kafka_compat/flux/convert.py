@@ -148,6 +148,8 @@ def spout_sections(built: Resolved, where: str, tasks: Any, config: Dict[str, An
                             f"without a consumer group; set kafkaSpout.groupId (the group "
                             f"the Storm topology committed to, to resume from it).")
         return
+    if built.data.get("kafka"):
+        config.setdefault("kafka", {}).update(built.data["kafka"])
     hosts = built.data["hosts"]
     if isinstance(hosts, Resolved) and hosts.kind == "hosts":
         config["hosts"] = hosts.data

@@ -319,6 +319,9 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     elif builder is None:
         unmapped.append(f"{where}: no TopologyBuilder.setSpout of this spout was found; the "
                         f"bolts are not mapped (write bolt or topology.bolts by hand).")
+    servers = (config.get("spout") or {}).get("zkServers")
+    if isinstance(servers, list) and len(servers) == 1 and interp.fillable(servers[0]):
+        config["spout"]["zkServers"] = servers[0]   # ${args.1}: "zk1,zk2" fills the list
     found: Dict[str, List[Unknown]] = {}
     conv.config = _name_opaque(_no_objects(config, objects, interp), interp.unknowns, found)
     conv.evidence = {key: _evidence(us) for key, us in found.items()}

@@ -227,8 +227,8 @@ class Interpreter:
             items = self.eval(node.child_by_field_name("value"), frame)
             name = text_of(node.child_by_field_name("name"))
             loop_body = node.child_by_field_name("body")
-            values = items[:MAX_LOOP] if isinstance(items, list) else \
-                [self.unknown(UNRESOLVED, node, frame)]
+            values = items[:MAX_LOOP] if isinstance(items, list) else [items] \
+                if self.fillable(items) else [self.unknown(UNRESOLVED, node, frame)]
             for item in values:
                 frame.locals[name] = item
                 if loop_body is not None:
@@ -429,6 +429,8 @@ class Interpreter:
             nested = self.tree.by_qualified.get(f"{cls.qualified}.{name}")
             if nested is not None:
                 return ClassRef(nested.qualified)
+            if cls.enum_constants.get(name) is not None:
+                return self.enum_constant(cls, name, frame)
             return f"{cls.name}.{name}"          # an enum constant of the tree
         self.note_missing(ref.name, frame)
         simple = ref.name.rpartition(".")[2].replace("$", ".")
@@ -442,6 +444,21 @@ class Interpreter:
             return ClassRef(f"{ref.name}${name}")  # a nested class
         # an enum constant (FirstPollOffsetStrategy.EARLIEST)
         return f"{simple}.{name}"
+
+    def enum_constant(self, cls: JavaClass, name: str, frame: Frame) -> Any:
+        """``Keys.KAFKA_TOPIC("kafka.topic")``: the constant as an object its constructor
+        ran on (so ``Keys.KAFKA_TOPIC.key()`` is ``"kafka.topic"``), built once."""
+        key = (cls.qualified, name)
+        if key not in self._field_cache:
+            args_node = cls.enum_constants[name]
+            init = Frame(cls.file, cls, depth=frame.depth)
+            args = [self.eval(a, init) for a in (args_node.named_children
+                                                  if args_node is not None else [])]
+            node = args_node if args_node is not None else cls.node
+            obj = JObject(cls.qualified, self.origin(node, init), args, var=name)
+            self.construct(cls, args, obj, frame.depth + 1)
+            self._field_cache[key] = obj
+        return self._field_cache[key]
 
     def _eval_array_access(self, node: Node, frame: Frame) -> Any:
         array = self.eval(node.child_by_field_name("array"), frame)
@@ -523,13 +540,24 @@ class Interpreter:
             return yes if cond else no
         # `args.length > 0 ? args[0] : "orders"`: the placeholder, with its default
         for value, other in ((yes, no), (no, yes)):
-            known = self.unknowns.get(value) if isinstance(value, str) else None
-            if known is not None and known.key is not None and self.opaque_kind(other) is None \
-                    and not isinstance(other, JObject):
-                self.unknowns[value] = Unknown(known.token, known.kind, known.origin,
-                                               known.key, other)
+            if self.with_default(value, other):
                 return value
         return self.unknown(self.opaque_kind(yes, no) or UNRESOLVED, node, frame)
+
+    def fillable(self, value: Any) -> bool:
+        """A value that is one placeholder a --filter fills (``${kafka.topic}``)."""
+        known = self.unknowns.get(value) if isinstance(value, str) else None
+        return known is not None and known.key is not None
+
+    def with_default(self, value: Any, default: Any) -> bool:
+        """Give the fillable placeholder ``value`` the code's ``default``; False when
+        ``value`` is no such placeholder or ``default`` is no plain value."""
+        if not self.fillable(value) or self.opaque_kind(default) is not None or \
+                isinstance(default, JObject) or default is None:
+            return False
+        known = self.unknowns[value]
+        self.unknowns[value] = Unknown(known.token, known.kind, known.origin, known.key, default)
+        return True
 
     def _eval_object_creation_expression(self, node: Node, frame: Frame) -> Any:
         type_node = node.child_by_field_name("type")
@@ -604,6 +632,9 @@ class Interpreter:
             found = self.find_method(own, name, args) if own is not None else None
             if found is not None:      # a method of the project's class, on that object
                 return self.call_tree(found, name, args, node, frame, this=obj)
+            if own is not None and own.enum_constants and name in ("name", "toString") \
+                    and not args:
+                return obj.var
             if own is None:
                 self.note_missing(obj.class_name, frame)
             return self.object_call(obj, name, args, node, frame)
@@ -613,6 +644,9 @@ class Interpreter:
             if name == "setNumTasks" and args:
                 obj.tasks = args[0]
             return obj
+        plain = self.plain_call(obj, name, args)
+        if plain is not _NO:
+            return plain
         if isinstance(obj, str) and obj.startswith("TimeUnit."):
             converted = _time_unit(obj, name, args)
             if converted is not _NO:
@@ -629,6 +663,26 @@ class Interpreter:
             return obj
         kind = self.opaque_kind(obj)
         return self.unknown(kind if kind in (RANDOM, TIME) else UNRESOLVED, node, frame)
+
+    def plain_call(self, obj: Any, name: str, args: List[Any]) -> Any:
+        """Calls on a list or a placeholder: ``list.add(x)``; ``${args.1}.split(",")``
+        (the placeholder stands for the list: a comma-separated value fills it);
+        ``Optional.ofNullable(v).orElse(d)`` (``d``: the code's default for ``v``)."""
+        if isinstance(obj, list) and name == "add" and len(args) == 1:
+            obj.append(args[0])
+            return True
+        if isinstance(obj, list) and name == "addAll" and len(args) == 1 and \
+                isinstance(args[0], list):
+            obj.extend(args[0])
+            return True
+        if name == "split" and self.fillable(obj):
+            return obj
+        if name == "orElse" and len(args) == 1 and not isinstance(obj, JObject):
+            if obj is None:
+                return args[0]
+            self.with_default(obj, args[0])
+            return obj
+        return _NO
 
     def _eval_method_reference(self, node: Node, frame: Frame) -> Any:
         return self.unknown(UNRESOLVED, node, frame)
@@ -692,6 +746,8 @@ class Interpreter:
             return self.unknown(PER_RUN_CALLS.get(call) or PER_RUN_CALLS[short], node, frame)
         if short in OFFSET_TIMES:
             return OFFSET_TIMES[short]
+        if simple == "Optional" and name in ("of", "ofNullable") and len(args) == 1:
+            return args[0]          # .orElse(d) gives it its default: plain_call
         opaque = self.opaque_kind(*args)
         if simple == "System" and name == "getenv" and len(args) == 1 and isinstance(args[0], str):
             return self.unknown(ENV, node, frame, key=f"ENV-{args[0]}")

@@ -393,3 +393,69 @@ def test_no_output_shows_an_internal_token_or_a_python_repr(
             if (tmp_path / "out").is_dir() else ""
         for text in (out, err, written):
             assert not bad.search(text), bad.search(text)
+
+
+# --- settings kept, and a Java source with its .properties (issue 34 items 3 and 5) -----------
+
+HDP = DATA / "hdp_properties"
+
+
+def test_security_protocol_default_zk_servers_from_args_in_file_defaults_and_enum_keys() -> None:
+    conv = one(HDP / "EventsTopology.java")       # alone: Keys.java, BrokerKeys.java beside it
+    assert conv.config["kafka"] == {"security_protocol": "SASL_PLAINTEXT",
+                                    "sasl_mechanism": "GSSAPI"}
+    assert lines_about(conv, "securityProtocol PLAINTEXTSASL written as "
+                             "kafka.security_protocol SASL_PLAINTEXT")
+    assert conv.config["spout"]["zkServers"] == "${args.1}"          # not []
+    assert lines_about(conv, "spout.zkServers: ${args.1} is read at run time by "
+                             "EventsTopology.java:29 `args[1]`")
+    # the keys of an enum (key(), toString()) and an interface of other files, not
+    # ${Keys.KAFKA_TOPIC}
+    assert conv.config["spout"]["topic"] == "${kafka.topic}"
+    assert conv.config["spout"]["zkRoot"] == "${kafka.zkRoot}"
+    assert conv.config["hosts"] == {"zk": "${kafka.broker.zk}"}
+    # in-file defaults: getProperty(k, d) and Optional.ofNullable(...).orElse(d)
+    assert lines_about(conv, "(the code's default: '/events-offsets')")
+    assert lines_about(conv, "`props.getProperty(\"max.pending\")` (the code's default: '500')")
+    assert "offsets_zookeeper" not in [t.kind for t in conv.traps()]
+
+
+@pytest.mark.parametrize("protocol, expected", [
+    ("SASL_SSL", {"security_protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI"}),
+    ("SSL", {"security_protocol": "SSL"}),
+    ("PLAINTEXT", None),
+])
+def test_security_protocols(tmp_path: Path, protocol: str, expected: Any) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(body="", field="securityProtocol",
+                                                     expr=f'"{protocol}"'))
+    assert one(tmp_path).config.get("kafka") == expected
+
+
+def test_an_unknown_security_protocol_stops_the_spout_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(body="", field="securityProtocol",
+                                                     expr='"KERBEROS"'))
+    conv, = convert_java([str(tmp_path)])
+    assert conv.error is not None and "securityProtocol 'KERBEROS' is not a Kafka security " \
+        "protocol; use one of PLAINTEXT, SSL, PLAINTEXTSASL" in conv.error
+
+
+def test_properties_pairing_fills_every_placeholder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`config convert Topology.java --filter app.properties`: every value the code reads
+    from its properties is filled, defaults the file does not give from the code."""
+    out = tmp_path / "events.yaml"
+    assert main(["config", "convert", str(HDP / "EventsTopology.java"), "--filter",
+                 str(HDP / "app.properties"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    text = out.read_text()
+    assert "${" not in text and "is read at run time" not in err
+    conv = one(HDP, properties={k: v for k, v in (
+        line.split("=", 1) for line in (HDP / "app.properties").read_text().splitlines())})
+    assert conv.config["spout"] == {"topic": "events", "zkRoot": "/events-offsets",
+                                    "id": "events-reader", "scheme": "string",
+                                    "zkServers": "zk1.hdp.example,zk2.hdp.example",
+                                    "zkPort": 2181}
+    assert conv.config["spark"] == {"tasks": 4}
+    assert conv.config["topology"]["topology.max.spout.pending"] == 500
+    job = job_config_from_dict(conv.config)
+    assert job.spout.zk_servers == ("zk1.hdp.example", "zk2.hdp.example")
