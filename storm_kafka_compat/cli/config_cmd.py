@@ -105,8 +105,15 @@ def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[
         os.path.isdir(p) or p.endswith(".java") for p in paths))
     if java:
         from storm_kafka_compat.java import convert_java
-        properties = load_properties(_read_text(filter_path), source=filter_path) \
-            if filter_path is not None else None
+        paired = [p for p in paths if p.endswith(".properties") and not os.path.isdir(p)]
+        paths = tuple(p for p in paths if p not in paired)
+        properties: Optional[Dict[str, str]] = None
+        for path in paired + ([filter_path] if filter_path is not None else []):
+            properties = dict(properties or {})     # --filter last: its values win
+            properties.update(load_properties(_read_text(path), source=path))
+            if path in paired:
+                click.echo(f"convert: {path}: read as the values the Java code reads "
+                           f"(as --filter {path}).", err=True)
         results: List[Conversion] = list(convert_java(paths, properties=properties, env=env))
     else:
         if len(paths) != 1:

@@ -459,3 +459,19 @@ def test_properties_pairing_fills_every_placeholder(
     assert conv.config["topology"]["topology.max.spout.pending"] == 500
     job = job_config_from_dict(conv.config)
     assert job.spout.zk_servers == ("zk1.hdp.example", "zk2.hdp.example")
+
+
+def test_a_properties_file_given_beside_the_java_source_is_its_filter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "events.yaml"
+    assert main(["config", "convert", str(HDP / "EventsTopology.java"),
+                 str(HDP / "app.properties"), "-o", str(out)]) == 0
+    assert "${" not in out.read_text()
+    assert "app.properties: read as the values the Java code reads" in capsys.readouterr().err
+
+
+def test_a_key_constant_of_a_file_not_given_asks_for_its_directory(tmp_path: Path) -> None:
+    (tmp_path / "EventsTopology.java").write_text((HDP / "EventsTopology.java").read_text())
+    conv = one(tmp_path / "EventsTopology.java")
+    assert lines_about(conv, "no file read declares (com.example.events.BrokerKeys, "
+                             "com.example.events.Keys): give the directory that holds them")
