@@ -166,7 +166,11 @@ class Interpreter:
                 args.append(MainArgs())
             else:
                 args.append(self.unknown(UNRESOLVED, p, frame))
-        self.run_method(method, args)
+        this = None
+        if not method.static and method.name != "<init>":   # an instance method: a new one
+            this = JObject(method.cls.qualified, self.origin(method.node, frame))
+            self.construct(method.cls, [], this, 1)
+        self.run_method(method, args, this=this)
 
     # --- statements -----------------------------------------------------------------------
 

@@ -334,6 +334,11 @@ def test_the_directory_advice_only_when_a_class_of_the_project_is_missing(
     conv, = convert_java([str(tmp_path / "LedgerTopology.java")])
     assert lines_about(conv, "no file read declares (BaseKafkaTopology (the parent of "
                              "LedgerTopology)): give the directory that holds them")
+    # what the parent gave is placeholders with the line of the call, not an abort
+    assert conv.error is None
+    assert conv.config["kafkaSpout"]["bootstrapServers"] == "${kafkaSpout.bootstrapServers}"
+    assert lines_about(conv, "kafkaSpout.bootstrapServers: LedgerTopology.java:22 "
+                             "`spoutConfig(\"ledger-entries\")` could not be resolved")
     (tmp_path / "LedgerTopology.java").write_text(
         "package a; public class T { public static void main(String[] a) {"
         " new org.apache.storm.topology.TopologyBuilder().setSpout(\"s\", new Other()); } }")
@@ -475,3 +480,21 @@ def test_a_key_constant_of_a_file_not_given_asks_for_its_directory(tmp_path: Pat
     conv = one(tmp_path / "EventsTopology.java")
     assert lines_about(conv, "no file read declares (com.example.events.BrokerKeys, "
                              "com.example.events.Keys): give the directory that holds them")
+
+
+def test_an_instance_method_nobody_calls_runs_on_a_new_object(tmp_path: Path) -> None:
+    """A root that is an instance method reads the fields its class's constructor set."""
+    (tmp_path / "W.java").write_text("""
+package w;
+import org.apache.storm.kafka.*;
+import org.apache.storm.topology.TopologyBuilder;
+public class W {
+    private final String topic;
+    public W() { this.topic = "wired"; }
+    public void wire(TopologyBuilder builder) {
+        builder.setSpout("s", new KafkaSpout(new SpoutConfig(new ZkHosts("zk:2181"), topic,
+                                                             "/w", "w-id")));
+    }
+}
+""")
+    assert one(tmp_path).config["spout"]["topic"] == "wired"
