@@ -99,12 +99,21 @@ def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[
     are the traps of the result (settings that would lose the topology's place).
     """
     env = dict(os.environ) if env_filter else None
+    if fmt == "auto":
+        paths = _skip_unread(paths)
     java = fmt == "java" or (fmt == "auto" and any(
         os.path.isdir(p) or p.endswith(".java") for p in paths))
     if java:
         from storm_kafka_compat.java import convert_java
-        properties = load_properties(_read_text(filter_path), source=filter_path) \
-            if filter_path is not None else None
+        paired = [p for p in paths if p.endswith(".properties") and not os.path.isdir(p)]
+        paths = tuple(p for p in paths if p not in paired)
+        properties: Optional[Dict[str, str]] = None
+        for path in paired + ([filter_path] if filter_path is not None else []):
+            properties = dict(properties or {})     # --filter last: its values win
+            properties.update(load_properties(_read_text(path), source=path))
+            if path in paired:
+                click.echo(f"convert: {path}: read as the values the Java code reads "
+                           f"(as --filter {path}).", err=True)
         results: List[Conversion] = list(convert_java(paths, properties=properties, env=env))
     else:
         if len(paths) != 1:
@@ -120,6 +129,20 @@ def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[
         failed += _emit(result, paths, output, output_dir, first=i == 0,
                         several=len(results) > 1)
     return 2 if failed else 0
+
+
+def _skip_unread(paths: Tuple[str, ...]) -> Tuple[str, ...]:
+    """The paths that are not Scala, Clojure, ... sources; each of those is reported in
+    one line, and an error (exit 2) when nothing else is left to convert."""
+    from storm_kafka_compat.java.source import not_read, source_language
+    languages = {p: None if os.path.isdir(p) else source_language(p) for p in paths}
+    unread = [not_read(p, lang) for p, lang in languages.items() if lang is not None]
+    rest = tuple(p for p in paths if languages[p] is None)
+    if unread and not rest:
+        raise ConfigError(" ".join(unread), value=", ".join(paths))
+    for line in unread:
+        click.echo(f"convert: {line}", err=True)
+    return rest
 
 
 def _read_text(path: str) -> str:

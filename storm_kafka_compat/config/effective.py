@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
 
-from storm_kafka_compat.config.model import (BrokerHosts, JobConfig, SpoutConfig,
-                                             StaticHosts, TopologyConfig, ZkHosts)
+from storm_kafka_compat.config.model import (DEFAULT_STORM_ZOOKEEPER, BrokerHosts, JobConfig,
+                                             SpoutConfig, StaticHosts, TopologyConfig, ZkHosts)
 from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS, SECRET_WORDS
 
 
@@ -135,7 +135,9 @@ def config_warnings(job: JobConfig) -> List[str]:
                    "storm-kafka-client's default RecordTranslator emits (topic, partition, "
                    "offset, key, value): set spout.scheme: record_translator to keep that "
                    "tuple shape.")
-    if job.spout.zk_servers is None and not job.uses_kafka_offsets:
+    if job.spout.zk_servers is None and not job.uses_kafka_offsets and \
+            job.topology.zookeeper_servers != DEFAULT_STORM_ZOOKEEPER:
+        # on the default ZooKeeper (127.0.0.1) it is a trap: traps.offsets_zookeeper
         out.append("spout.zkServers is unset: offsets are stored in Storm's ZooKeeper "
                    f"({','.join(offset_store_servers(job.spout, job.topology))}), as "
                    "storm-kafka does (STORM-692).")

@@ -144,6 +144,10 @@ class ZkAuth:
         return f"ZkAuth(scheme={self.scheme!r}, user={user!r}, acl_on_create={self.acl_on_create})"
 
 
+#: storm.zookeeper.servers when nothing sets it (Storm's defaults.yaml)
+DEFAULT_STORM_ZOOKEEPER: Tuple[str, ...] = ("127.0.0.1",)
+
+
 @dataclass(frozen=True)
 class TopologyConfig:
     """The Storm topology-config keys the spout honours."""
@@ -151,7 +155,7 @@ class TopologyConfig:
     name: str                                            # topology.name
     id: Optional[str] = None                             # the topology id written to ZooKeeper
     wildcard_match: bool = False                         # kafka.topic.wildcard.match
-    zookeeper_servers: Tuple[str, ...] = ("127.0.0.1",)  # storm.zookeeper.servers
+    zookeeper_servers: Tuple[str, ...] = DEFAULT_STORM_ZOOKEEPER  # storm.zookeeper.servers
     zookeeper_port: int = 2181                           # storm.zookeeper.port
     zookeeper_session_timeout_ms: int = 20000            # storm.zookeeper.session.timeout
     zookeeper_connection_timeout_ms: int = 15000         # storm.zookeeper.connection.timeout

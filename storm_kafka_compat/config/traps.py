@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
-from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION, EARLIEST_TIME,
+from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION,
+                                             DEFAULT_STORM_ZOOKEEPER, EARLIEST_TIME,
                                              LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)
 
 #: a trap that replays or skips data at the cut-over itself
@@ -89,6 +90,8 @@ class TrapFacts:
     client: bool = False
     first_poll: Any = None
     documents: bool = True            # the offsets are ZooKeeper documents
+    #: spout.zkServers or storm.zookeeper.servers is set (else Storm's default ZooKeeper)
+    zk_servers_given: bool = True
     evidence: Dict[str, Evidence] = field(default_factory=dict)
     ported_schemes: Sequence[str] = ()  # Java scheme classes written as placeholders
 
@@ -106,7 +109,9 @@ class TrapFacts:
                    zk_servers=offset_store_servers(s, job.topology),
                    client=client is not None,
                    first_poll=client.first_poll_offset_strategy if client else None,
-                   documents=not job.uses_kafka_offsets)
+                   documents=not job.uses_kafka_offsets,
+                   zk_servers_given=s.zk_servers is not None or
+                   job.topology.zookeeper_servers != DEFAULT_STORM_ZOOKEEPER)
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any],
@@ -143,7 +148,8 @@ class TrapFacts:
                    else (), client=client is not None,
                    first_poll=(client or {}).get("firstPollOffsetStrategy",
                                                  "UNCOMMITTED_EARLIEST" if client else None),
-                   documents=not kafka_store, evidence=dict(evidence or {}),
+                   documents=not kafka_store, zk_servers_given=bool(servers),
+                   evidence=dict(evidence or {}),
                    ported_schemes=tuple(ported_schemes))
 
 
@@ -152,7 +158,8 @@ def find_traps(facts: TrapFacts) -> List[Trap]:
     traps: List[Trap] = []
     if facts.documents:
         traps.extend(t for t in (_per_run_id(facts), _zk_root(facts), _ignore_zk_offsets(facts),
-                                 _max_offset_behind(facts), _max_offset_behind_in_flight(facts))
+                                 _max_offset_behind(facts), _max_offset_behind_in_flight(facts),
+                                 offsets_zookeeper(facts))
                      if t is not None)
     traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts))
                  if t is not None)
@@ -296,6 +303,25 @@ def _max_offset_behind_in_flight(facts: TrapFacts) -> Optional[Trap]:
         f"{'topology.max.spout.pending' if in_flight == pending else 'run --max-messages'} "
         f"below {behind}.",
         CAUTION, _where(facts, "spout.maxOffsetBehind"))
+
+
+def offsets_zookeeper(facts: TrapFacts) -> Optional[Trap]:
+    """Neither spout.zkServers nor storm.zookeeper.servers: the documents are read from and
+    written to Storm's default ZooKeeper, 127.0.0.1:2181 (storm-kafka's rule, STORM-692)."""
+    if facts.zk_servers_given or not facts.documents:
+        return None
+    default = ",".join(f"{h}:2181" for h in DEFAULT_STORM_ZOOKEEPER)
+    return Trap(
+        "offsets_zookeeper", "spout.zkServers",
+        f"neither spout.zkServers nor topology storm.zookeeper.servers is set: the offsets "
+        f"are stored in Storm's ZooKeeper, as storm-kafka does (STORM-692), which here is the "
+        f"default {default}; the Storm topology's documents are on its cluster's ZooKeeper, "
+        f"so a job that does not run beside it finds none and starts at the "
+        f"{_start_time(facts)}.",
+        "set spout.zkServers (and zkPort) to the ZooKeeper that holds the Storm topology's "
+        "offsets: its zkServers, else storm.zookeeper.servers of the Storm cluster's "
+        "storm.yaml.",
+        DANGER)
 
 
 def _topology_id(facts: TrapFacts) -> Optional[Trap]:

@@ -153,7 +153,8 @@ class ClientComponents:
             section["topics"] = list(topics)
         else:
             raise ConfigError(f"{where}: topics must be a name, a list of names or a ref to a "
-                              f"java.util.regex.Pattern (factory compile), got {topics!r}.",
+                              f"java.util.regex.Pattern (factory compile), got "
+                              f"{self.show(topics)}.",
                               key=where, value=repr(topics))
         calls = [("set" + name[:1].upper() + name[1:], [value]) for name, value in props.items()]
         state: Dict[str, Any] = {"section": section, "consumer": {}, "spout": {},
@@ -202,7 +203,7 @@ class ClientComponents:
             if getattr(translator, "kind", None) == "translator":
                 state["scheme"] = translator.data
             else:
-                cls = getattr(translator, "class_name", "") or repr(translator)
+                cls = getattr(translator, "class_name", "") or self.show(translator)
                 self.ported_schemes.append(cls)
                 placeholder = self._placeholder(cls)
                 self.unmapped.append(f"{where}: record translator {cls} not mapped: port it as "
@@ -212,7 +213,7 @@ class ClientComponents:
         elif name == "setMetricsTimeBucketSizeInSecs" and len(margs) == 1:
             state["spout"]["metricsTimeBucketSizeInSecs"] = margs[0]
         else:
-            self.unmapped.append(f"{where}: {name}({', '.join(map(repr, margs))}) not mapped "
+            self.unmapped.append(f"{where}: {name}({', '.join(map(self.show, margs))}) not mapped "
                                  f"(no equivalent; the kafkaSpout keys are listed in "
                                  f"docs/configuration.md).")
         if "group.id" in consumer:
@@ -252,4 +253,7 @@ class ClientComponents:
         raise NotImplementedError
 
     def _describe(self, args: Sequence[Any]) -> str:              # pragma: no cover
+        raise NotImplementedError
+
+    def show(self, value: Any) -> str:                            # pragma: no cover
         raise NotImplementedError

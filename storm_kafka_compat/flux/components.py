@@ -35,6 +35,54 @@ def python_placeholder(class_name: str) -> str:
     return f"{module}:{simple}"
 
 
+#: KafkaConfig.securityProtocol values (HDP's storm-kafka) -> the CONFIG's ``kafka`` settings
+SECURITY_PROTOCOLS: Dict[str, Dict[str, str]] = {
+    "PLAINTEXT": {},
+    "SSL": {"security_protocol": "SSL"},
+    # HDP's names for Kafka's SASL_PLAINTEXT: Kerberos, the Java client's default mechanism
+    "PLAINTEXTSASL": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI"},
+    "SASLPLAINTEXT": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI"},
+    "SASL_PLAINTEXT": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI"},
+    "SASL_SSL": {"security_protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI"},
+}
+
+
+def kafka_security(value: Any, where: str, unmapped: List[str]) -> Dict[str, Any]:
+    """``spoutConfig.securityProtocol`` as the CONFIG's ``kafka`` settings (kafka-python
+    names, which both backends read), with what the operator still has to provide.
+
+    Raises
+    ------
+    ConfigError
+        A protocol Kafka does not know.
+    """
+    if isinstance(value, str) and "${" in value:
+        unmapped.append(f"{where}: securityProtocol is {value}, given at run time: written as "
+                        f"kafka.security_protocol; fill it with Kafka's name (SASL_PLAINTEXT "
+                        f"for HDP's PLAINTEXTSASL) and set kafka.sasl_mechanism (GSSAPI for "
+                        f"Kerberos).")
+        return {"security_protocol": value}
+    name = str(value).strip().upper()
+    if name not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"{where}: securityProtocol {value!r} is not a Kafka security "
+                          f"protocol; use one of {', '.join(SECURITY_PROTOCOLS)} (HDP's "
+                          f"PLAINTEXTSASL is SASL_PLAINTEXT), or write the CONFIG's kafka "
+                          f"section by hand (docs/configuration.md, kafka).",
+                          key=f"{where}.securityProtocol", value=value)
+    settings = dict(SECURITY_PROTOCOLS[name])
+    if settings.get("sasl_mechanism") == "GSSAPI":
+        unmapped.append(f"{where}: securityProtocol {value} written as kafka.security_protocol "
+                        f"{settings['security_protocol']} with sasl_mechanism GSSAPI (Kerberos, "
+                        f"as the topology's JAAS file had it): the principal and keytab of "
+                        f"that file are not read; run kinit with them where the driver and "
+                        f"executors run (kafka-python uses the ticket cache; install gssapi), "
+                        f"or set kafka.sasl_mechanism to what the brokers take.")
+    if "SSL" in settings.get("security_protocol", ""):
+        unmapped.append(f"{where}: securityProtocol {value}: the Java truststore is not read; "
+                        f"set kafka.ssl_cafile to the brokers' CA certificate (PEM).")
+    return settings
+
+
 @dataclass
 class Resolved:
     """A resolved component: what it stands for in our CONFIG."""
@@ -121,14 +169,17 @@ class ComponentResolver(ClientComponents):
         """Constructor arguments as a reader names them (never an internal repr)."""
         if not args:
             return "no constructorArgs"
-        parts = []
-        for a in args:
-            if isinstance(a, Resolved):
-                where = self.where_of(a.cid) if a.cid else "a component"
-                parts.append(f"{where} of class {a.class_name or '?'}")
-            else:
-                parts.append(repr(a))
-        return ", ".join(parts)
+        return ", ".join(self.show(a) for a in args)
+
+    def show(self, value: Any) -> str:
+        """One value as a reader names it: a component by where it is and its class, a
+        list item by item, anything else as written."""
+        if isinstance(value, Resolved):
+            where = self.where_of(value.cid) if value.cid else "a component"
+            return f"{where} of class {value.class_name or '?'}"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.show(v) for v in value) + "]"
+        return repr(value)
 
     def _extra(self, where: str, props: Mapping[str, Any], methods: Sequence[Any],
                known_props: Sequence[str] = ()) -> None:
@@ -269,7 +320,11 @@ class ComponentResolver(ClientComponents):
         if client_id is not None:
             spout["clientId"] = client_id
         storm_names = {s.storm_name for s in SPOUT_FIELDS if not s.extension}
+        kafka: Dict[str, Any] = {}
         for name, value in props.items():
+            if name == "securityProtocol":       # KafkaConfig's field in HDP's storm-kafka
+                kafka.update(kafka_security(value, where, self.unmapped))
+                continue
             if name == "forceFromStart":
                 self.unmapped.append(f"{where}: forceFromStart (0.9.x) written as "
                                      f"ignoreZkOffsets; note that since 0.10.0 a first start "
@@ -289,7 +344,7 @@ class ComponentResolver(ClientComponents):
                                      f"SpoutConfig field).")
         for name, _ in methods:
             self.unmapped.append(f"{where}: configMethod {name!r} not mapped (no equivalent).")
-        return Resolved("spout_config", {"hosts": hosts, "spout": spout})
+        return Resolved("spout_config", {"hosts": hosts, "spout": spout, "kafka": kafka})
 
     def _build_KafkaSpout(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
                           factory: Any, where: str) -> Resolved:

@@ -148,9 +148,13 @@ def spout_sections(built: Resolved, where: str, tasks: Any, config: Dict[str, An
                             f"without a consumer group; set kafkaSpout.groupId (the group "
                             f"the Storm topology committed to, to resume from it).")
         return
+    if built.data.get("kafka"):
+        config.setdefault("kafka", {}).update(built.data["kafka"])
     hosts = built.data["hosts"]
     if isinstance(hosts, Resolved) and hosts.kind == "hosts":
         config["hosts"] = hosts.data
+    elif isinstance(hosts, str) and "${" in hosts:    # the source does not give it
+        config["hosts"] = {"zk": hosts}
     else:
         unmapped.append(f"{where}: broker hosts {getattr(hosts, 'class_name', hosts)!r} "
                         f"not mapped: write hosts (zk, static or bootstrap) by hand.")

@@ -29,7 +29,8 @@ from storm_kafka_compat.flux.components import ComponentResolver, Resolved
 from storm_kafka_compat.flux.convert import (flux_bolts, place_bolts, spout_sections,
                                              storm_config_into)
 from storm_kafka_compat.java.interpret import Interpreter
-from storm_kafka_compat.java.source import Method, SourceTree, load_tree, text_of
+from storm_kafka_compat.java.source import (JAVA_LANG, Method, SourceTree, load_tree,
+                                            text_of)
 from storm_kafka_compat.java.values import (ENV, FILLABLE, OPAQUE_RE, RANDOM, TIME, UNRESOLVED,
                                             BoltDecl,
                                             ClassRef, JObject, SpoutDecl, Submission, Unknown)
@@ -99,14 +100,12 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
     for method in topology_roots(tree):
         interp.run_root(method)
     if not interp.spouts:
-        raise ConfigError(
-            f"no KafkaSpout is built in {len(tree.files)} Java file(s) under "
-            f"{', '.join(paths)}: the converter looks for storm-kafka's "
-            f"org.apache.storm.kafka.KafkaSpout (storm.kafka.KafkaSpout) and storm-kafka-client's "
-            f"org.apache.storm.kafka.spout.KafkaSpout created with new; give the directory "
-            f"that holds the topology's main class and its constants.", value=", ".join(paths))
+        raise ConfigError(_no_spout(tree, interp, paths), value=", ".join(paths))
     syntax = [f"{f.path}:{line}: syntax error; the statement there is not read: set what it "
-              f"sets by hand." for f in tree.files for line in f.errors()]
+              f"sets by hand." for f in tree.files if not f.support for line in f.errors()]
+    advice = _missing_advice(tree, interp)
+    if advice is not None:
+        syntax.append(f"not read: {advice}")
     out: List[JavaConversion] = []
     seen: Set[Any] = set()
     for spout in interp.spouts:
@@ -122,11 +121,44 @@ def convert_java(paths: Sequence[str], *, properties: Optional[Mapping[str, str]
     return out
 
 
+def _no_spout(tree: SourceTree, interp: Interpreter, paths: Sequence[str]) -> str:
+    """Why no KafkaSpout was found; the advice to give a directory only when the code
+    names classes of the project that no file read declares."""
+    given = [f for f in tree.files if not f.support]
+    text = (f"no KafkaSpout is built in {len(given)} Java file(s) under {', '.join(paths)}: "
+            f"the converter looks for storm-kafka's org.apache.storm.kafka.KafkaSpout "
+            f"(storm.kafka.KafkaSpout) and storm-kafka-client's "
+            f"org.apache.storm.kafka.spout.KafkaSpout created with new")
+    advice = _missing_advice(tree, interp)
+    if advice:
+        return f"{text}; {advice}"
+    return f"{text}, and the code read builds none (a spout built elsewhere, by reflection " \
+           f"or by a class of a library, is not seen): write the CONFIG by hand " \
+           f"(docs/configuration.md)."
+
+
+def _missing_advice(tree: SourceTree, interp: Interpreter) -> Optional[str]:
+    """The classes of the project the code uses that no file read declares, and the
+    advice to give their directory; None when there are none."""
+    missing = sorted(interp.missing | {
+        f"{cls.superclass} (the parent of {cls.name})"
+        for f in tree.files if not f.support for cls in f.classes
+        if cls.superclass is not None and tree.parent(cls) is None and
+        cls.superclass.split(".")[0] not in f.imports and cls.superclass not in JAVA_LANG and
+        not cls.superclass.endswith(("Exception", "Error", "Thread"))})
+    if not missing:
+        return None
+    return (f"the code uses classes of the project that no file read declares "
+            f"({', '.join(missing)}): give the directory that holds them with the "
+            f"topology's main class (src/main/java).")
+
+
 def topology_roots(tree: SourceTree) -> List[Method]:
     """The methods to run: those that build a topology (or call one that does) and that
-    no other method of the tree calls, ``main`` first."""
+    no other method of the tree calls, ``main`` first; the methods of support files (the
+    directory of a file given alone) only when the code reaches them."""
     methods = [m for cls in tree.classes() for ms in cls.methods.values() for m in ms
-               if m.body is not None]
+               if m.body is not None and not cls.file.support]
     text = {id(m): text_of(m.body) for m in methods}
     relevant = {id(m) for m in methods if any(w in text[id(m)] for w in _TOPOLOGY_WORDS)}
     names = {m.name for m in methods if id(m) in relevant}
@@ -152,35 +184,82 @@ def topology_roots(tree: SourceTree) -> List[Method]:
 
 
 class _JavaResolver(ComponentResolver):
-    """The Flux resolver, naming components by class, variable and line."""
+    """The Flux resolver, naming components by class, variable and line; a component
+    argument the source does not give (``${?N}``: a parameter, reflection, a field never
+    set) becomes the placeholders of what it stands for, named later by CONFIG key."""
 
     def __init__(self, components: Mapping[str, Mapping[str, Any]], unmapped: List[str],
-                 objects: Mapping[str, JObject]) -> None:
+                 objects: Mapping[str, JObject], unknowns: Mapping[str, Unknown]) -> None:
         super().__init__(components, unmapped)
         self.objects = objects
+        self.unknowns = unknowns
 
     def where_of(self, cid: str) -> str:
         obj = self.objects.get(cid)
         return obj.describe() if obj is not None else cid
 
+    def show(self, value: Any) -> str:
+        tokens = [m.group(0) for m in OPAQUE_RE.finditer(value)] \
+            if isinstance(value, str) else []
+        if tokens:
+            return ", ".join(f"`{u.origin.text}` ({u.origin.where}, not known from the source)"
+                             for u in (self.unknowns[t] for t in tokens if t in self.unknowns))
+        return super().show(value)
 
-def _components(root: JObject, extra: Sequence[JObject] = ()
+    @staticmethod
+    def opaque(args: Sequence[Any]) -> Optional[str]:
+        """The one argument, when it is a value the source does not give."""
+        if len(args) == 1 and isinstance(args[0], str) and OPAQUE_RE.fullmatch(args[0]):
+            return args[0]
+        return None
+
+    def _wrapped(self, args: List[Any], wrapper: str, where: str) -> Any:
+        token = self.opaque(args)
+        if token is not None:        # Class.forName(name).newInstance(), a parameter
+            return Resolved("scheme_single", token)
+        return super()._wrapped(args, wrapper, where)
+
+    def _user_scheme(self, inner: Resolved, where: str) -> Resolved:
+        if isinstance(inner.data, str) and OPAQUE_RE.fullmatch(inner.data):
+            return self._scheme(inner.data)
+        return super()._user_scheme(inner, where)
+
+    def _build_KafkaSpout(self, args: List[Any], props: Dict[str, Any], methods: List[Any],
+                          factory: Any, where: str) -> Resolved:
+        token = self.opaque(args)
+        if token is None:
+            return super()._build_KafkaSpout(args, props, methods, factory, where)
+        return Resolved("kafka_spout", {"hosts": Resolved("hosts", {"zk": token}), "spout": {
+            "topic": token, "zkRoot": token, "id": token}})
+
+    def _build_client_KafkaSpout(self, args: List[Any], props: Dict[str, Any],
+                                 methods: List[Any], factory: Any, where: str) -> Any:
+        token = self.opaque(args)
+        if token is None:
+            return super()._build_client_KafkaSpout(args, props, methods, factory, where)
+        return Resolved("client_spout", {
+            "kafkaSpout": {"bootstrapServers": token, "topics": [token], "groupId": token},
+            "spout": {"scheme": "record_translator"}})
+
+
+def _components(interp: Interpreter, root: JObject, extra: Sequence[JObject] = ()
                 ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, JObject], Dict[int, str]]:
-    """The Flux components of ``root`` and every object it refers to."""
+    """The Flux components of ``root`` and every object it refers to; a value that is no
+    component nor plain value (``args`` itself, a declaration) is opaque at its object."""
     comps: Dict[str, Dict[str, Any]] = {}
     objects: Dict[str, JObject] = {}
     ids: Dict[int, str] = {}
 
-    def ref(value: Any) -> Any:
+    def ref(value: Any, owner: JObject) -> Any:
         if isinstance(value, JObject):
             return {"ref": visit(value)}
         if isinstance(value, list):
-            return [ref(v) for v in value]
+            return [ref(v, owner) for v in value]
         if isinstance(value, ClassRef):
             return value.name
         if isinstance(value, (SpoutDecl, BoltDecl, Submission)) or not isinstance(
                 value, (str, int, float, bool, type(None))):
-            return repr(value)
+            return interp.opaque_at(owner.origin)
         return value
 
     def visit(obj: JObject) -> str:
@@ -194,9 +273,9 @@ def _components(root: JObject, extra: Sequence[JObject] = ()
         objects[cid] = obj
         comps[cid] = {
             "id": cid, "className": obj.class_name,
-            "constructorArgs": [ref(a) for a in obj.args],
-            "properties": [{"name": k, "value": ref(v)} for k, v in obj.props.items()],
-            "configMethods": [{"name": n, "args": [ref(a) for a in args]}
+            "constructorArgs": [ref(a, obj) for a in obj.args],
+            "properties": [{"name": k, "value": ref(v, obj)} for k, v in obj.props.items()],
+            "configMethods": [{"name": n, "args": [ref(a, obj) for a in args]}
                               for n, args, _ in obj.methods],
         }
         if obj.factory is not None:
@@ -215,8 +294,8 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     config: Dict[str, Any] = {}
     bolts = [d.component for d in (builder.decls if builder is not None else [])
              if isinstance(d, BoltDecl) and isinstance(d.component, JObject)]
-    comps, objects, ids = _components(spout, bolts)
-    resolver = _JavaResolver(comps, unmapped, objects)
+    comps, objects, ids = _components(interp, spout, bolts)
+    resolver = _JavaResolver(comps, unmapped, objects, interp.unknowns)
     where = spout.describe()
     conv = JavaConversion(config, unmapped, source=spout.origin.where,
                           spout_name=str(decl.name) if decl is not None else None)
@@ -240,8 +319,11 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     elif builder is None:
         unmapped.append(f"{where}: no TopologyBuilder.setSpout of this spout was found; the "
                         f"bolts are not mapped (write bolt or topology.bolts by hand).")
+    servers = (config.get("spout") or {}).get("zkServers")
+    if isinstance(servers, list) and len(servers) == 1 and interp.fillable(servers[0]):
+        config["spout"]["zkServers"] = servers[0]   # ${args.1}: "zk1,zk2" fills the list
     found: Dict[str, List[Unknown]] = {}
-    conv.config = _name_opaque(config, interp.unknowns, found)
+    conv.config = _name_opaque(_no_objects(config, objects, interp), interp.unknowns, found)
     conv.evidence = {key: _evidence(us) for key, us in found.items()}
     conv.opaque = {f"${{{key}}}": us[0] for key, us in found.items()
                    if OPAQUE_RE.fullmatch(us[0].token)}
@@ -306,6 +388,21 @@ def _flux_doc(builder: JObject, comps: Mapping[str, Mapping[str, Any]],
             doc["streams"].append({"from": str(inp["from"]), "to": str(d.name),
                                    "grouping": inp["grouping"]})
     return doc
+
+
+def _no_objects(config: Any, objects: Mapping[str, JObject], interp: Interpreter) -> Any:
+    """A component left where the CONFIG wants a value (an object of the project's class
+    set as a SpoutConfig field) becomes an opaque value at the object's line."""
+    if isinstance(config, dict):
+        return {k: _no_objects(v, objects, interp) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_no_objects(v, objects, interp) for v in config]
+    if isinstance(config, Resolved):
+        obj = objects.get(config.cid)
+        if obj is not None:
+            return interp.opaque_at(obj.origin)
+        return None
+    return config
 
 
 def _name_opaque(config: Any, unknowns: Mapping[str, Unknown],

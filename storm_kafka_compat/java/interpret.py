@@ -16,7 +16,7 @@ import codecs
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from tree_sitter import Node
 
@@ -31,6 +31,11 @@ from storm_kafka_compat.java.values import (ARGS, CONFIG_SETTERS, CONSTANTS, ENV
                                             SpoutDecl, Submission, Unknown, java_string,
                                             kafka_config_key, storm_config_key)
 
+#: packages of the JDK, Storm and Kafka: never a class of the project that is missing
+FOREIGN_PACKAGES = ("java.", "javax.", "org.apache.storm.", "storm.", "backtype.",
+                    "org.apache.kafka.", "kafka.", "com.google.", "org.slf4j.")
+#: JDK and Storm classes a topology may name without importing them (not the project's)
+JDK_NAMES = ("TimeUnit", "OffsetRequest", "Optional", "Objects", "Thread", "Config")
 #: how deep helper methods are followed
 MAX_DEPTH = 12
 #: how many elements a ``for (x : list)`` loop runs over
@@ -43,6 +48,10 @@ GROUPING_METHODS: Dict[str, str] = {
     "partialKeyGrouping": "PARTIAL_KEY",
 }
 _ESCAPE_RE = re.compile(r"\\(u+[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
+
+
+#: call_tree's default: the method runs on the caller's object
+_SAME: Any = object()
 
 
 class _Return(Exception):
@@ -71,6 +80,8 @@ class Interpreter:
         self.builders: List[JObject] = []
         self.submissions: List[Submission] = []
         self._field_cache: Dict[Tuple[str, str], Any] = {}
+        #: classes of the project the code uses that no file read declares
+        self.missing: Set[str] = set()
         self._evaluating: List[Tuple[str, str]] = []
 
     # --- placeholders ---------------------------------------------------------------------
@@ -85,6 +96,10 @@ class Interpreter:
             if known is None or (known.default is None and default is not None):
                 self.unknowns[token] = Unknown(token, kind, origin, key, default)
             return token
+        return self.opaque_at(origin, kind)
+
+    def opaque_at(self, origin: Origin, kind: str = UNRESOLVED) -> str:
+        """Register an opaque :class:`Unknown` of the expression at ``origin``."""
         token = f"${{?{len(self.unknowns)}}}"
         self.unknowns[token] = Unknown(token, kind, origin)
         return token
@@ -105,6 +120,17 @@ class Interpreter:
             if kind in kinds:
                 return kind
         return None
+
+    def note_missing(self, qualified: str, frame: Frame) -> None:
+        """Keep a class the code uses that is the project's own (its package, or an
+        import under the same first two package names) and not among the files read."""
+        package, _, simple = qualified.replace("$", ".").rpartition(".")
+        if not package or package.startswith(FOREIGN_PACKAGES) or not frame.src.package or \
+                simple in JDK_NAMES or any(simple in names for names in KNOWN_CLASSES.values()):
+            return
+        own = frame.src.package.split(".")[:2]
+        if package == frame.src.package or package.split(".")[:2] == own:
+            self.missing.add(qualified.replace("$", "."))
 
     def origin(self, node: Node, frame: Frame) -> Origin:
         return Origin(frame.src.path, node.start_point[0] + 1, text_of(node))
@@ -140,7 +166,11 @@ class Interpreter:
                 args.append(MainArgs())
             else:
                 args.append(self.unknown(UNRESOLVED, p, frame))
-        self.run_method(method, args)
+        this = None
+        if not method.static and method.name != "<init>":   # an instance method: a new one
+            this = JObject(method.cls.qualified, self.origin(method.node, frame))
+            self.construct(method.cls, [], this, 1)
+        self.run_method(method, args, this=this)
 
     # --- statements -----------------------------------------------------------------------
 
@@ -201,8 +231,8 @@ class Interpreter:
             items = self.eval(node.child_by_field_name("value"), frame)
             name = text_of(node.child_by_field_name("name"))
             loop_body = node.child_by_field_name("body")
-            values = items[:MAX_LOOP] if isinstance(items, list) else \
-                [self.unknown(UNRESOLVED, node, frame)]
+            values = items[:MAX_LOOP] if isinstance(items, list) else [items] \
+                if self.fillable(items) else [self.unknown(UNRESOLVED, node, frame)]
             for item in values:
                 frame.locals[name] = item
                 if loop_body is not None:
@@ -214,6 +244,8 @@ class Interpreter:
                     else self.eval(init, frame)
             if body is not None:
                 self.exec_stmt(body, frame)   # once: see the module docstring
+        elif kind == "explicit_constructor_invocation":
+            self.chained_constructor(node, frame)
         elif kind == "labeled_statement":
             for child in node.named_children[1:]:
                 self.exec_stmt(child, frame)
@@ -317,8 +349,9 @@ class Interpreter:
             return frame.this.props[name]
         scope = frame.cls
         while scope is not None:
-            if name in scope.fields:
-                return self.field_value(scope, name, node, frame)
+            for declaring in self.tree.lineage(scope):
+                if name in declaring.fields:
+                    return self.field_value(declaring, name, node, frame)
             scope = scope.outer
         owner = frame.src.static_imports.get(name)
         candidates = [owner] if owner else list(frame.src.static_wildcards)
@@ -359,6 +392,10 @@ class Interpreter:
         if isinstance(obj, JObject):
             if name in obj.props:
                 return obj.props[name]
+            own = self.tree.of_object(obj.class_name)
+            for cls in self.tree.lineage(own) if own is not None else []:
+                if name in cls.fields:
+                    return self.field_value(cls, name, node, frame)
             return self.unknown(UNRESOLVED, node, frame)
         if isinstance(obj, MainArgs) and name == "length":
             return self.unknown(UNRESOLVED, node, frame)
@@ -396,7 +433,10 @@ class Interpreter:
             nested = self.tree.by_qualified.get(f"{cls.qualified}.{name}")
             if nested is not None:
                 return ClassRef(nested.qualified)
+            if cls.enum_constants.get(name) is not None:
+                return self.enum_constant(cls, name, frame)
             return f"{cls.name}.{name}"          # an enum constant of the tree
+        self.note_missing(ref.name, frame)
         simple = ref.name.rpartition(".")[2].replace("$", ".")
         if f"{simple}.{name}" in CONSTANTS:
             return CONSTANTS[f"{simple}.{name}"]
@@ -408,6 +448,21 @@ class Interpreter:
             return ClassRef(f"{ref.name}${name}")  # a nested class
         # an enum constant (FirstPollOffsetStrategy.EARLIEST)
         return f"{simple}.{name}"
+
+    def enum_constant(self, cls: JavaClass, name: str, frame: Frame) -> Any:
+        """``Keys.KAFKA_TOPIC("kafka.topic")``: the constant as an object its constructor
+        ran on (so ``Keys.KAFKA_TOPIC.key()`` is ``"kafka.topic"``), built once."""
+        key = (cls.qualified, name)
+        if key not in self._field_cache:
+            args_node = cls.enum_constants[name]
+            init = Frame(cls.file, cls, depth=frame.depth)
+            args = [self.eval(a, init) for a in (args_node.named_children
+                                                  if args_node is not None else [])]
+            node = args_node if args_node is not None else cls.node
+            obj = JObject(cls.qualified, self.origin(node, init), args, var=name)
+            self.construct(cls, args, obj, frame.depth + 1)
+            self._field_cache[key] = obj
+        return self._field_cache[key]
 
     def _eval_array_access(self, node: Node, frame: Frame) -> Any:
         array = self.eval(node.child_by_field_name("array"), frame)
@@ -489,13 +544,24 @@ class Interpreter:
             return yes if cond else no
         # `args.length > 0 ? args[0] : "orders"`: the placeholder, with its default
         for value, other in ((yes, no), (no, yes)):
-            known = self.unknowns.get(value) if isinstance(value, str) else None
-            if known is not None and known.key is not None and self.opaque_kind(other) is None \
-                    and not isinstance(other, JObject):
-                self.unknowns[value] = Unknown(known.token, known.kind, known.origin,
-                                               known.key, other)
+            if self.with_default(value, other):
                 return value
         return self.unknown(self.opaque_kind(yes, no) or UNRESOLVED, node, frame)
+
+    def fillable(self, value: Any) -> bool:
+        """A value that is one placeholder a --filter fills (``${kafka.topic}``)."""
+        known = self.unknowns.get(value) if isinstance(value, str) else None
+        return known is not None and known.key is not None
+
+    def with_default(self, value: Any, default: Any) -> bool:
+        """Give the fillable placeholder ``value`` the code's ``default``; False when
+        ``value`` is no such placeholder or ``default`` is no plain value."""
+        if not self.fillable(value) or self.opaque_kind(default) is not None or \
+                isinstance(default, JObject) or default is None:
+            return False
+        known = self.unknowns[value]
+        self.unknowns[value] = Unknown(known.token, known.kind, known.origin, known.key, default)
+        return True
 
     def _eval_object_creation_expression(self, node: Node, frame: Frame) -> Any:
         type_node = node.child_by_field_name("type")
@@ -522,12 +588,33 @@ class Interpreter:
                 args and isinstance(args[0], JObject):
             obj.entries.update(args[0].entries)
         tree_cls = self.tree.find_class(name, frame.src, frame.cls)
-        if tree_cls is not None and "<init>" in tree_cls.methods and frame.depth < MAX_DEPTH:
-            init = next((m for m in tree_cls.methods["<init>"] if len(m.params) == len(args)),
-                        None)
-            if init is not None:
-                self.run_method(init, args, frame.depth + 1, this=obj)
+        if tree_cls is not None:
+            self.construct(tree_cls, args, obj, frame.depth + 1)
         return obj
+
+    def construct(self, cls: JavaClass, args: List[Any], obj: JObject, depth: int) -> None:
+        """Run the constructor of ``cls`` that takes ``args`` on ``obj``; without a
+        ``super(...)``/``this(...)`` first, the parent's no-argument one first, as Java
+        does."""
+        if depth >= MAX_DEPTH:
+            return
+        init = next((m for m in cls.methods.get("<init>", []) if len(m.params) == len(args)),
+                    None)
+        chained = init is not None and init.body is not None and any(
+            c.type == "explicit_constructor_invocation" for c in init.body.named_children[:1])
+        parent = self.tree.parent(cls)
+        if parent is not None and not chained and (init is not None or not args):
+            self.construct(parent, [], obj, depth + 1)
+        if init is not None:
+            self.run_method(init, args, depth, this=obj)
+
+    def chained_constructor(self, node: Node, frame: Frame) -> None:
+        """``super(...)`` or ``this(...)`` in a constructor."""
+        which = node.child_by_field_name("constructor")
+        target = frame.cls if which is not None and which.type == "this" else (
+            self.tree.parent(frame.cls) if frame.cls is not None else None)
+        if target is not None and frame.this is not None:
+            self.construct(target, self.arguments(node, frame), frame.this, frame.depth + 1)
 
     def _eval_method_invocation(self, node: Node, frame: Frame) -> Any:
         obj_node = node.child_by_field_name("object")
@@ -536,11 +623,24 @@ class Interpreter:
         if obj_node is None:
             return self.call_here(name, args, node, frame)
         if obj_node.type == "super":
-            return self.unknown(UNRESOLVED, node, frame)
+            parent = self.tree.parent(frame.cls) if frame.cls is not None else None
+            found = self.find_method(parent, name, args) if parent is not None else None
+            if found is None:
+                return self.unknown(UNRESOLVED, node, frame)
+            return self.call_tree(found, name, args, node, frame)
         obj = self.eval(obj_node, frame)
         if isinstance(obj, ClassRef):
             return self.static_call(obj, name, args, node, frame)
         if isinstance(obj, JObject):
+            own = self.tree.of_object(obj.class_name)
+            found = self.find_method(own, name, args) if own is not None else None
+            if found is not None:      # a method of the project's class, on that object
+                return self.call_tree(found, name, args, node, frame, this=obj)
+            if own is not None and own.enum_constants and name in ("name", "toString") \
+                    and not args:
+                return obj.var
+            if own is None:
+                self.note_missing(obj.class_name, frame)
             return self.object_call(obj, name, args, node, frame)
         if isinstance(obj, BoltDecl):
             return self.bolt_call(obj, name, args, node, frame)
@@ -548,6 +648,9 @@ class Interpreter:
             if name == "setNumTasks" and args:
                 obj.tasks = args[0]
             return obj
+        plain = self.plain_call(obj, name, args)
+        if plain is not _NO:
+            return plain
         if isinstance(obj, str) and obj.startswith("TimeUnit."):
             converted = _time_unit(obj, name, args)
             if converted is not _NO:
@@ -565,6 +668,26 @@ class Interpreter:
         kind = self.opaque_kind(obj)
         return self.unknown(kind if kind in (RANDOM, TIME) else UNRESOLVED, node, frame)
 
+    def plain_call(self, obj: Any, name: str, args: List[Any]) -> Any:
+        """Calls on a list or a placeholder: ``list.add(x)``; ``${args.1}.split(",")``
+        (the placeholder stands for the list: a comma-separated value fills it);
+        ``Optional.ofNullable(v).orElse(d)`` (``d``: the code's default for ``v``)."""
+        if isinstance(obj, list) and name == "add" and len(args) == 1:
+            obj.append(args[0])
+            return True
+        if isinstance(obj, list) and name == "addAll" and len(args) == 1 and \
+                isinstance(args[0], list):
+            obj.extend(args[0])
+            return True
+        if name == "split" and self.fillable(obj):
+            return obj
+        if name == "orElse" and len(args) == 1 and not isinstance(obj, JObject):
+            if obj is None:
+                return args[0]
+            self.with_default(obj, args[0])
+            return obj
+        return _NO
+
     def _eval_method_reference(self, node: Node, frame: Frame) -> Any:
         return self.unknown(UNRESOLVED, node, frame)
 
@@ -579,11 +702,14 @@ class Interpreter:
     def call_here(self, name: str, args: List[Any], node: Node, frame: Frame) -> Any:
         """A call without a receiver: a method of this class (or an outer one), or a
         statically imported one."""
+        own = self.tree.of_object(frame.this.class_name) if frame.this is not None else None
+        found = self.find_method(own, name, args) if own is not None else None  # overrides
         scope = frame.cls
-        while scope is not None:
-            if name in scope.methods:
-                return self.call_tree(scope, name, args, node, frame)
+        while found is None and scope is not None:
+            found = self.find_method(scope, name, args)
             scope = scope.outer
+        if found is not None:
+            return self.call_tree(found, name, args, node, frame)
         owner = frame.src.static_imports.get(name)
         for qualified in [owner] if owner else frame.src.static_wildcards:
             cls = self.tree.by_qualified.get(qualified)
@@ -591,20 +717,32 @@ class Interpreter:
                 return self.call_tree(cls, name, args, node, frame)
         return self.unknown(UNRESOLVED, node, frame)
 
+    def find_method(self, cls: JavaClass, name: str, args: List[Any]) -> Optional[JavaClass]:
+        """The class of ``cls``'s lineage (itself first) that declares ``name`` with as
+        many parameters as ``args``."""
+        for c in self.tree.lineage(cls):
+            if any(len(m.params) == len(args) for m in c.methods.get(name, [])):
+                return c
+        return None
+
     def call_tree(self, cls: JavaClass, name: str, args: List[Any], node: Node,
-                  frame: Frame) -> Any:
-        """Run a method of the source tree with these arguments."""
+                  frame: Frame, this: Any = _SAME) -> Any:
+        """Run a method of the source tree with these arguments (on ``this``; by default
+        the caller's object)."""
         candidates = [m for m in cls.methods[name] if len(m.params) == len(args)]
         if not candidates or frame.depth >= MAX_DEPTH:
             return self.unknown(UNRESOLVED, node, frame)
-        result = self.run_method(candidates[0], args, frame.depth + 1, this=frame.this)
-        return result
+        return self.run_method(candidates[0], args, frame.depth + 1,
+                               this=frame.this if this is _SAME else this)
 
     def static_call(self, ref: ClassRef, name: str, args: List[Any], node: Node,
                     frame: Frame) -> Any:
         tree_cls = self.tree.find_class(ref.name, frame.src, frame.cls)
-        if tree_cls is not None and name in tree_cls.methods:
-            return self.call_tree(tree_cls, name, args, node, frame)
+        found = self.find_method(tree_cls, name, args) if tree_cls is not None else None
+        if found is not None:
+            return self.call_tree(found, name, args, node, frame, this=None)
+        if tree_cls is None:
+            self.note_missing(ref.name, frame)
         simple = ref.name.rpartition(".")[2].replace("$", ".")
         call = f"{simple}.{name}"
         short = f"{simple.rpartition('.')[2]}.{name}"
@@ -612,6 +750,8 @@ class Interpreter:
             return self.unknown(PER_RUN_CALLS.get(call) or PER_RUN_CALLS[short], node, frame)
         if short in OFFSET_TIMES:
             return OFFSET_TIMES[short]
+        if simple == "Optional" and name in ("of", "ofNullable") and len(args) == 1:
+            return args[0]          # .orElse(d) gives it its default: plain_call
         opaque = self.opaque_kind(*args)
         if simple == "System" and name == "getenv" and len(args) == 1 and isinstance(args[0], str):
             return self.unknown(ENV, node, frame, key=f"ENV-{args[0]}")

@@ -26,7 +26,8 @@ TYPE_DECLARATIONS = ("class_declaration", "interface_declaration", "enum_declara
                      "record_declaration")
 #: the classes of ``java.lang`` a topology names without importing them
 JAVA_LANG = ("String", "Integer", "Long", "Boolean", "Double", "Math", "System", "Object",
-             "Short", "Byte", "Float", "Character")
+             "Short", "Byte", "Float", "Character", "Class", "Thread", "Runtime",
+             "StringBuilder")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class JavaClass:
     fields: Dict[str, Tuple[Node, bool]] = field(default_factory=dict)  # name -> (init, final)
     methods: Dict[str, List[Method]] = field(default_factory=dict)
     outer: Optional["JavaClass"] = None
+    #: the ``extends`` type as written (no type arguments), None without one
+    superclass: Optional[str] = None
+    #: an enum's constants and their arguments (None: no argument list)
+    enum_constants: Dict[str, Optional[Node]] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,6 +90,8 @@ class SourceFile:
     path: str
     tree_root: Node
     package: str = ""
+    #: read for the classes it declares (a parent class, constants), not run as a topology
+    support: bool = False
     imports: Dict[str, str] = field(default_factory=dict)      # simple name -> qualified
     wildcards: List[str] = field(default_factory=list)         # packages, with a trailing dot
     static_imports: Dict[str, str] = field(default_factory=dict)  # member -> class qualified
@@ -151,10 +158,18 @@ def _read_type(src: SourceFile, node: Node, outer: Optional[JavaClass]) -> None:
     name = text_of(name_node)
     prefix = outer.qualified if outer is not None else src.package
     cls = JavaClass(name, f"{prefix}.{name}" if prefix else name, src, node, outer=outer)
+    parent = node.child_by_field_name("superclass")
+    if parent is not None and parent.named_children:
+        cls.superclass = text_of(parent.named_children[0]).split("<", 1)[0]
     src.classes.append(cls)
-    interface = node.type == "interface_declaration"
     body = node.child_by_field_name("body")
-    for member in body.named_children if body is not None else []:
+    _read_members(src, cls, body.named_children if body is not None else [],
+                  node.type == "interface_declaration")
+
+
+def _read_members(src: SourceFile, cls: JavaClass, members: Sequence[Node],
+                  interface: bool) -> None:
+    for member in members:
         if member.type in ("field_declaration", "constant_declaration"):
             final = interface or "final" in _modifiers(member).split()
             for decl in member.children_by_field_name("declarator"):
@@ -173,8 +188,11 @@ def _read_type(src: SourceFile, node: Node, outer: Optional[JavaClass]) -> None:
             cls.methods.setdefault(mname, []).append(method)
         elif member.type in TYPE_DECLARATIONS:
             _read_type(src, member, cls)
+        elif member.type == "enum_constant":
+            cls.enum_constants[text_of(member.child_by_field_name("name"))] = \
+                member.child_by_field_name("arguments")
         elif member.type == "enum_body_declarations":
-            pass
+            _read_members(src, cls, member.named_children, False)
 
 
 @dataclass
@@ -194,6 +212,26 @@ class SourceTree:
     def classes(self) -> Iterator[JavaClass]:
         for f in self.files:
             yield from f.classes
+
+    def parent(self, cls: JavaClass) -> Optional[JavaClass]:
+        """The class ``cls`` extends, when it is in the tree."""
+        if cls.superclass is None:
+            return None
+        found = self.find_class(cls.superclass, cls.file, cls.outer)
+        return found if found is not cls else None
+
+    def lineage(self, cls: JavaClass) -> List[JavaClass]:
+        """``cls``, its parent, the parent's parent... as far as the tree holds them."""
+        out = [cls]
+        parent = self.parent(cls)
+        while parent is not None and parent not in out:
+            out.append(parent)
+            parent = self.parent(parent)
+        return out
+
+    def of_object(self, class_name: str) -> Optional[JavaClass]:
+        """The tree's class of an object's (qualified, ``$``-nested) class name."""
+        return self.by_qualified.get(class_name.replace("$", "."))
 
     def find_class(self, name: str, src: SourceFile,
                    context: Optional[JavaClass] = None) -> Optional[JavaClass]:
@@ -229,6 +267,24 @@ class SourceTree:
         return None
 
 
+#: topology sources in languages the converter does not read, by extension
+UNREAD_LANGUAGES: Dict[str, str] = {".scala": "Scala", ".clj": "Clojure", ".cljc": "Clojure",
+                                    ".kt": "Kotlin", ".groovy": "Groovy"}
+
+
+def source_language(path: str) -> Optional[str]:
+    """``Topology.scala`` -> ``"Scala"``: the language of a source file the converter does
+    not read (None for any other file)."""
+    return UNREAD_LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def not_read(path: str, language: str) -> str:
+    """The one line that says a source file is not read."""
+    return (f"{path} is a {language} source, which config convert does not read (it reads "
+            f"Java sources, Flux YAML and .properties): write its CONFIG by hand "
+            f"(docs/configuration.md).")
+
+
 def java_files(paths: Sequence[str]) -> List[str]:
     """The ``.java`` files of ``paths`` (files, or directories walked in name order).
 
@@ -238,16 +294,27 @@ def java_files(paths: Sequence[str]) -> List[str]:
         A path that does not exist, or no ``.java`` file at all.
     """
     out: List[str] = []
+    others: Dict[str, int] = {}
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 out.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".java"))
+                for n in names:
+                    language = source_language(n)
+                    if language is not None:
+                        others[language] = others.get(language, 0) + 1
         elif os.path.isfile(path):
             out.append(path)
         else:
             raise ConfigError(f"{path} does not exist; give a .java file or a directory of "
                               f"Java sources.", value=path)
+    if not out and others:
+        held = ", ".join(f"{n} {lang}" for lang, n in sorted(others.items()))
+        raise ConfigError(f"no .java file under {', '.join(paths)}, only sources in other "
+                          f"languages ({held} file(s)), which config convert does not read: "
+                          f"write the CONFIG by hand (docs/configuration.md).",
+                          value=", ".join(paths))
     if not out:
         raise ConfigError(f"no .java file under {', '.join(paths)}; give the topology's "
                           f"source directory (src/main/java).", value=", ".join(paths))
@@ -255,14 +322,32 @@ def java_files(paths: Sequence[str]) -> List[str]:
 
 
 def load_tree(paths: Sequence[str]) -> SourceTree:
-    """Parse every ``.java`` file of ``paths`` into one :class:`SourceTree`."""
-    files = []
-    for path in java_files(paths):
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}; check the path.",
-                              value=path) from None
-        files.append(parse_java(data, path))
+    """Parse every ``.java`` file of ``paths`` into one :class:`SourceTree`; a file given
+    alone brings the other ``.java`` files of its directory as support (their classes are
+    known: a parent class, constants; their methods are not run as topologies)."""
+    given = java_files(paths)
+    seen = {os.path.abspath(p) for p in given}
+    support: List[str] = []
+    for path in paths:
+        if os.path.isfile(path) and path.endswith(".java"):
+            folder = os.path.dirname(os.path.abspath(path))
+            for name in sorted(os.listdir(folder)):
+                full = os.path.join(folder, name)
+                if name.endswith(".java") and full not in seen and os.path.isfile(full):
+                    seen.add(full)
+                    support.append(full)
+    files = [_parse_file(p) for p in given]
+    for path in support:
+        files.append(_parse_file(path))
+        files[-1].support = True
     return SourceTree(files)
+
+
+def _parse_file(path: str) -> SourceFile:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}; check the path.",
+                          value=path) from None
+    return parse_java(data, path)

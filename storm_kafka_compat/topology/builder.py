@@ -14,6 +14,7 @@ of a component receive a tuple, are in :mod:`storm_kafka_compat.topology.groupin
 
 from __future__ import annotations
 
+import difflib
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -261,10 +262,12 @@ class TopologyBuilder:
                     streams = self._bolts[g.source].output_fields
                 else:
                     known = [spout, *self._bolts]
+                    close = difflib.get_close_matches(str(g.source), known, n=1)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
                     raise TopologyError(
-                        f"bolt {spec.name!r} subscribes to unknown component {g.source!r}; "
-                        f"use one of {', '.join(known)}", key=f"bolts.{spec.name}.inputs.from",
-                        value=g.source, allowed=known)
+                        f"bolt {spec.name!r} subscribes to unknown component {g.source!r}"
+                        f"{hint}; use one of {', '.join(known)}",
+                        key=f"bolts.{spec.name}.inputs.from", value=g.source, allowed=known)
                 if g.stream not in streams:
                     raise TopologyError(
                         f"bolt {spec.name!r} subscribes to stream {g.stream!r} of {g.source!r}, "

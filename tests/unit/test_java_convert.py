@@ -89,7 +89,7 @@ def test_storm_09_random_id_helper_method_and_forcefromstart() -> None:
     # maxOffsetBehind counts from the startOffsetTime offset, here the log start: no start-up
     # trap; but 10000 is below a batch's 100000 in flight: failures would be dropped
     assert set(kinds) == {"per_run_id", "ignore_zk_offsets", "topology_id", "zk_root_topic",
-                          "max_offset_behind_in_flight"}
+                          "max_offset_behind_in_flight", "offsets_zookeeper"}
     assert "WordCountKafka.java:18" in (kinds["per_run_id"].where or "")
     assert "--zk-root /kafkastorm/sentences" in kinds["per_run_id"].fix
 
@@ -250,3 +250,251 @@ def test_kafka_bolt_is_mapped_and_a_missing_submission_is_named() -> None:
                         "boltKeyField": "key", "boltMessageField": "str"}}]}
     assert lines_about(conv, "no StormSubmitter.submitTopology of this topology was found; "
                              "topology.name written as ${topology.name}")
+
+
+# --- sources in other languages ---------------------------------------------------------------
+
+def test_scala_and_clojure_sources_are_named_not_read_as_properties(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34 item 4: alone, a Scala or Clojure file is an error of one line naming its
+    language (exit 2, nothing written); among files that convert it is reported and the
+    others convert (exit 0)."""
+    scala = str(DATA / "scala_clojure" / "WordCount.scala")
+    clj = str(DATA / "scala_clojure" / "topology.clj")
+    for path, language in ((scala, "Scala"), (clj, "Clojure")):
+        assert main(["config", "convert", path]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.strip().splitlines() == [
+            f"Error: {path} is a {language} source, which config convert does not read (it "
+            f"reads Java sources, Flux YAML and .properties): write its CONFIG by hand "
+            f"(docs/configuration.md)."]
+    assert main(["config", "convert", scala, str(DATA / "kafka_bolt")]) == 0
+    out, err = capsys.readouterr()
+    assert "# converted from ForwardTopology.java" in out
+    assert f"convert: {scala} is a Scala source, which config convert does not read" in err
+    # a directory of them: no .java file, and what it holds
+    assert main(["config", "convert", str(DATA / "scala_clojure")]) == 2
+    assert "only sources in other languages (1 Clojure, 1 Scala file(s))" in \
+        capsys.readouterr().err
+
+
+# --- spouts reached through an instance (issue 34 item 1) -------------------------------------
+
+def test_instance_call_new_topology_run_main() -> None:
+    """`new PageViewTopology().runMain(args)`: instance methods run on the object, its
+    constructors (one calling `this(...)`) set the field the builder reads."""
+    conv = one(DATA / "instance_call")
+    assert conv.config == {
+        "kafkaSpout": {"bootstrapServers": "kafka1.example.com:9092", "topics": ["pageviews"],
+                       "groupId": "pageviews-storm",
+                       "firstPollOffsetStrategy": "UNCOMMITTED_EARLIEST"},
+        "spout": {"scheme": "record_translator"},
+        "topology": {"name": "pageviews", "topology.message.timeout.secs": 90},
+        "spark": {"tasks": 2}, "bolt": "com.example.pageviews:CountBolt"}
+    assert conv.source == "PageViewTopology.java:43" and conv.spout_name == "views"
+
+
+def test_builder_chain_and_a_method_called_on_an_object_the_code_made() -> None:
+    """`new SpoutBuilder().brokers(..).topic(..).build()`, a builder of the project's own
+    (fields set by its fluent setters, one with an initialiser), handed to
+    `wiring.addSpout(...)` on an object main created."""
+    conv = one(DATA / "builder_chain")
+    assert conv.config["spout"] == {"topic": "clicks", "zkRoot": "/clicks",
+                                    "id": "clicks-reader", "scheme": "string",
+                                    "zkServers": ["zk1.example.com"], "zkPort": 2181}
+    assert conv.config["hosts"] == {"zk": "zk1.example.com:2181"}
+    assert conv.config["spark"] == {"tasks": 3}
+    assert conv.config["bolt"] == "com.example.clicks:SessionBolt"
+    assert conv.config["topology"]["name"] == "clickstream"
+    job_config_from_dict(conv.config)
+
+
+def test_parent_class_in_the_same_directory_holds_bootstrap_and_retry() -> None:
+    """A subclass given alone: its directory's files are read for the parent class
+    (bootstrap servers, retry, group id set by `super(...)`, an overridden method)."""
+    conv = one(DATA / "parent_class" / "LedgerTopology.java")
+    assert conv.config["kafkaSpout"] == {
+        "bootstrapServers": "broker1.ledger.example:9092,broker2.ledger.example:9092",
+        "topics": ["ledger-entries"], "groupId": "ledger-storm",
+        "offsetCommitPeriodMs": 5000,               # the subclass's override
+        "retry": {"initialDelay": {"length": 2, "timeUnit": "SECONDS"},
+                  "delayPeriod": {"length": 100, "timeUnit": "MILLISECONDS"},
+                  "maxRetries": 5, "maxDelay": {"length": 30, "timeUnit": "SECONDS"}}}
+    assert conv.config["topology"]["name"] == "ledger"
+    # the parent's file alone builds no topology: it is not run for one
+    with pytest.raises(ConfigError, match="the code read builds none"):
+        convert_java([str(DATA / "parent_class" / "BaseKafkaTopology.java")])
+
+
+def test_the_directory_advice_only_when_a_class_of_the_project_is_missing(
+        tmp_path: Path) -> None:
+    child = (DATA / "parent_class" / "LedgerTopology.java").read_text()
+    (tmp_path / "LedgerTopology.java").write_text(child)     # without its parent
+    conv, = convert_java([str(tmp_path / "LedgerTopology.java")])
+    assert lines_about(conv, "no file read declares (BaseKafkaTopology (the parent of "
+                             "LedgerTopology)): give the directory that holds them")
+    # what the parent gave is placeholders with the line of the call, not an abort
+    assert conv.error is None
+    assert conv.config["kafkaSpout"]["bootstrapServers"] == "${kafkaSpout.bootstrapServers}"
+    assert lines_about(conv, "kafkaSpout.bootstrapServers: LedgerTopology.java:22 "
+                             "`spoutConfig(\"ledger-entries\")` could not be resolved")
+    (tmp_path / "LedgerTopology.java").write_text(
+        "package a; public class T { public static void main(String[] a) {"
+        " new org.apache.storm.topology.TopologyBuilder().setSpout(\"s\", new Other()); } }")
+    with pytest.raises(ConfigError) as err:
+        convert_java([str(tmp_path)])
+    assert "give the directory" not in str(err.value)
+
+
+# --- a value known only at run time (issue 34 item 2) -----------------------------------------
+
+def test_reflection_scheme_is_a_placeholder_with_its_line() -> None:
+    conv = one(DATA / "runtime_values" / "AuditTopology.java")
+    assert conv.config["spout"] == {"topic": "audit", "zkRoot": "/audit", "id": "audit-reader",
+                                    "scheme": "${spout.scheme}",
+                                    "zkServers": ["zk1.audit.example"]}
+    assert lines_about(conv, "spout.scheme: AuditTopology.java:18 "
+                             "`Class.forName(schemeClass).newInstance()` could not be resolved; "
+                             "written as ${spout.scheme}")
+    assert not lines_about(conv, "give the directory")     # java.lang.Class is no project class
+    conv = one(DATA / "runtime_values" / "AuditTopology.java",
+               properties={"spout.scheme": "string", "args.0": "audit"})
+    assert conv.config["spout"]["scheme"] == "string"
+    job_config_from_dict(conv.config)
+
+
+def test_a_spout_config_given_as_a_parameter_is_placeholders_with_its_line() -> None:
+    conv = one(DATA / "runtime_values" / "MetricsWiring.java")
+    assert conv.config["kafkaSpout"] == {"bootstrapServers": "${kafkaSpout.bootstrapServers}",
+                                         "topics": ["${kafkaSpout.topics[0]}"],
+                                         "groupId": "${kafkaSpout.groupId}"}
+    assert lines_about(conv, "kafkaSpout.bootstrapServers: MetricsWiring.java:10 "
+                             "`KafkaSpoutConfig<String, String> spoutConfig` could not be "
+                             "resolved")
+    assert conv.config["bolt"] == "com.example.metrics:StoreBolt"
+
+
+def _all_sources() -> List[Path]:
+    """Every Java directory and every file of tests/data (Java, Scala, Flux, .properties)."""
+    dirs = sorted(p for p in DATA.iterdir() if p.is_dir())
+    files = sorted(p for p in DATA.parent.rglob("*") if p.is_file() and p.suffix != ".md")
+    return dirs + files
+
+
+@pytest.mark.parametrize("path", _all_sources(), ids=lambda p: str(p.relative_to(DATA.parent)))
+def test_no_output_shows_an_internal_token_or_a_python_repr(
+        path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever a file gives (a CONFIG, placeholders, an error), what the user reads never
+    holds an internal token (${?N}) or a Python repr of the converter's values."""
+    import re
+    bad = re.compile(r"\$\{\?\d+\}|\b(Resolved|JObject|ClassRef|MainArgs|SpoutDecl|BoltDecl|"
+                     r"Submission|Unknown|Origin)\(")
+    for extra in ([], ["--filter", str(tmp_path / "empty.properties")]):
+        (tmp_path / "empty.properties").write_text("")
+        main(["config", "convert", str(path), "--output-dir", str(tmp_path / "out"), *extra])
+        out, err = capsys.readouterr()
+        written = "".join(p.read_text() for p in (tmp_path / "out").glob("*.yaml")) \
+            if (tmp_path / "out").is_dir() else ""
+        for text in (out, err, written):
+            assert not bad.search(text), bad.search(text)
+
+
+# --- settings kept, and a Java source with its .properties (issue 34 items 3 and 5) -----------
+
+HDP = DATA / "hdp_properties"
+
+
+def test_security_protocol_default_zk_servers_from_args_in_file_defaults_and_enum_keys() -> None:
+    conv = one(HDP / "EventsTopology.java")       # alone: Keys.java, BrokerKeys.java beside it
+    assert conv.config["kafka"] == {"security_protocol": "SASL_PLAINTEXT",
+                                    "sasl_mechanism": "GSSAPI"}
+    assert lines_about(conv, "securityProtocol PLAINTEXTSASL written as "
+                             "kafka.security_protocol SASL_PLAINTEXT")
+    assert conv.config["spout"]["zkServers"] == "${args.1}"          # not []
+    assert lines_about(conv, "spout.zkServers: ${args.1} is read at run time by "
+                             "EventsTopology.java:29 `args[1]`")
+    # the keys of an enum (key(), toString()) and an interface of other files, not
+    # ${Keys.KAFKA_TOPIC}
+    assert conv.config["spout"]["topic"] == "${kafka.topic}"
+    assert conv.config["spout"]["zkRoot"] == "${kafka.zkRoot}"
+    assert conv.config["hosts"] == {"zk": "${kafka.broker.zk}"}
+    # in-file defaults: getProperty(k, d) and Optional.ofNullable(...).orElse(d)
+    assert lines_about(conv, "(the code's default: '/events-offsets')")
+    assert lines_about(conv, "`props.getProperty(\"max.pending\")` (the code's default: '500')")
+    assert "offsets_zookeeper" not in [t.kind for t in conv.traps()]
+
+
+@pytest.mark.parametrize("protocol, expected", [
+    ("SASL_SSL", {"security_protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI"}),
+    ("SSL", {"security_protocol": "SSL"}),
+    ("PLAINTEXT", None),
+])
+def test_security_protocols(tmp_path: Path, protocol: str, expected: Any) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(body="", field="securityProtocol",
+                                                     expr=f'"{protocol}"'))
+    assert one(tmp_path).config.get("kafka") == expected
+
+
+def test_an_unknown_security_protocol_stops_the_spout_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "T.java").write_text(TEMPLATE.format(body="", field="securityProtocol",
+                                                     expr='"KERBEROS"'))
+    conv, = convert_java([str(tmp_path)])
+    assert conv.error is not None and "securityProtocol 'KERBEROS' is not a Kafka security " \
+        "protocol; use one of PLAINTEXT, SSL, PLAINTEXTSASL" in conv.error
+
+
+def test_properties_pairing_fills_every_placeholder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`config convert Topology.java --filter app.properties`: every value the code reads
+    from its properties is filled, defaults the file does not give from the code."""
+    out = tmp_path / "events.yaml"
+    assert main(["config", "convert", str(HDP / "EventsTopology.java"), "--filter",
+                 str(HDP / "app.properties"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    text = out.read_text()
+    assert "${" not in text and "is read at run time" not in err
+    conv = one(HDP, properties={k: v for k, v in (
+        line.split("=", 1) for line in (HDP / "app.properties").read_text().splitlines())})
+    assert conv.config["spout"] == {"topic": "events", "zkRoot": "/events-offsets",
+                                    "id": "events-reader", "scheme": "string",
+                                    "zkServers": "zk1.hdp.example,zk2.hdp.example",
+                                    "zkPort": 2181}
+    assert conv.config["spark"] == {"tasks": 4}
+    assert conv.config["topology"]["topology.max.spout.pending"] == 500
+    job = job_config_from_dict(conv.config)
+    assert job.spout.zk_servers == ("zk1.hdp.example", "zk2.hdp.example")
+
+
+def test_a_properties_file_given_beside_the_java_source_is_its_filter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "events.yaml"
+    assert main(["config", "convert", str(HDP / "EventsTopology.java"),
+                 str(HDP / "app.properties"), "-o", str(out)]) == 0
+    assert "${" not in out.read_text()
+    assert "app.properties: read as the values the Java code reads" in capsys.readouterr().err
+
+
+def test_a_key_constant_of_a_file_not_given_asks_for_its_directory(tmp_path: Path) -> None:
+    (tmp_path / "EventsTopology.java").write_text((HDP / "EventsTopology.java").read_text())
+    conv = one(tmp_path / "EventsTopology.java")
+    assert lines_about(conv, "no file read declares (com.example.events.BrokerKeys, "
+                             "com.example.events.Keys): give the directory that holds them")
+
+
+def test_an_instance_method_nobody_calls_runs_on_a_new_object(tmp_path: Path) -> None:
+    """A root that is an instance method reads the fields its class's constructor set."""
+    (tmp_path / "W.java").write_text("""
+package w;
+import org.apache.storm.kafka.*;
+import org.apache.storm.topology.TopologyBuilder;
+public class W {
+    private final String topic;
+    public W() { this.topic = "wired"; }
+    public void wire(TopologyBuilder builder) {
+        builder.setSpout("s", new KafkaSpout(new SpoutConfig(new ZkHosts("zk:2181"), topic,
+                                                             "/w", "w-id")));
+    }
+}
+""")
+    assert one(tmp_path).config["spout"]["topic"] == "wired"

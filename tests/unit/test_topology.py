@@ -270,3 +270,19 @@ def test_the_engines_spout_tuple_is_the_keyword_built_one_slot_for_slot() -> Non
         assert getattr(fast, slot) == getattr(slow, slot), slot
     assert fast.anchors is not slow.anchors and fast["n"] == 1
     assert fast.message_id == (3, 42)
+
+
+def test_a_misspelt_component_in_inputs_gets_did_you_mean(bolts_module: str) -> None:
+    """Issue 34 item 9: a bolt name in CONFIG with a near match names it."""
+    spec = {"bolts": [
+        {"name": "split", "bolt": f"{bolts_module}:Split", "kind": "basic"},
+        {"name": "count", "bolt": f"{bolts_module}:Sink", "kind": "rich",
+         "inputs": [{"from": "splitt", "grouping": "fields", "fields": ["word"]}]},
+    ]}
+    with pytest.raises(TopologyError, match="unknown component 'splitt'; did you mean "
+                                            "'split'\\?; use one of spout, split, count"):
+        from_spec(spec, spout_fields=("str",))
+    spec["bolts"][1]["inputs"][0]["from"] = "zzz"
+    with pytest.raises(TopologyError) as err:
+        from_spec(spec, spout_fields=("str",))
+    assert "did you mean" not in str(err.value)

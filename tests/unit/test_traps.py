@@ -140,8 +140,8 @@ spouts:
     # a .properties file and Flux alike suggest the fixed topology id
     props = convert_properties("kafka.topic=t\nkafka.zkRoot=/r\nkafka.id=i\n"
                                "kafka.zkHosts=zk:2181\ntopology.name=orders\n")
-    assert [t.kind for t in props.traps()] == ["topology_id"]
-    assert "orders-compat" in props.traps()[0].fix
+    assert [t.kind for t in props.traps()] == ["offsets_zookeeper", "topology_id"]
+    assert "orders-compat" in props.traps()[1].fix
     assert suggested_topology_id("${args.0}") == "my-topology-compat"
 
 
@@ -153,3 +153,46 @@ def test_config_check_prints_the_traps(tmp_path: Any, capsys: pytest.CaptureFixt
     assert main(["config", "check", str(path), "--no-imports"]) == 0
     err = capsys.readouterr().err
     assert "trap: spout.ignoreZkOffsets: ignoreZkOffsets (forceFromStart) is true" in err
+
+
+@pytest.mark.parametrize("spout, topology, trapped", [
+    ({}, {}, True),                                          # 127.0.0.1:2181, silently
+    ({"zkServers": ["zk1"]}, {}, False),
+    ({}, {"storm.zookeeper.servers": ["storm-zk1"]}, False),  # Storm's own ZooKeeper, given
+    ({"zkServers": "${args.1}"}, {}, False),                  # a placeholder still to fill
+])
+def test_offsets_on_the_default_zookeeper_are_a_trap(spout: Dict[str, Any],
+                                                     topology: Dict[str, Any],
+                                                     trapped: bool) -> None:
+    """Issue 34 item 6: neither zkServers nor storm.zookeeper.servers: the documents go
+    to 127.0.0.1:2181; `config check` and `config convert` say it once, as a trap."""
+    cfg = config(spout, topology)
+    del cfg["spout"]["zkServers"]
+    cfg["spout"].update(spout)
+    found = [t for t in find_traps(TrapFacts.from_mapping(cfg)) if t.kind == "offsets_zookeeper"]
+    assert bool(found) is trapped
+    if "${" not in str(spout):
+        assert [t.kind for t in find_traps(TrapFacts.from_job(job_config_from_dict(cfg)))] == \
+            [t.kind for t in find_traps(TrapFacts.from_mapping(cfg))]
+    if trapped:
+        assert "default 127.0.0.1:2181" in found[0].consequence
+        assert found[0].fix.startswith("set spout.zkServers (and zkPort)")
+
+
+def test_convert_names_the_default_zookeeper_trap_and_check_says_it_once(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "spout.properties"
+    path.write_text("kafka.topic=t\nkafka.zkRoot=/r\nkafka.id=i\nkafka.zkHosts=zk:2181\n"
+                    "topology.name=orders\n")
+    assert main(["config", "convert", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("STORM-692") == 1
+    assert "trap: spout.zkServers: neither spout.zkServers nor topology " \
+           "storm.zookeeper.servers is set" in err
+    cfg = config(topology={"storm.zookeeper.servers": ["storm-zk1"]})
+    del cfg["spout"]["zkServers"]
+    from storm_kafka_compat.config import config_warnings
+    notes = config_warnings(job_config_from_dict(cfg))
+    assert any("STORM-692" in n for n in notes)          # a note: where, given
+    del cfg["topology"]["storm.zookeeper.servers"]
+    assert not any("STORM-692" in n for n in config_warnings(job_config_from_dict(cfg)))

@@ -1,0 +1,6 @@
+package com.example.events;
+
+public interface BrokerKeys {
+    String BROKER_ZK = "kafka.broker.zk";
+    String PARALLELISM = "spout.parallelism";
+}
