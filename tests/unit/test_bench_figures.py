@@ -9,7 +9,7 @@ from storm_kafka_compat.cli.bench_cmd import figure_rows
 
 
 def test_in_order_acks_keep_one_range_far_below_the_map():
-    m = pending_memory("in_order", window=5_000)
+    m = _in_clean_process("in_order", window=5_000)
     assert m["failures"] == 0 and m["in_flight"] == 5_000
     assert m["ranges_bytes_per_offset"] < 1
     assert m["map_bytes_per_offset"] > 50          # a dict entry and two int objects
@@ -38,7 +38,7 @@ def test_random_acks_with_failures_keep_only_the_failures():
 
 
 def test_batches_count_one_batch_plus_waiting_failures_in_flight():
-    m = pending_memory("batches", window=10_000, failure_rate=0.01, batch=1_000)
+    m = _in_clean_process("batches", window=10_000, failure_rate=0.01, batch=1_000)
     assert m["failures"] == 100
     assert 1_000 < m["in_flight"] < 1_100
     assert m["ranges_peak_bytes"] < m["map_peak_bytes"]
@@ -57,16 +57,23 @@ def test_planning_plans_every_partition():
 
 
 def test_the_driver_memory_per_partition_does_not_grow_with_the_partitions():
-    from storm_kafka_compat.bench.planning import driver_memory
-    from storm_kafka_compat.config import (Broker, JobConfig, SpoutConfig, StaticHosts,
-                                           TopologyConfig)
-
-    def memory(n):
-        hosts = StaticHosts({p: Broker("127.0.0.1", 9092) for p in range(n)})
-        job = JobConfig(spout=SpoutConfig(hosts=hosts, topic="t", zk_root="/b", id="m"),
-                        topology=TopologyConfig(name="b", id="b-1-1"),
-                        bolt="storm_kafka_compat.bench.pipeline:noop_bolt")
-        return driver_memory(job, n, 100)
+    def memory(n):      # tracemalloc figures: in a fresh interpreter (see _in_clean_process)
+        import json
+        import subprocess
+        import sys
+        code = (
+            "import json\n"
+            "from storm_kafka_compat.bench.planning import driver_memory\n"
+            "from storm_kafka_compat.config import (Broker, JobConfig, SpoutConfig, "
+            "StaticHosts, TopologyConfig)\n"
+            f"hosts = StaticHosts({{p: Broker('127.0.0.1', 9092) for p in range({n})}})\n"
+            "job = JobConfig(spout=SpoutConfig(hosts=hosts, topic='t', zk_root='/b', id='m'),"
+            " topology=TopologyConfig(name='b', id='b-1-1'),"
+            " bolt='storm_kafka_compat.bench.pipeline:noop_bolt')\n"
+            f"print(json.dumps(driver_memory(job, {n}, 100)))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, timeout=300)
+        return json.loads(out.stdout.strip().splitlines()[-1])
 
     small, large = memory(100), memory(2_000)
     assert 0 < small["state_bytes_per_partition"] < 20_000
