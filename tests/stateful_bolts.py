@@ -114,3 +114,16 @@ def read_state_records(path: str, topic: str) -> list:
             if r.get("topic") == topic and r.get("kind") == "state":
                 out.append(r)
     return out
+
+
+class SlowSplitSentence(SplitSentence):
+    """SplitSentence with 3 ms of work a sentence: paces a job so that a fault test
+    can interrupt it mid-stream however fast the machine is."""
+
+    def execute(self, t, collector):
+        import time
+        time.sleep(0.003)
+        super().execute(t, collector)
+
+
+SLOW_WORD_COUNT = spec("SlowSplitSentence", "WordCount", "word", 4)
