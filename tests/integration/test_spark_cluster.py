@@ -377,3 +377,99 @@ def test_under_spark_submit_a_sigterm_to_the_python_driver_finishes_the_batch(
     assert submitted.exit_status() == 0, submitted.output[-4000:]
     _finished_the_batch_and_lost_nothing(submitted.output, kafka09, topic, submitted.record,
                                          submitted.config, tmp_path)
+
+
+# --- bolt-task state on the cluster (issue 31) ---------------------------------------------
+
+#: storm-starter's WordCount shape beside the CONFIG (shipped with spark.pyFiles): the
+#: split runs on the executors, the count tasks in the driver's bolt hosts
+WORD_COUNT_BOLTS = '''
+import json, os, time
+
+class Split:
+    def declare_output_fields(self):
+        return ("word",)
+    def execute(self, t, collector):
+        time.sleep(float(os.environ.get("CLUSTER_BOLT_SLEEP_S", "0")))
+        for word in t.values[0].split():
+            collector.emit([word])
+
+class Count:
+    def prepare(self, conf, context):
+        self.counts = {}
+    def declare_output_fields(self):
+        return ("word", "count")
+    def execute(self, t, collector):
+        word = t["word"]
+        self.counts[word] = self.counts.get(word, 0) + 1
+        collector.emit([word, self.counts[word]])
+
+class Report:
+    def execute(self, t, collector):
+        with open(os.environ["CLUSTER_TEST_RECORD"], "a") as out:
+            out.write(json.dumps({"word": t.values[0], "count": t.values[1],
+                                  "pid": os.getpid()}) + "\\n")
+'''
+
+
+def _word_count_job(tmp: Path, kafka09, topic: str, master: str, record: Path,
+                    sleep_s: float) -> Path:
+    (tmp / "wcbolts.py").write_text(WORD_COUNT_BOLTS)
+    config = tmp / "job.yaml"
+    bolts = [
+        {"name": "split", "bolt": "wcbolts:Split", "kind": "basic", "parallelism": 2,
+         "inputs": [{"from": "spout", "grouping": "shuffle"}]},
+        {"name": "count", "bolt": "wcbolts:Count", "kind": "basic", "parallelism": 4,
+         "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"]}]},
+        {"name": "report", "bolt": "wcbolts:Report", "kind": "basic",
+         "inputs": [{"from": "count", "grouping": "shuffle"}]}]
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": topic, "zkRoot": "/cluster", "id": topic, "scheme": "string",
+                  "stateUpdateIntervalMs": 500},
+        "hosts": {"zk": kafka09.zk_connect},
+        "topology": {"name": "cluster", "id": f"{topic}-1-1",
+                     "storm.zookeeper.servers": ["127.0.0.1"],
+                     "storm.zookeeper.port": kafka09.zookeeper.port,
+                     "topology.state.dir": str(tmp / "state"), "bolts": bolts},
+        "spark": {"master": master, "pyFiles": ["wcbolts.py"],
+                  "conf": {"spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
+                           "spark.executor.memory": "512m"}},
+        "kafka": dict(KAFKA_09)}))
+    return config
+
+
+def _final_counts(record: Path) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for r in _records(record):
+        out[r["word"]] = max(out.get(r["word"], 0), r["count"])
+    return out
+
+
+@pytest.mark.parametrize("kill_executor", [False, True], ids=["nothing-killed",
+                                                              "executor-killed"])
+def test_word_count_on_the_cluster_counts_every_word_exactly(
+        cluster, kafka09, kafka09_topic, tmp_path, kill_executor) -> None:
+    from storm_kafka_compat.servers.kafka_clients import produce
+    from tests.faults.harness import process_table
+    from tests.stateful_inputs import as_messages, sentences, word_counts
+    lines = sentences(1200, seed=36)
+    topic = kafka09_topic(PARTITIONS, [])
+    produce(kafka09.bootstrap, topic, as_messages(lines, PARTITIONS))
+    record = tmp_path / "record.jsonl"
+    config = _word_count_job(tmp_path, kafka09, topic, cluster.master_url, record,
+                             0.004 if kill_executor else 0.0)
+    job = subprocess.Popen([str(CLI), "run", str(config), "--until-caught-up"], cwd=tmp_path,
+                           env=dict(_env(), CLUSTER_TEST_RECORD=str(record)),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if kill_executor:
+        deadline = time.monotonic() + 240
+        while len(_records(record)) < 1500 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        executors = [pid for pid, (_, cmd) in process_table().items()
+                     if b"CoarseGrainedExecutorBackend" in cmd]
+        assert executors, "no executor found"
+        os.kill(executors[0], signal.SIGKILL)
+    out, err = job.communicate(timeout=600)
+    assert job.returncode == 0, err[-4000:]
+    assert _final_counts(record) == word_counts(lines)
+    assert len(_records(record)) >= sum(word_counts(lines).values())
