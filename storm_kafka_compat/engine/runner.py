@@ -22,13 +22,16 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.engine.stages import run_stages_spark
+from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
+from storm_kafka_compat.engine.stage_tasks import StageLayout
+from storm_kafka_compat.engine.stages import Record, run_stages_spark
 from storm_kafka_compat.engine.task import run_tasks
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FailureKind, TaskFailure
+from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                            TaskFailure)
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -180,7 +183,27 @@ class StagedSparkRunner(SparkRunner):
         layout = job.value.layout
         if layout is None:
             raise ValueError("the staged runner needs a job with a stage layout")
+        if job.value.hosts is not None:
+            return run_hosted_spark(self.spark_context, plan, job, layout, self.slices(plan))
         return run_stages_spark(self.spark_context, plan, job, layout, self.slices(plan))
+
+
+def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[WorkerJob]",
+                     layout: StageLayout, slices: int) -> BatchResult:
+    """A batch whose bolt tasks live in bolt hosts: stage 0 as one Spark job, then
+    the hosts' stages (:mod:`~storm_kafka_compat.engine.hosted`)."""
+    batch = plan.batch
+
+    def first(index: int, plans: Iterable[FetchPlan]) -> Iterator[Record]:
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        return hosted_spout_stage(index, plans, job.value, batch,
+                                  ctx.attemptNumber() if ctx is not None else 0)
+
+    records = sc.parallelize(list(plan), slices).mapPartitionsWithIndex(first).collect()
+    hosts = job.value.hosts
+    assert hosts is not None
+    return run_hosted(records, layout, batch, hosts)
 
 
 def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:

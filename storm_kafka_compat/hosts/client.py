@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection
 from typing import Any, Dict, List, Mapping, Tuple
@@ -63,6 +64,26 @@ class HostDirectory:
                 raise BoltHostError(str(value))
             return value
         raise AssertionError("unreachable")
+
+    def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
+                tuples: Mapping[Slot, List[Any]]) -> None:
+        """Hand ``tuples`` (slot -> tuples) to the hosts of their slots, to be run when
+        the driver runs their stage (:meth:`~storm_kafka_compat.hosts.host.BoltHost.deposit`)."""
+        by_host: Dict[Address, Dict[Slot, List[Any]]] = {}
+        for slot, held in tuples.items():
+            by_host.setdefault(self.address_of(slot), {})[slot] = held
+        for address, part in by_host.items():
+            self.call(address, ("deposit", batch, source, attempt, part))
+
+    def run_stage(self, batch: int, stage: int, sources: Mapping[Tuple[str, int], int]
+                  ) -> List[Any]:
+        """Every host runs ``batch``'s ``stage`` on what ``sources`` deposited (at once,
+        one thread a host); their StageAnswers."""
+        request = ("run_stage", batch, stage, dict(sources))
+        if len(self.addresses) == 1:
+            return [self.call(self.addresses[0], request)]
+        with ThreadPoolExecutor(len(self.addresses), thread_name_prefix="bolt-hosts") as ex:
+            return list(ex.map(lambda address: self.call(address, request), self.addresses))
 
     def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
         """Run ``tuples`` on bolt task ``slot`` in its host; the host's GroupResult."""

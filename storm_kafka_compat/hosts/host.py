@@ -5,10 +5,11 @@ batch after batch, saved and restored. Pure: no sockets (:mod:`.server` serves i
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Set, Tuple
 
 from storm_kafka_compat.engine.dag import LocalRuntime
 from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
+from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
 from storm_kafka_compat.topology.tuples import StormTuple
@@ -17,6 +18,9 @@ log = logging.getLogger(__name__)
 
 #: a bolt task: (component, task index)
 Slot = Tuple[str, int]
+#: who deposited tuples for a batch: ("s", Spark partition) for the fetching tasks,
+#: ("d", stage) for what the driver forwards from an earlier host stage
+Source = Tuple[str, int]
 #: one stage's run of one bolt task in one batch: (batch, stage, slot)
 RunKey = Tuple[int, int, Slot]
 
@@ -54,6 +58,10 @@ class BoltHost:
         self._answers: Dict[RunKey, GroupResult] = {}
         #: the last batch each slot ran (a batch older than it is not run again)
         self.last_batch: Dict[Slot, int] = {}
+        #: tuples deposited for a batch: (batch, source, attempt) -> slot -> tuples
+        self._inbox: Dict[Tuple[int, Source, int], Dict[Slot, List[StormTuple]]] = {}
+        #: a stage's answer per batch, for a driver that asks again
+        self._stage_answers: Dict[Tuple[int, int], StageAnswer] = {}
 
     def run(self, batch: int, stage: int, slot: Slot, tuples: List[StormTuple]
             ) -> GroupResult:
@@ -79,6 +87,45 @@ class BoltHost:
             del self._answers[old]
         return result
 
+    def deposit(self, batch: int, source: Source, attempt: int,
+                tuples: Mapping[Slot, List[StormTuple]]) -> int:
+        """Keep ``tuples`` for their tasks until the driver runs ``batch``'s stage; a
+        later attempt of the same source replaces nothing (the driver names the attempt
+        whose results it took). Returns the tuples kept."""
+        box = self._inbox.setdefault((batch, tuple(source), attempt), {})  # type: ignore[arg-type]
+        for slot, held in tuples.items():
+            box.setdefault(tuple(slot), []).extend(held)  # type: ignore[arg-type]
+        return sum(len(t) for t in tuples.values())
+
+    def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]) -> StageAnswer:
+        """Run what was deposited for ``batch`` by ``sources`` (source -> the attempt the
+        driver took) on this host's tasks of ``stage``; the same answer if asked again.
+        Deposits of other attempts are dropped."""
+        key = (batch, stage)
+        held = self._stage_answers.get(key)
+        if held is not None:
+            return held
+        names = frozenset(self.layout.stages[stage])
+        inputs: Dict[Slot, List[StormTuple]] = {}
+        for (b, source, attempt), box in list(self._inbox.items()):
+            if b != batch:
+                if b < batch - KEPT_BATCHES:
+                    del self._inbox[(b, source, attempt)]
+                continue
+            for slot in [s for s in box if s[0] in names]:
+                tuples = box.pop(slot)
+                if sources.get(source) == attempt:
+                    inputs.setdefault(slot, []).extend(tuples)
+            if not box:
+                del self._inbox[(b, source, attempt)]
+        answer = StageAnswer()
+        for slot in sorted(inputs):
+            answer.add(self.run(batch, stage, slot, inputs[slot]))
+        self._stage_answers[key] = answer
+        for old in [k for k in self._stage_answers if k[0] <= batch - KEPT_BATCHES]:
+            del self._stage_answers[old]
+        return answer
+
     def save(self, txid: int) -> Dict[Slot, bytes]:
         """Every held task's state (see :mod:`storm_kafka_compat.topology.state`)."""
         return {slot: state.save(txid) for slot, state in self.states.items()}
@@ -95,6 +142,25 @@ class BoltHost:
 
     def cleanup(self) -> None:
         self.runtime.cleanup()
+
+
+class StageAnswer:
+    """What one host's tasks of a stage did in a batch: the tuples they send on, the
+    acker messages folded per root, the roots failed, the errors."""
+
+    def __init__(self) -> None:
+        self.routed: List[Tuple[str, int, StormTuple]] = []
+        self.pairs: Dict[int, int] = {}
+        self.failed_roots: Set[int] = set()
+        self.errors: List[BoltError] = []
+
+    def add(self, result: GroupResult) -> None:
+        self.routed.extend(result.routed)
+        pairs = self.pairs
+        for root, value in result.pairs.items():
+            pairs[root] = pairs.get(root, 0) ^ value
+        self.failed_roots.update(result.failed_roots)
+        self.errors = merge_errors(self.errors + result.errors)
 
 
 def deal_slots(slots: Sequence[Slot], hosts: int) -> List[Tuple[Slot, ...]]:

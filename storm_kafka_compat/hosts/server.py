@@ -6,6 +6,8 @@ it reads its :class:`HostInit` (pickled) on stdin, prints its address on stdout,
 serves requests until told to stop or until the driver that started it is gone.
 
 Requests, each a tuple, answered ``("ok", value)`` or ``("error", text)``:
+``("deposit", batch, source, attempt, {slot: tuples})`` -> tuples kept;
+``("run_stage", batch, stage, {source: attempt})`` -> StageAnswer;
 ``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("save", txid)`` ->
 {slot: bytes}; ``("restore", {slot: bytes})`` -> restored slots; ``("stop",)``.
 """
@@ -93,6 +95,12 @@ class HostServer:
         if what == "run":
             _, batch, stage, slot, tuples = request
             return self.host.run(batch, stage, tuple(slot), tuples)
+        if what == "deposit":
+            _, batch, source, attempt, tuples = request
+            return self.host.deposit(batch, tuple(source), attempt, tuples)
+        if what == "run_stage":
+            _, batch, stage, sources = request
+            return self.host.run_stage(batch, stage, sources)
         if what == "save":
             return self.host.save(request[1])
         if what == "restore":

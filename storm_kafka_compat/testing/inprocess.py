@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from storm_kafka_compat.engine.stages import (Record, StagePartitioner, bolt_stage,
                                               fold_records, settle, spout_stage,
                                               unresolved_roots)
+from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
 from storm_kafka_compat.engine.task import run_task
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
@@ -71,6 +72,9 @@ class InProcessRunner:
         job = self.job
         if job is None:
             raise RuntimeError("the runner was not started: call start(job) first")
+        if job.layout is not None and job.hosts is not None:
+            records = list(hosted_spout_stage(0, plan, job, plan.batch, 0, kafka=self.kafka))
+            return run_hosted(records, job.layout, plan.batch, job.hosts)
         if job.layout is not None:
             return run_stages_local(plan, job, kafka=self.kafka)
         return BatchResult([run_task(p, job, kafka=self.kafka) for p in plan])

@@ -1,0 +1,96 @@
+"""A batch of a topology whose bolt tasks live in bolt hosts (:mod:`storm_kafka_compat.hosts`):
+one Spark stage, then the hosts' stages driven from the driver.
+
+* stage 0, one Spark task per slice of plans (:func:`hosted_spout_stage`, executor
+  side): fetch, scheme, the spout's emit and the shuffle-reached bolts, as in
+  :func:`~storm_kafka_compat.engine.stages.spout_stage`; the tuples for the bolt tasks
+  of later stages go straight to their hosts (deposited, tagged with the Spark
+  partition and its attempt); the partitions' results, the acker buckets of the open
+  roots and the attempt come back to the driver;
+* stages 1 and later (:func:`run_hosted`, driver side): every host runs what was
+  deposited for the stage by the attempts the driver took (a task Spark ran again
+  after its worker died deposited again: only the attempt whose results came back
+  counts); what a stage sends on is deposited for the next one; the acker messages
+  are folded on the driver with stage 0's, and the roots that did not complete fail
+  or stay open as in the staged runner (:func:`~storm_kafka_compat.engine.stages.settle`).
+
+No Spark shuffle carries the tuples: one Spark stage a batch instead of one per bolt
+level plus the acker fold, and each tuple is pickled once on its way to its task.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
+
+from storm_kafka_compat.engine.stage_tasks import StageLayout
+from storm_kafka_compat.engine.stages import (AckValue, Record, fold_acker, settle, spout_stage,
+                                              unresolved_roots)
+from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.hosts.host import Slot, Source, StageAnswer
+from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.spout.batch import BatchResult, FetchPlan
+
+
+class HostStages(Protocol):
+    """The hosts as the driver drives them
+    (:class:`~storm_kafka_compat.hosts.client.HostDirectory`)."""
+
+    def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
+                tuples: Mapping[Slot, List[Any]]) -> None: ...
+
+    def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]
+                  ) -> List[StageAnswer]: ...
+
+
+def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, batch: int,
+                       attempt: int, *, kafka: Optional[KafkaAccess] = None
+                       ) -> Iterator[Record]:
+    """Executor side: stage 0 of Spark partition ``index`` (attempt ``attempt``); its
+    routed tuples deposited in their hosts, everything else yielded, then
+    ``(("s", index), attempt)``."""
+    assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
+    routed: Dict[Slot, List[Any]] = {}
+    for key, value in spout_stage(plans, job, kafka=kafka):
+        if key[0] == "t":
+            routed.setdefault((key[1], key[2]), []).extend(value)
+        else:
+            yield key, value
+    if routed:
+        job.hosts.deposit(batch, ("s", index), attempt, routed)
+    yield ("s", index), attempt
+
+
+def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
+               hosts: HostStages) -> BatchResult:
+    """Driver side: stage 0's ``records`` (from every Spark task), then each host stage
+    in turn; the batch's result."""
+    acker: Dict[int, AckValue] = {}
+    kept: List[Record] = []
+    sources: Dict[Source, int] = {}
+    for key, value in records:
+        if key[0] == "s":
+            sources[("s", key[1])] = value
+        elif key[0] == "a":
+            _fold(acker, value)
+        else:
+            kept.append((key, value))
+    for stage in range(1, len(layout.stages)):
+        routed: Dict[Slot, List[Any]] = {}
+        for answer in hosts.run_stage(batch, stage, sources):
+            _fold(acker, {root: (x, root in answer.failed_roots, None)
+                          for root, x in answer.pairs.items()})
+            _fold(acker, {root: (0, True, None)
+                          for root in answer.failed_roots.difference(answer.pairs)})
+            kept.extend((("e", e.component, e.kind), e) for e in answer.errors)
+            for component, task, tup in answer.routed:
+                routed.setdefault((component, task), []).append(tup)
+        if routed:
+            hosts.deposit(batch, ("d", stage), 0, routed)
+            sources[("d", stage)] = 0
+    return settle(kept + list(unresolved_roots((("a", 0), acker))))
+
+
+def _fold(acker: Dict[int, AckValue], bucket: Mapping[int, AckValue]) -> None:
+    for root, value in bucket.items():
+        held = acker.get(root)
+        acker[root] = value if held is None else fold_acker(held, value)
