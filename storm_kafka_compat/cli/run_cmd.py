@@ -91,10 +91,14 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
               help="Start even though another job's ownership record of the documents is "
                    "there (its host crashed, or it is being replaced); that job stops at its "
                    "next commit without writing.")
+@click.option("--new-id", is_flag=True,
+              help="spout.id is new on purpose: start it at startOffsetTime although other "
+                   "ids under the zkRoot hold offsets of the topic (without it such a start "
+                   "stops with exit 2, naming them, as `migrate plan` does).")
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
         total_tasks: int, status_port: Optional[int], spark_ui: bool,
-        as_json_flag: bool, no_imports: bool, take_over: bool) -> int:
+        as_json_flag: bool, no_imports: bool, take_over: bool, new_id: bool) -> int:
     """Run the pipeline described by CONFIG.
 
     Prints one line per partition at start (where it resumes and why), a progress
@@ -111,7 +115,8 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
                        max_batches=max_batches, max_messages=max_messages,
                        metrics_file=metrics_file, prometheus_port=prometheus_port,
                        task_index=task_index, total_tasks=total_tasks, status_port=status_port,
-                       spark_ui=spark_ui, no_imports=no_imports, take_over=take_over)
+                       spark_ui=spark_ui, no_imports=no_imports, take_over=take_over,
+                       new_id=new_id)
     except StopBeforeStart as stopped:
         err(f"stopped during start-up ({stopped.signal_name}): no batch ran; nothing was "
             "read or committed")
@@ -153,7 +158,7 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
          max_batches: Optional[int], max_messages: int, metrics_file: Optional[str],
          prometheus_port: Optional[int], task_index: int, total_tasks: int,
          status_port: Optional[int], spark_ui: bool, no_imports: bool,
-         take_over: bool) -> "RunSummary":
+         take_over: bool, new_id: bool) -> "RunSummary":
     """The run of ``run``: load, check, build the pipeline, run it."""
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     from storm_kafka_compat.engine.shipping import resolve
@@ -179,7 +184,7 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
     # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
     # and the pipeline its runner (dataframe: -> the DataFrame mode)
     extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks,
-                             "take_over": take_over}
+                             "take_over": take_over, "new_id": new_id}
     if spark_ui:
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(

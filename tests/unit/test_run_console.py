@@ -1,0 +1,111 @@
+"""What `storm-kafka-compat run` says and leaves behind (issue 34, items 7, 8 and 10;
+issue 31, item 4b), read from the console as an operator reads it: the CLI runs with its
+pipeline on a scripted Kafka, an in-memory ZooKeeper and in-process tasks (no servers)."""
+
+import json
+
+import pytest
+import yaml
+
+from storm_kafka_compat.cli.main import main
+from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.store import NodeStat
+from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from tests import bolts
+
+#: 2024-05-01 10:00:00 UTC, 10:05:00 UTC (epoch ms)
+MAY_1_10H, MAY_1_10H05 = 1714557600000, 1714557900000
+
+
+@pytest.fixture(autouse=True)
+def clear_seen():
+    bolts.SEEN.clear()
+
+
+def storm_doc(topic, partition, offset):
+    return encode_document(topology_id="clicks-3-1700000000", topology_name="clicks",
+                           offset=offset, partition=partition, broker_host="k1",
+                           broker_port=9092, topic=topic)
+
+
+@pytest.fixture
+def servers(monkeypatch):
+    """The run command's pipeline on a scripted Kafka (topic ``clicks``, 2 partitions of
+    30 messages) and an in-memory ZooKeeper (``servers.store``)."""
+    from storm_kafka_compat.engine import driver, spark
+
+    class Servers:
+        kafka = ScriptedKafka()
+        store = MemoryStateStore()
+
+    s = Servers()
+    s.kafka.create_topic("clicks", 2)
+    for p in range(2):
+        s.kafka.append("clicks", p, *[f"m{p}-{i}".encode() for i in range(30)])
+    real = driver.Pipeline
+
+    def pipeline(job, **kw):
+        return real(job, runner=InProcessRunner(s.kafka), store=s.store,
+                    kafka_factory=lambda boot: s.kafka, sleep=lambda _s: None, **kw)
+
+    monkeypatch.setattr(driver, "Pipeline", pipeline)
+    monkeypatch.setattr(spark, "prepare_environment", lambda *a, **kw: None)
+    return s
+
+
+def config(tmp_path, spout_id="clicks-spout"):
+    path = tmp_path / f"{spout_id}.yaml"
+    path.write_text(yaml.safe_dump({
+        "spout": {"topic": "clicks", "zkRoot": "/kafka-offsets", "id": spout_id,
+                  "scheme": "string", "startOffsetTime": -2},
+        "hosts": {"static": {0: "k1:9092", 1: "k1:9092"}},
+        "topology": {"name": "clicks", "id": "clicks-9-1700000000"},
+        "bolt": "tests.bolts:record"}))
+    return str(path)
+
+
+def test_run_refuses_an_id_without_documents_while_other_ids_hold_the_topic(
+        tmp_path, servers, capsys):
+    """Issue 34 item 7 / issue 31 item 4b: a wrong spout.id used to replay the topic from
+    startOffsetTime silently. `run` stops (exit 2) in `migrate plan`'s words, naming the
+    ids, their offsets and when they were written; --new-id starts it on purpose."""
+    store = servers.store
+    store.write_many({"/kafka-offsets/clicks-spout/partition_0": storm_doc("clicks", 0, 12),
+                      "/kafka-offsets/clicks-spout/partition_1": storm_doc("clicks", 1, 20),
+                      "/kafka-offsets/old-spout/partition_0": storm_doc("clicks", 0, 3),
+                      # another spout of the topology, on another topic: not a candidate
+                      "/kafka-offsets/views-spout/partition_0": storm_doc("views", 0, 9)})
+    store.stats["/kafka-offsets/clicks-spout/partition_0"] = NodeStat(MAY_1_10H05, 4)
+    store.stats["/kafka-offsets/clicks-spout/partition_1"] = NodeStat(MAY_1_10H, 4)
+    store.stats["/kafka-offsets/old-spout/partition_0"] = NodeStat(MAY_1_10H, 1)
+    job = config(tmp_path, spout_id="clicks-spuot")
+    assert main(["run", job, "--until-caught-up"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "Error: no document under /kafka-offsets/clicks-spuot, but 2 other id(s) under the "
+        "root hold offsets of topic 'clicks': 'clicks-spout' (partition_0: 12, partition_1: 20;"
+        " last written 2024-05-01 10:05:00Z); 'old-spout' (partition_0: 3; last written "
+        "2024-05-01 10:00:00Z); if the Storm topology used 'clicks-spout', set spout.id: "
+        "clicks-spout. If this id is new on purpose (every partition then starts at "
+        "startOffsetTime), run with --new-id"]
+    assert bolts.SEEN == [] and "/kafka-offsets/clicks-spuot/partition_0" not in store.docs
+
+    # the id Storm used resumes; a new id on purpose starts at startOffsetTime, warned
+    assert main(["run", config(tmp_path), "--until-caught-up"]) == 0
+    assert min(r["offset"] for r in bolts.SEEN if r["partition"] == 0) == 12
+    capsys.readouterr()
+    assert main(["run", job, "--until-caught-up", "--new-id"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: no document under /kafka-offsets/clicks-spuot, but 2 other id(s)" in err
+    assert "starting at startOffsetTime as asked (--new-id)" in err
+    # once it has documents of its own, the id starts without the flag
+    assert main(["run", job, "--until-caught-up"]) == 0
+
+
+def test_a_new_id_alone_under_its_root_or_beside_other_topics_starts(tmp_path, servers):
+    servers.store.write_many({"/kafka-offsets/views-spout/partition_0":
+                              storm_doc("views", 0, 9)})
+    assert main(["run", config(tmp_path), "--until-caught-up"]) == 0
+    assert len(bolts.SEEN) == 60
