@@ -84,6 +84,10 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
 @click.option("--spark-ui", is_flag=True,
               help="Turn Spark's web UI on (off by default; spark.ui.port sets its port).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--summary-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the run summary (the --json document) to this file when the run "
+                   "ends, before it is printed: it survives a console or pipe that went away "
+                   "(`run ... | tee log` and a Ctrl-C that ends tee too).")
 @click.option("--no-imports", is_flag=True,
               help="Do not import the bolts and schemes on the driver before starting (when "
                    "they exist only on the executors, e.g. in an archive spark.archives ships).")
@@ -98,7 +102,8 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
         total_tasks: int, status_port: Optional[int], spark_ui: bool,
-        as_json_flag: bool, no_imports: bool, take_over: bool, new_id: bool) -> int:
+        as_json_flag: bool, summary_file: Optional[str], no_imports: bool, take_over: bool,
+        new_id: bool) -> int:
     """Run the pipeline described by CONFIG.
 
     Prints one line per partition at start (where it resumes and why), a progress
@@ -123,11 +128,24 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
         return 0
     finally:
         restore_signals()
+    if summary_file is not None:
+        write_summary_file(summary_file, summary)
     if as_json_flag:
         as_json(summary.as_dict())
     else:
         print_summary(summary)
     return 1 if summary.final_commit_failed else 0
+
+
+def write_summary_file(path: str, summary: "RunSummary") -> None:
+    """The summary's JSON document in ``path``, whole or not at all (written beside it,
+    then renamed); said on stderr."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as out:
+        json.dump(summary.as_dict(), out, indent=1)
+        out.write("\n")
+    os.replace(tmp, path)
+    err(f"summary: {path}")
 
 
 def print_summary(summary: "RunSummary") -> None:

@@ -109,3 +109,28 @@ def test_a_new_id_alone_under_its_root_or_beside_other_topics_starts(tmp_path, s
                               storm_doc("views", 0, 9)})
     assert main(["run", config(tmp_path), "--until-caught-up"]) == 0
     assert len(bolts.SEEN) == 60
+
+
+def test_the_summary_file_survives_a_console_that_went_away(tmp_path, servers, monkeypatch):
+    """Issue 34 item 8: `run ... 2>&1 | tee log` and Ctrl-C: the terminal's SIGINT ends tee
+    too, so the summary printed after the final commit has no reader. --summary-file
+    keeps it (written before it is printed), and the run still exits 0."""
+    import os
+    import sys
+    read_end, write_end = os.pipe()
+    os.close(read_end)                                   # tee is gone
+    dead = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stderr", dead)
+    monkeypatch.setattr(sys, "stdout", dead)
+    summary = tmp_path / "summary.json"
+    try:
+        assert main(["run", config(tmp_path), "--until-caught-up",
+                     "--summary-file", str(summary)]) == 0
+    finally:
+        monkeypatch.undo()
+        dead.close()
+    written = json.loads(summary.read_text())
+    assert written["stopped_by"] == "caught up" and written["messages"] == 60
+    assert [(p["partition"], p["acked"], p["committed"]) for p in written["partitions"]] == \
+        [(0, 30, 30), (1, 30, 30)]
+    assert not (tmp_path / "summary.json.tmp").exists()
