@@ -263,7 +263,7 @@ class Pipeline:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap
-        self._in_flight = (self.summary.batches + 1, time.time(), plan)
+        self._in_flight = (plan.batch, time.time(), plan)
         try:
             if self.bolt_state is not None:
                 self.bolt_state.check()
@@ -275,7 +275,7 @@ class Pipeline:
             if not spark_gone(exc):
                 raise
             raise PipelineError(
-                f"Spark's JVM went away during batch {self.summary.batches + 1} "
+                f"Spark's JVM went away during batch {plan.batch} "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
                 "stopping: what was acknowledged before is committed and this batch is read "
                 "again at the next start. To stop a job, send SIGTERM to the driver (pid "
@@ -346,6 +346,7 @@ class Pipeline:
             except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
                 log.warning("the metrics of the last interval could not be sent",
                             exc_info=True)
+            self.reporter.finish(self.clock(), self.summary.batches)
             self.spout.release()
         finally:
             if self._runner is not None:

@@ -134,3 +134,43 @@ def test_the_summary_file_survives_a_console_that_went_away(tmp_path, servers, m
     assert [(p["partition"], p["acked"], p["committed"]) for p in written["partitions"]] == \
         [(0, 30, 30), (1, 30, 30)]
     assert not (tmp_path / "summary.json.tmp").exists()
+
+
+def test_the_last_progress_line_counts_the_batches_the_summary_counts(tmp_path, servers, capsys):
+    """Issue 34 item 10: the last progress line said "batch 45" where the summary said "54
+    batches": progress lines come every 5 s, so the last one was up to 5 s old. The run now
+    ends with one more line, after the final commit, counting the same batches."""
+    assert main(["run", config(tmp_path), "--until-caught-up", "--max-messages", "7"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    progress = [line for line in err if line.startswith("batch ")]
+    stopped = err[-1]
+    assert stopped.startswith("stopped: caught up; 60 messages in 6 batches, "), stopped
+    assert progress[-1].startswith("batch 6: ") and ", lag 0, pending 0, " in progress[-1]
+
+
+def test_status_and_offsets_show_give_one_lag_at_the_same_moment(tmp_path, servers):
+    """Issue 34 item 10: `status` showed LAG 17 where `offsets show` (log end - committed)
+    gave 39. LAG is now log end - committed everywhere (structs.lag); what is completed but
+    not yet committed shows as SPOUT-LAG (Storm's spoutLag), beside it."""
+    from storm_kafka_compat.cli.console import load_config
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+    from storm_kafka_compat.engine.report import STATUS_COLUMNS, status_rows
+    from storm_kafka_compat.tools import ToolEnv
+    from storm_kafka_compat.tools.lag import TABLE_COLUMNS, lag
+    job = load_config(config(tmp_path))
+    kafka, store = servers.kafka, servers.store
+    pipe = Pipeline(job)                   # on the fixture's scripted servers
+    options = RunOptions(max_messages_per_partition=7)
+    pipe.open()
+    pipe.batch(options)
+    pipe.spout.commit()                    # 7 per partition committed
+    pipe.batch(options)                    # 7 more completed, not committed yet
+    status = {(r["TOPIC"], r["PARTITION"]): r for r in status_rows(pipe.reporter.report(1000))}
+    with ToolEnv(job, store=store, kafka_factory=lambda boot: kafka) as env:
+        shown = {(r.topic, r.partition): r.table_row() for r in lag(env)}
+    for key, row in shown.items():
+        assert status[key]["LAG"] == row["LAG"] == 30 - 7, (status[key], row)
+        assert status[key]["SPOUT-LAG"] == 30 - 14
+    assert "SPOUT-LAG" in STATUS_COLUMNS and "LAG" in TABLE_COLUMNS
+    assert status[("TOTAL", "all")]["LAG"] == 46 and status[("TOTAL", "all")]["SPOUT-LAG"] == 32
+    pipe.run(RunOptions(until_caught_up=True))
