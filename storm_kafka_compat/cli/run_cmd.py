@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TextIO
 
@@ -237,8 +238,14 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
 @click.option("--keep", "keep_dir", type=click.Path(file_okay=False), default=None,
               help="Leave ZooKeeper and the broker running, with the job's CONFIG in this "
                    "(new or empty) directory, and print the commands to try against them.")
+@click.option("--add-topic", "add_topic", default=None, metavar="NAME",
+              help="With --keep DIR of a kept demo: create topic NAME on its broker (with "
+                   "--partitions and --messages page views; a topic made otherwise is only "
+                   "registered), register it in its ZooKeeper's broker registry so ZkHosts "
+                   "sees it, and write DIR/NAME.yaml, the CONFIG that reads it.")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the result as JSON.")
-def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: bool) -> int:
+def demo(messages: int, partitions: int, keep_dir: Optional[str], add_topic: Optional[str],
+         as_json_flag: bool) -> int:
     """Run the main job on embedded servers.
 
     Starts a real ZooKeeper (pyspark's jars) and the tansu Kafka-protocol broker on
@@ -248,6 +255,8 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: 
     """
     from storm_kafka_compat.tools.demo import next_steps, run_demo
 
+    if add_topic is not None:
+        return _add_topic(keep_dir, add_topic, partitions, messages, as_json_flag)
     result = run_demo(messages=messages, partitions=partitions, log=err, keep_dir=keep_dir)
     if as_json_flag:
         as_json(result)
@@ -263,3 +272,24 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: 
         for line in next_steps(kept):
             err(f"  {line}")
     return 0 if result["ok"] else 1
+
+
+def _add_topic(keep_dir: Optional[str], topic: str, partitions: int, messages: int,
+               as_json_flag: bool) -> int:
+    """``demo --keep DIR --add-topic NAME``."""
+    from storm_kafka_compat.tools.demo import add_topic, command_name
+    if keep_dir is None:
+        raise click.UsageError("--add-topic needs --keep DIR, the directory of a kept demo")
+    done = add_topic(keep_dir, topic, partitions=partitions, messages=messages)
+    if as_json_flag:
+        as_json(done)
+        return 0
+    made = (f"created on {done['broker']} with {done['partitions']} partitions and "
+            f"{done['messages']} messages" if done["created"] else
+            f"found on {done['broker']} with {done['partitions']} partitions (nothing produced)")
+    err(f"topic {topic!r} {made}; registered at {done['registry']} in the demo's ZooKeeper, "
+        f"so ZkHosts sees it; CONFIG {done['config']}. Try:")
+    skc, config = command_name(), shlex.quote(done["config"])
+    for line in (f"{skc} offsets explain {config}", f"{skc} run {config} --until-caught-up"):
+        err(f"  {line}")
+    return 0
