@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import Broker, JobConfig
 
@@ -220,6 +220,44 @@ class EmbeddedServers:
         b = self.broker
         write_broker_registry(client, brokers={1: (b.host, b.port)},
                               topics={topic: {p: 1 for p in range(partitions)}})
+
+
+def register_topic(zk_connect: str, bootstrap: str, topic: str, partitions: int, *,
+                   messages: Callable[[int], Iterable[Message]] = lambda _n: ()
+                   ) -> Tuple[int, bool]:
+    """A topic ZkHosts can see on the tansu servers a ``demo --keep`` left running (tansu
+    writes no broker registry; the demo writes one for its topic): ``topic`` is created
+    with ``partitions`` and ``messages(partitions)`` produced into it unless the broker
+    has it already (then its own partitions count and nothing is produced), and Kafka's
+    broker registry for it is written under ``/brokers`` as a ZooKeeper-mode Kafka would.
+    Returns the topic's partitions and whether it was created here."""
+    from kafka import KafkaConsumer
+    from kazoo.client import KazooClient
+
+    from storm_kafka_compat.servers.registry import write_broker_registry
+    from storm_kafka_compat.servers.tansu import create_topic, produce_exact
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="skc-demo-topics",
+                             allow_auto_create_topics=False)
+    try:
+        existing = consumer.partitions_for_topic(topic)
+    finally:
+        consumer.close()
+    created = not existing
+    if created:
+        create_topic(bootstrap, topic, partitions)
+        produce_exact(bootstrap, topic, messages(partitions))
+    else:
+        partitions = len(existing or ())
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    client = KazooClient(hosts=zk_connect)
+    client.start(timeout=15)
+    try:
+        write_broker_registry(client, brokers={1: (host, int(port))},
+                              topics={topic: {p: 1 for p in range(partitions)}})
+    finally:
+        client.stop()
+        client.close()
+    return partitions, created
 
 
 def spark_cluster(workers: int) -> "SparkCluster":

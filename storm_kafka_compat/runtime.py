@@ -220,25 +220,27 @@ class Runtime:
     # --- the spout -----------------------------------------------------------------------
 
     def policy(self, *, task_index: int = 0, total_tasks: int = 1,
-               take_over: bool = False) -> OffsetPolicy:
+               take_over: bool = False, new_id: bool = False) -> OffsetPolicy:
         """The offset policy the config calls for: storm-kafka-client's consumer-group
         commits for a Kafka-store job, storm-kafka's documents otherwise (with the
         ownership record of task ``task_index`` of ``total_tasks``; ``take_over``
-        starts even while another job's record is there)."""
+        starts even while another job's record is there; ``new_id`` starts an id that
+        has no document although other ids under the zkRoot hold offsets of the topic)."""
         if self.kafka_store:
             from storm_kafka_compat.spout.client.spout import GroupCommits
             return GroupCommits(self.job, self.group_offsets, self.kafka, self.topology_id,
                                 task_index=task_index)
         from storm_kafka_compat.spout.legacy import ZkDocuments
         return ZkDocuments(self.job, self.store, self.kafka, self.topology_id,
-                           task_index=task_index, total_tasks=total_tasks, take_over=take_over)
+                           task_index=task_index, total_tasks=total_tasks, take_over=take_over,
+                           new_id=new_id)
 
     def spout(self, *, clock: Optional[Clock] = None, task_index: int = 0,
-              total_tasks: int = 1, take_over: bool = False) -> Spout:
+              total_tasks: int = 1, take_over: bool = False, new_id: bool = False) -> Spout:
         """The driver-side spout: this task's share of the discovery's partitions, with
         the offset policy the config calls for (:meth:`policy`)."""
         policy = self.policy(task_index=task_index, total_tasks=total_tasks,
-                             take_over=take_over)
+                             take_over=take_over, new_id=new_id)
         return Spout(self.job, self.kafka, self.discovery(), policy, clock=clock,
                      task_index=task_index, total_tasks=total_tasks)
 

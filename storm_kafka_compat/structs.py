@@ -23,6 +23,25 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}/{self.partition}"
 
 
+def lag(log_end: Optional[int], offset: Optional[int]) -> Optional[int]:
+    """The one definition of lag: the offsets from ``offset`` (a next offset to read) up
+    to ``log_end`` (Kafka's next offset to write), None when either is unknown; negative
+    when ``offset`` is beyond the log end (a re-created or truncated topic).
+
+    Two lags are reported, each by this function, under its own name:
+
+    * **lag** (``LAG``): from the *committed* offset, what a start now would read. It is
+      what ``offsets show``, storm-kafka-monitor and kafka-consumer-groups call lag, and
+      ``LAG`` in ``status`` and the progress line;
+    * **spoutLag** (``SPOUT-LAG``): from the latest *completed* offset (every offset
+      below it acked or given up), Storm's ``kafkaOffset`` metric. It is smaller by what
+      is completed and not committed yet (at most one ``stateUpdateIntervalMs`` of work).
+    """
+    if log_end is None or offset is None:
+        return None
+    return log_end - offset
+
+
 @dataclass
 class BoltError:
     """A bolt's (or scheme's) exceptions of one kind in one task, as a value that

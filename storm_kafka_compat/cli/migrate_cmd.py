@@ -7,7 +7,6 @@ reached), 2 for a configuration error.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional
 
 import click
@@ -25,12 +24,12 @@ def migrate() -> None:
 
 
 def id_rows(found: List[Any]) -> List[Dict[str, Any]]:
-    """Table rows of :class:`~storm_kafka_compat.tools.plan.SpoutIdDocuments`."""
+    """Table rows of :class:`~storm_kafka_compat.offsets.spout_ids.SpoutIdDocuments`."""
+    from storm_kafka_compat.offsets.spout_ids import written_at
     return [{"ID": d.spout_id, "DOCUMENTS": len(d.offsets),
              "OFFSETS": ",".join(str(o) for o in d.offsets.values()),
              "TOPOLOGY-IDS": ",".join(d.topology_ids),
-             "LAST-WRITTEN": datetime.datetime.fromtimestamp(
-                 d.modified_ms / 1000, tz=datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")}
+             "LAST-WRITTEN": written_at(d.modified_ms)}
             for d in found]
 
 

@@ -147,7 +147,7 @@ def _show_ids(zk: str, zk_root: str, as_json_flag: bool) -> int:
     """``offsets show --zk Z --zk-root R``: the spout ids under a root."""
     from storm_kafka_compat.cli.migrate_cmd import ID_COLUMNS, id_rows
     from storm_kafka_compat.offsets.zkstore import ZkStateStore
-    from storm_kafka_compat.tools.plan import ids_under_root
+    from storm_kafka_compat.offsets.spout_ids import ids_under_root
     with ZkStateStore(zk) as store:
         found = ids_under_root(store, zk_root)
     if as_json_flag:

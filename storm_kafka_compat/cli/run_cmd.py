@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TextIO
 
@@ -84,6 +85,10 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
 @click.option("--spark-ui", is_flag=True,
               help="Turn Spark's web UI on (off by default; spark.ui.port sets its port).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--summary-file", type=click.Path(dir_okay=False), default=None,
+              help="Write the run summary (the --json document) to this file when the run "
+                   "ends, before it is printed: it survives a console or pipe that went away "
+                   "(`run ... | tee log` and a Ctrl-C that ends tee too).")
 @click.option("--no-imports", is_flag=True,
               help="Do not import the bolts and schemes on the driver before starting (when "
                    "they exist only on the executors, e.g. in an archive spark.archives ships).")
@@ -91,10 +96,15 @@ def _metrics_sink(path: Optional[str], prometheus_port: Optional[int]) -> Any:
               help="Start even though another job's ownership record of the documents is "
                    "there (its host crashed, or it is being replaced); that job stops at its "
                    "next commit without writing.")
+@click.option("--new-id", is_flag=True,
+              help="spout.id is new on purpose: start it at startOffsetTime although other "
+                   "ids under the zkRoot hold offsets of the topic (without it such a start "
+                   "stops with exit 2, naming them, as `migrate plan` does).")
 def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max_messages: int,
         metrics_file: Optional[str], prometheus_port: Optional[int], task_index: int,
         total_tasks: int, status_port: Optional[int], spark_ui: bool,
-        as_json_flag: bool, no_imports: bool, take_over: bool) -> int:
+        as_json_flag: bool, summary_file: Optional[str], no_imports: bool, take_over: bool,
+        new_id: bool) -> int:
     """Run the pipeline described by CONFIG.
 
     Prints one line per partition at start (where it resumes and why), a progress
@@ -111,18 +121,32 @@ def run(config_path: str, until_caught_up: bool, max_batches: Optional[int], max
                        max_batches=max_batches, max_messages=max_messages,
                        metrics_file=metrics_file, prometheus_port=prometheus_port,
                        task_index=task_index, total_tasks=total_tasks, status_port=status_port,
-                       spark_ui=spark_ui, no_imports=no_imports, take_over=take_over)
+                       spark_ui=spark_ui, no_imports=no_imports, take_over=take_over,
+                       new_id=new_id)
     except StopBeforeStart as stopped:
         err(f"stopped during start-up ({stopped.signal_name}): no batch ran; nothing was "
             "read or committed")
         return 0
     finally:
         restore_signals()
+    if summary_file is not None:
+        write_summary_file(summary_file, summary)
     if as_json_flag:
         as_json(summary.as_dict())
     else:
         print_summary(summary)
     return 1 if summary.final_commit_failed else 0
+
+
+def write_summary_file(path: str, summary: "RunSummary") -> None:
+    """The summary's JSON document in ``path``, whole or not at all (written beside it,
+    then renamed); said on stderr."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as out:
+        json.dump(summary.as_dict(), out, indent=1)
+        out.write("\n")
+    os.replace(tmp, path)
+    err(f"summary: {path}")
 
 
 def print_summary(summary: "RunSummary") -> None:
@@ -153,7 +177,7 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
          max_batches: Optional[int], max_messages: int, metrics_file: Optional[str],
          prometheus_port: Optional[int], task_index: int, total_tasks: int,
          status_port: Optional[int], spark_ui: bool, no_imports: bool,
-         take_over: bool) -> "RunSummary":
+         take_over: bool, new_id: bool) -> "RunSummary":
     """The run of ``run``: load, check, build the pipeline, run it."""
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     from storm_kafka_compat.engine.shipping import resolve
@@ -179,7 +203,7 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
     # runtime picks the spout (kafkaSpout.offsetStore: kafka -> consumer-group commits)
     # and the pipeline its runner (dataframe: -> the DataFrame mode)
     extra: Dict[str, Any] = {"task_index": task_index, "total_tasks": total_tasks,
-                             "take_over": take_over}
+                             "take_over": take_over, "new_id": new_id}
     if spark_ui:
         import dataclasses
         job = dataclasses.replace(job, spark=dataclasses.replace(
@@ -214,8 +238,14 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
 @click.option("--keep", "keep_dir", type=click.Path(file_okay=False), default=None,
               help="Leave ZooKeeper and the broker running, with the job's CONFIG in this "
                    "(new or empty) directory, and print the commands to try against them.")
+@click.option("--add-topic", "add_topic", default=None, metavar="NAME",
+              help="With --keep DIR of a kept demo: create topic NAME on its broker (with "
+                   "--partitions and --messages page views; a topic made otherwise is only "
+                   "registered), register it in its ZooKeeper's broker registry so ZkHosts "
+                   "sees it, and write DIR/NAME.yaml, the CONFIG that reads it.")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the result as JSON.")
-def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: bool) -> int:
+def demo(messages: int, partitions: int, keep_dir: Optional[str], add_topic: Optional[str],
+         as_json_flag: bool) -> int:
     """Run the main job on embedded servers.
 
     Starts a real ZooKeeper (pyspark's jars) and the tansu Kafka-protocol broker on
@@ -225,6 +255,8 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: 
     """
     from storm_kafka_compat.tools.demo import next_steps, run_demo
 
+    if add_topic is not None:
+        return _add_topic(keep_dir, add_topic, partitions, messages, as_json_flag)
     result = run_demo(messages=messages, partitions=partitions, log=err, keep_dir=keep_dir)
     if as_json_flag:
         as_json(result)
@@ -240,3 +272,24 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], as_json_flag: 
         for line in next_steps(kept):
             err(f"  {line}")
     return 0 if result["ok"] else 1
+
+
+def _add_topic(keep_dir: Optional[str], topic: str, partitions: int, messages: int,
+               as_json_flag: bool) -> int:
+    """``demo --keep DIR --add-topic NAME``."""
+    from storm_kafka_compat.tools.demo import add_topic, command_name
+    if keep_dir is None:
+        raise click.UsageError("--add-topic needs --keep DIR, the directory of a kept demo")
+    done = add_topic(keep_dir, topic, partitions=partitions, messages=messages)
+    if as_json_flag:
+        as_json(done)
+        return 0
+    made = (f"created on {done['broker']} with {done['partitions']} partitions and "
+            f"{done['messages']} messages" if done["created"] else
+            f"found on {done['broker']} with {done['partitions']} partitions (nothing produced)")
+    err(f"topic {topic!r} {made}; registered at {done['registry']} in the demo's ZooKeeper, "
+        f"so ZkHosts sees it; CONFIG {done['config']}. Try:")
+    skc, config = command_name(), shlex.quote(done["config"])
+    for line in (f"{skc} offsets explain {config}", f"{skc} run {config} --until-caught-up"):
+        err(f"  {line}")
+    return 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
+from storm_kafka_compat.topology.grouping import stage_levels
 from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION,
                                              DEFAULT_STORM_ZOOKEEPER, EARLIEST_TIME,
                                              LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)
@@ -94,6 +95,12 @@ class TrapFacts:
     zk_servers_given: bool = True
     evidence: Dict[str, Evidence] = field(default_factory=dict)
     ported_schemes: Sequence[str] = ()  # Java scheme classes written as placeholders
+    #: the ``topology.bolts`` entries as written (name, parallelism, inputs)
+    bolts: Sequence[Any] = ()
+    #: a single ``bolt: module:callable``
+    simple_bolt: bool = False
+    #: topology.state.dir (None: the default under ~/.local/state)
+    state_dir: Any = None
 
     @classmethod
     def from_job(cls, job: JobConfig) -> "TrapFacts":
@@ -111,7 +118,9 @@ class TrapFacts:
                    first_poll=client.first_poll_offset_strategy if client else None,
                    documents=not job.uses_kafka_offsets,
                    zk_servers_given=s.zk_servers is not None or
-                   job.topology.zookeeper_servers != DEFAULT_STORM_ZOOKEEPER)
+                   job.topology.zookeeper_servers != DEFAULT_STORM_ZOOKEEPER,
+                   bolts=tuple((job.topology_spec or {}).get("bolts") or ()),
+                   simple_bolt=job.bolt is not None, state_dir=job.topology.state_dir)
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any],
@@ -150,7 +159,11 @@ class TrapFacts:
                                                  "UNCOMMITTED_EARLIEST" if client else None),
                    documents=not kafka_store, zk_servers_given=bool(servers),
                    evidence=dict(evidence or {}),
-                   ported_schemes=tuple(ported_schemes))
+                   ported_schemes=tuple(ported_schemes),
+                   bolts=tuple(topology.get("bolts") or ()) if isinstance(
+                       topology.get("bolts"), list) else (),
+                   simple_bolt=config.get("bolt") is not None,
+                   state_dir=topology.get("topology.state.dir"))
 
 
 def find_traps(facts: TrapFacts) -> List[Trap]:
@@ -161,7 +174,8 @@ def find_traps(facts: TrapFacts) -> List[Trap]:
                                  _max_offset_behind(facts), _max_offset_behind_in_flight(facts),
                                  offsets_zookeeper(facts))
                      if t is not None)
-    traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts))
+    traps.extend(t for t in (_first_poll(facts), _topology_id(facts), _custom_scheme(facts),
+                             bolt_tasks(facts))
                  if t is not None)
     return sorted(traps, key=lambda t: t.severity != DANGER)
 
@@ -380,3 +394,78 @@ def _custom_scheme(facts: TrapFacts) -> Optional[Trap]:
         f"{fix}port deserialize() as a Python callable bytes -> list of values "
         f"(None for no tuple) and name it in spout.scheme (docs/configuration.md, scheme).",
         CAUTION)
+
+
+# --- what differs for bolts -------------------------------------------------------------------
+
+#: where a bolt task's state is saved when topology.state.dir is unset
+DEFAULT_STATE_DIR = "~/.local/state/storm-kafka-compat/<zkRoot>/<id>"
+
+
+def workers_note(value: Any) -> str:
+    """What ``config convert`` says of Storm's ``topology.workers`` (not a CONFIG key)."""
+    return (f"config.topology.workers {value!r} not mapped: Storm's worker processes have no "
+            f"equal here. The Spark master and its executors (spark.master, spark.conf) run "
+            f"the fetching tasks and every bolt behind shuffle groupings; the tasks of bolts "
+            f"fed by fields, global or all groupings run one instance each in bolt-host "
+            f"processes on the driver's machine (topology.bolt.hosts); see the trap on "
+            f"topology.bolts and docs/migration-guide.md, \"Bolts: parallelism, workers, "
+            f"state\".")
+
+
+def _bolt_shape(entry: Any) -> Tuple[str, int, List[Tuple[str, str]]]:
+    """``(name, parallelism, [(source, grouping)])`` of a ``topology.bolts`` entry as
+    written (a placeholder parallelism counts as 1)."""
+    if not isinstance(entry, Mapping):
+        return str(entry), 1, []
+    parallelism = entry.get("parallelism", 1)
+    inputs = entry.get("inputs") or [{"from": "spout", "grouping": "shuffle"}]
+    return (str(entry.get("name")), parallelism if isinstance(parallelism, int) else 1,
+            [(str(i.get("from", "spout")), str(i.get("grouping", "shuffle")).lower())
+             for i in inputs if isinstance(i, Mapping)])
+
+
+def bolt_tasks(facts: TrapFacts) -> Optional[Trap]:
+    """What parallelism, Storm's workers, bolt state and a restart mean here, for the
+    bolts of this CONFIG (issue 31): the tasks of a bolt fed by a fields, global or all
+    grouping are one instance each in bolt hosts on the driver's machine, with their state
+    saved beside the offsets; the others run in every fetching Spark task's Python
+    worker."""
+    shapes = [_bolt_shape(b) for b in facts.bolts]
+    if not shapes:
+        if not facts.simple_bolt:
+            return None
+        return Trap(
+            "bolt_tasks", "bolt",
+            "the bolt runs in every fetching Spark task's Python worker: one instance per "
+            "worker (spark.master's cores), not per Storm task; what it keeps in its own "
+            "fields is per worker and gone at a restart, as a plain Storm bolt's memory is.",
+            "keep state that must be exact behind a fields grouping (topology.bolts): its "
+            "tasks keep one state each, saved with the offsets (docs/migration-guide.md).")
+    _level, crossing = stage_levels([n for n, _, _ in shapes],
+                                    {n: i for n, _, i in shapes}, "spout")
+    hosted = [f"{n} ({p} task{'s' if p != 1 else ''})" for n, p, _ in shapes if crossing[n]]
+    in_workers = [n for n, _, _ in shapes if not crossing[n]]
+    where = str(facts.state_dir) if facts.state_dir else DEFAULT_STATE_DIR
+    parts = []
+    if hosted:
+        parts.append(
+            f"the bolts fed by fields, global or all groupings, {', '.join(hosted)}, run one "
+            f"instance per task for the life of the job in bolt-host processes on the "
+            f"driver's machine (topology.bolt.hosts), not spread over Storm's "
+            f"topology.workers; their state is saved with the offsets at each commit under "
+            f"{where} (topology.state.dir, on the driver's machine); at a restart it is "
+            f"restored when the saved offsets equal the stored ones, else they start empty "
+            f"with a warning (after an offsets reset, or another writer)")
+    if in_workers:
+        parts.append(
+            f"{', '.join(in_workers)} run{'s' if len(in_workers) == 1 else ''} in every "
+            f"fetching Spark task's Python worker: one instance per worker, whatever its "
+            f"parallelism, and what {'it keeps' if len(in_workers) == 1 else 'they keep'} in "
+            f"fields is per worker and gone at a restart")
+    return Trap(
+        "bolt_tasks", "topology.bolts", "; ".join(parts) + ".",
+        ("keep topology.state.dir on a disk that outlives the driver's host (the state is "
+         "not in ZooKeeper); " if hosted else "") +
+        "docs/migration-guide.md, \"Bolts: parallelism, workers, state\", says what a crash "
+        "and a restart do.")

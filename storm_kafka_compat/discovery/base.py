@@ -18,8 +18,9 @@ This module is pure.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.structs import TopicPartition
@@ -62,3 +63,26 @@ class Discovery:
 
     def close(self) -> None:
         """Release what the discovery connected (a ZooKeeper client); idempotent."""
+
+
+#: topics named in full by :func:`known_topics`; beyond it they are counted
+TOPICS_SHOWN = 20
+
+
+def known_topics(topic: str, existing: Optional[Iterable[str]]) -> str:
+    """What to add to "topic X is unknown": the near names (``difflib``) and the topics
+    that exist (Kafka's internal ``__`` topics left out), ``""`` when nobody could say.
+
+    >>> known_topics("clikcs", ["clicks", "views", "__consumer_offsets"])
+    "; did you mean 'clicks'? The topics there: clicks, views"
+    """
+    if existing is None:
+        return ""
+    names = sorted(t for t in existing if not t.startswith("__"))
+    if not names:
+        return "; there is no topic there yet"
+    close = difflib.get_close_matches(topic, names, n=3, cutoff=0.6)
+    hint = "; did you mean " + " or ".join(repr(t) for t in close) + "?" if close else ""
+    shown = ", ".join(names[:TOPICS_SHOWN]) + (
+        f" and {len(names) - TOPICS_SHOWN} more" if len(names) > TOPICS_SHOWN else "")
+    return f"{hint}{' The' if hint else '; the'} topics there: {shown}"

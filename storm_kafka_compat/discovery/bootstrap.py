@@ -13,12 +13,12 @@ When the brokers cannot be asked, ``refresh`` raises the access's
 from __future__ import annotations
 
 import logging
-from typing import List
+from typing import List, Optional
 
 from storm_kafka_compat.config import BootstrapHosts, SpoutConfig, TopologyConfig
-from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo, known_topics
 from storm_kafka_compat.discovery.registry import java_full_match
-from storm_kafka_compat.errors import CoordinatorError
+from storm_kafka_compat.errors import CoordinatorError, StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,13 @@ class BootstrapDiscovery(Discovery):
         self.wildcard = topology.wildcard_match
         self.access = access
 
+    def _topics(self) -> Optional[List[str]]:
+        """The topics the brokers know, None when they cannot say."""
+        try:
+            return list(self.access.topics())
+        except StormKafkaCompatError:
+            return None
+
     def discover(self) -> List[PartitionInfo]:
         """Topics (regex-matched in wildcard mode, sorted) and their leaders.
 
@@ -69,7 +76,7 @@ class BootstrapDiscovery(Discovery):
                 raise CoordinatorError(
                     f"topic {t!r} has no partitions with a leader on "
                     f"{','.join(self.hosts.servers)}; check the topic name and that "
-                    "the brokers are up", topic=t)
+                    "the brokers are up" + known_topics(t, self._topics()), topic=t)
             expected = range(max(leaders) + 1) if leaders else range(0)
             missing = [p for p in expected if p not in leaders]
             if missing:

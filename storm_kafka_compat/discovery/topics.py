@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, List
 
-from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo, known_topics
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,8 @@ class TopicsDiscovery(Discovery):
         for topic in sorted(set(topics)):
             leaders = self.access.leaders(topic)
             if not leaders:
-                log.warning("topic %r has no partitions (missing?); skipped", topic)
+                log.warning("topic %r has no partitions (missing?); skipped%s", topic,
+                            known_topics(topic, self.access.topics()))
                 continue
             out.extend(PartitionInfo(topic, p, leaders[p]) for p in sorted(leaders))
         return out

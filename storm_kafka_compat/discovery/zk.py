@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Protocol
 
 from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery import registry
-from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
+from storm_kafka_compat.discovery.base import Discovery, PartitionInfo, known_topics
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,8 @@ def read_partitions(reader: RegistryReader, base_path: str, topic: str, *,
             _check_registry(reader, base_path)
             raise BrokerRegistryError(
                 f"{ppath} does not exist: topic {t!r} is unknown to Kafka (or still being "
-                f"created); check the topic name and brokerZkPath ({base_path!r})",
+                f"created); check the topic name and brokerZkPath ({base_path!r})"
+                + known_topics(t, reader.children(registry.topics_path(base_path))),
                 topic=t, zk_path=ppath)
         for p in range(len(children)):
             spath = registry.state_path(base_path, t, p)

@@ -106,6 +106,10 @@ class Pipeline:
         Start even while another job's ownership record of the documents is there
         (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
         commit.
+    new_id : bool
+        The spout id is new on purpose: start it although other ids under the
+        zkRoot hold offsets of the topic (refused otherwise, with what they hold:
+        :meth:`~storm_kafka_compat.spout.legacy.ZkDocuments.check_id`).
     **parts
         ``store``, ``kafka``, ``kafka_factory``, ``groups``, ``registry_reader``,
         ``topology_id`` for the :class:`~storm_kafka_compat.runtime.Runtime`.
@@ -118,7 +122,8 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 take_over: bool = False, **parts: Unpack[RuntimeParts]) -> None:
+                 take_over: bool = False, new_id: bool = False,
+                 **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
@@ -128,7 +133,8 @@ class Pipeline:
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else Runtime(job, **parts)
         self.spout = self.runtime.spout(clock=self.clock, task_index=task_index,
-                                        total_tasks=total_tasks, take_over=take_over)
+                                        total_tasks=total_tasks, take_over=take_over,
+                                        new_id=new_id)
         self.summary = RunSummary()
         self.reporter = Reporter(job, self.spout, self.runtime.kafka, self.summary,
                                  clock=self.clock, metrics=metrics, progress=progress)
@@ -257,7 +263,7 @@ class Pipeline:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap
-        self._in_flight = (self.summary.batches + 1, time.time(), plan)
+        self._in_flight = (plan.batch, time.time(), plan)
         try:
             if self.bolt_state is not None:
                 self.bolt_state.check()
@@ -269,7 +275,7 @@ class Pipeline:
             if not spark_gone(exc):
                 raise
             raise PipelineError(
-                f"Spark's JVM went away during batch {self.summary.batches + 1} "
+                f"Spark's JVM went away during batch {plan.batch} "
                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
                 "stopping: what was acknowledged before is committed and this batch is read "
                 "again at the next start. To stop a job, send SIGTERM to the driver (pid "
@@ -340,6 +346,7 @@ class Pipeline:
             except Exception:  # noqa: BLE001 - a metrics sink must not hide how the run ended
                 log.warning("the metrics of the last interval could not be sent",
                             exc_info=True)
+            self.reporter.finish(self.clock(), self.summary.batches)
             self.spout.release()
         finally:
             if self._runner is not None:

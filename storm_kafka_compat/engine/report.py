@@ -29,6 +29,7 @@ from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
 from storm_kafka_compat.spout.spout import Spout, SpoutCounts
 from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import lag as offset_lag
 
 #: the driver loop's logger: these lines are the loop's, wherever their code lives
 log = logging.getLogger("storm_kafka_compat.engine.driver")
@@ -64,7 +65,8 @@ def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
             "topic": key[0], "partition": key[1], "location": pm.location,
             "emitted": pm.emitted_to, "committed": pm.committed_to,
             "completed": done, "log_end": log_end,
-            "lag": max(0, log_end - done) if log_end is not None else None,
+            "lag": offset_lag(log_end, pm.committed_to),
+            "spout_lag": offset_lag(log_end, done),
             "pending": pm.pending_count, "retries": len(pm.retry),
             "processed": n, "rate": round(n / seconds, 1) if seconds else 0.0})
     total = sum(p["processed"] for p in parts)
@@ -73,6 +75,7 @@ def status_snapshot(*, managers: Mapping[TopicPartition, PartitionState],
         "interval_s": round(seconds, 3), "batches": batches, "messages": messages,
         "rate": round(total / seconds, 1) if seconds else 0.0,
         "lag": sum(p["lag"] for p in parts if p["lag"] is not None),
+        "spout_lag": sum(p["spout_lag"] for p in parts if p["spout_lag"] is not None),
         "lag_unknown": sum(1 for p in parts if p["lag"] is None),
         "pending": sum(p["pending"] for p in parts),
         "retries": sum(p["retries"] for p in parts),
@@ -108,10 +111,16 @@ def with_batch_in_flight(snapshot: Optional[Mapping[str, Any]], batch: int, star
 
 
 def progress_line(snapshot: Mapping[str, Any]) -> str:
-    """``batch N: R msg/s, lag L, pending P, retries T`` over the last interval, and
-    for how long the offset store has not answered, if it does not."""
+    """``batch N: R msg/s, lag L (spoutLag S), pending P, retries T`` over the last
+    interval (N: the batches run so far, as the summary counts them; L from the
+    committed offsets as ``offsets show`` computes it, S from the completed ones:
+    :func:`storm_kafka_compat.structs.lag`), and for how long the offset store has not
+    answered, if it does not."""
     unknown = snapshot.get("lag_unknown") or 0
-    lag = f"{snapshot['lag']:,}" + (f" (+{unknown} unknown)" if unknown else "")
+    extra = [f"spoutLag {snapshot['spout_lag']:,}"] if snapshot.get(
+        "spout_lag", snapshot["lag"]) != snapshot["lag"] else []
+    extra += [f"+{unknown} unknown"] if unknown else []
+    lag = f"{snapshot['lag']:,}" + (f" ({', '.join(extra)})" if extra else "")
     line = (f"batch {snapshot['batches']}: {snapshot['rate']:,.0f} msg/s, lag {lag}, "
             f"pending {snapshot['pending']:,}, retries {snapshot['retries']:,}")
     errors = sum(n for kinds in (snapshot.get("bolt_errors") or {}).values()
@@ -129,18 +138,20 @@ def progress_line(snapshot: Mapping[str, Any]) -> str:
     return line
 
 
-STATUS_COLUMNS = ("TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "PENDING", "RETRIES",
-                  "RATE", "IN-FLIGHT")
+STATUS_COLUMNS = ("TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "SPOUT-LAG", "PENDING",
+                  "RETRIES", "RATE", "IN-FLIGHT")
 
 
 def status_rows(snapshot: Mapping[str, Any]) -> Iterable[Dict[str, Any]]:
     """The snapshot as table rows under :data:`STATUS_COLUMNS`, then a TOTAL row."""
     for p in snapshot["partitions"]:
         yield {"TOPIC": p["topic"], "PARTITION": p["partition"], "COMMITTED": p["committed"],
-               "LOG-END": p["log_end"], "LAG": p["lag"], "PENDING": p["pending"],
+               "LOG-END": p["log_end"], "LAG": p["lag"], "SPOUT-LAG": p.get("spout_lag"),
+               "PENDING": p["pending"],
                "RETRIES": p["retries"], "RATE": p["rate"], "IN-FLIGHT": p.get("in_flight")}
     yield {"TOPIC": "TOTAL", "PARTITION": "all",
-           "LAG": snapshot["lag"], "PENDING": snapshot["pending"],
+           "LAG": snapshot["lag"], "SPOUT-LAG": snapshot.get("spout_lag"),
+           "PENDING": snapshot["pending"],
            "RETRIES": snapshot["retries"], "RATE": snapshot["rate"]}
 
 
@@ -292,6 +303,19 @@ class Reporter:
             if self.progress:
                 self.progress(progress_line(snap))
             self._last_progress_ms = now_ms
+
+    def finish(self, now_ms: int, batches: int) -> None:
+        """The run ended (after its final commit): one last progress line, so the last
+        line printed counts the batches the summary counts and shows the lag as
+        committed. A failure here must not hide how the run ended: it is logged."""
+        if self.progress is None or batches == 0:
+            return
+        try:
+            snap = self.report(max(0, now_ms - self._last_progress_ms))
+        except Exception:  # noqa: BLE001 - the run's end is said by the summary
+            log.warning("the last progress line could not be made", exc_info=True)
+            return
+        self.progress(progress_line(snap))
 
     def offset_samples(self) -> List[OffsetSample]:
         """Log start and end of every managed partition, for metrics and progress.

@@ -16,14 +16,13 @@ from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.topology.grouping import CROSSING_GROUPINGS, stage_levels
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.engine.dag import (AckSink, LocalRuntime, TaskDispatcher, diff_counts,
                                            local_runtime)
 from storm_kafka_compat.engine.process import (BatchOutcome, RangeBuilder, as_fetch_plan,
                                                batch_outcome, emit_spout)
 
-#: groupings that need the tuples of every partition in one place
-CROSSING_GROUPINGS = ("fields", "global", "all")
 
 
 # --- the layout -------------------------------------------------------------------------
@@ -62,18 +61,9 @@ def stage_layout(topology: Topology) -> StageLayout:
     """Cut ``topology`` into stages (see :mod:`.stages`): stage 0 holds the bolts
     reachable from the spout through shuffles only; a bolt fed by a crossing
     grouping starts a new stage."""
-    level: Dict[str, int] = {}
-    crossing: Dict[str, bool] = {}
-    for name in topology.order:
-        lv = 0
-        for g in topology.bolts[name].inputs:
-            src = 0 if g.source == topology.spout else level[g.source]
-            lv = max(lv, src + (1 if g.kind in CROSSING_GROUPINGS else 0))
-        level[name] = lv
-    for name in topology.order:
-        crossing[name] = level[name] > 0 and any(
-            (0 if g.source == topology.spout else level[g.source]) < level[name]
-            for g in topology.bolts[name].inputs)
+    level, crossing = stage_levels(
+        topology.order, {name: [(g.source, g.kind) for g in topology.bolts[name].inputs]
+                         for name in topology.order}, topology.spout)
     n = max(level.values(), default=0) + 1
     stages = tuple(tuple(c for c in topology.order if level[c] == i) for i in range(n))
     slots = tuple(tuple((c, t) for c in names if crossing[c]

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import yaml
 
+from storm_kafka_compat.config.traps import workers_note
 from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placeholders,
                                        placeholder_fix, parse_yaml)
 from storm_kafka_compat.errors import ConfigError
@@ -220,6 +221,8 @@ def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) 
                                     f"top-level name {topology['name']!r}.")
                 continue
             topology["name" if key == "topology.name" else key] = value
+        elif key == "topology.workers":
+            unmapped.append(workers_note(value))
         else:
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 

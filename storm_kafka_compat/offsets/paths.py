@@ -11,7 +11,7 @@ reports such paths before any server is contacted.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, List, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
 
@@ -173,3 +173,39 @@ def validate_zk_root(zk_root: str) -> str:
     except ConfigError as exc:
         raise ConfigError(str(exc), key="spout.zkRoot", value=zk_root) from None
     return zk_root
+
+
+def spout_document_paths(children: Callable[[str], Optional[List[str]]], zk_root: str,
+                         spout_id: str, wildcard: bool) -> List[str]:
+    """The paths of one spout's offset documents, ordered by topic then partition number.
+
+    Parameters
+    ----------
+    children : callable(path) -> list of names, or None when ``path`` does not exist
+        The store's listing.
+    zk_root, spout_id : str
+        ``zkRoot`` and ``id``.
+    wildcard : bool
+        True for the wildcard layout ``zkRoot/id/<topic>/partition_N``.
+
+    Children that are not ``partition_<N>`` nodes of the chosen layout are skipped.
+    """
+    root = spout_root(zk_root, spout_id)
+    validate_zk_path(root)
+    found: List[Tuple[str, int, str]] = []
+    names = children(root) or []
+    if wildcard:
+        for topic in names:
+            if parse_partition_node(topic) is not None:
+                continue
+            for name in children(f"{root}/{topic}") or []:
+                number = parse_partition_node(name)
+                if number is not None:
+                    found.append((topic, number, f"{root}/{topic}/{name}"))
+    else:
+        for name in names:
+            number = parse_partition_node(name)
+            if number is not None:
+                found.append(("", number, f"{root}/{name}"))
+    found.sort()
+    return [path for _t, _n, path in found]

@@ -19,6 +19,7 @@ have written nothing the caller may count on. The in-memory doubles in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import (ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple,
                     TypeVar, runtime_checkable)
 
@@ -57,6 +58,33 @@ class DocumentStore(OffsetStore[str, StoredDocument, bytes], Protocol):
 
     def children(self, path: str, /) -> Optional[List[str]]:
         """The names under ``path``, sorted; None when ``path`` does not exist."""
+        ...
+
+
+@dataclass(frozen=True)
+class NodeStat:
+    """When a document was last written (epoch ms, ZooKeeper's clock) and how often
+    (``version`` grows by one per write)."""
+
+    mtime_ms: int
+    version: int
+
+
+@runtime_checkable
+class SpoutListing(DocumentStore, Protocol):
+    """A document store that lists the spouts under a zkRoot with their documents'
+    write times (the operator tools, and the start-up check of a spout id that has no
+    document while others do: :mod:`storm_kafka_compat.offsets.spout_ids`)."""
+
+    def read_many_stat(self, paths: Iterable[str], /
+                       ) -> Dict[str, Optional[Tuple[StoredDocument, NodeStat]]]:
+        """:meth:`read_many`, with each node's last-modified time and version."""
+        ...
+
+    def spout_document_paths(self, zk_root: str, spout_id: str, wildcard: bool, /
+                             ) -> List[str]:
+        """The paths of one spout's documents
+        (:func:`~storm_kafka_compat.offsets.paths.spout_document_paths`)."""
         ...
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Self, Set, Tuple
 
 from kazoo.exceptions import (NoAuthError, NodeExistsError, NoNodeError, RolledBackError,
@@ -27,7 +26,8 @@ from kazoo.exceptions import (NoAuthError, NodeExistsError, NoNodeError, RolledB
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig
 from storm_kafka_compat.errors import ConcurrentWriterError, ConfigError, StateError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
-from storm_kafka_compat.offsets.paths import parse_partition_node, spout_root, validate_zk_path
+from storm_kafka_compat.offsets.store import NodeStat
+from storm_kafka_compat.offsets.paths import spout_document_paths, validate_zk_path
 from storm_kafka_compat.offsets.zksession import ZkSession
 
 logger = logging.getLogger(__name__)
@@ -47,15 +47,6 @@ _ACL_OVERHEAD_BYTES = 16
 def _parent(path: str) -> str:
     parent = path.rsplit("/", 1)[0]
     return parent or "/"
-
-
-@dataclass(frozen=True)
-class NodeStat:
-    """When a document was last written (epoch ms, ZooKeeper's clock) and how often
-    (``version`` grows by one per write)."""
-
-    mtime_ms: int
-    version: int
 
 
 class ZkStateStore(ZkSession):
@@ -218,25 +209,7 @@ class ZkStateStore(ZkSession):
 
     def spout_document_paths(self, zk_root: str, spout_id: str, wildcard: bool) -> List[str]:
         """The paths of one spout's offset documents (as :meth:`list_spout_documents`)."""
-        root = spout_root(zk_root, spout_id)
-        validate_zk_path(root)
-        found: List[Tuple[str, int, str]] = []
-        names = self.children(root) or []
-        if wildcard:
-            for topic in names:
-                if parse_partition_node(topic) is not None:
-                    continue
-                for name in self.children(f"{root}/{topic}") or []:
-                    number = parse_partition_node(name)
-                    if number is not None:
-                        found.append((topic, number, f"{root}/{topic}/{name}"))
-        else:
-            for name in names:
-                number = parse_partition_node(name)
-                if number is not None:
-                    found.append(("", number, f"{root}/{name}"))
-        found.sort()
-        return [path for _t, _n, path in found]
+        return spout_document_paths(self.children, zk_root, spout_id, wildcard)
 
     # --- writes -----------------------------------------------------------------------
 

@@ -25,11 +25,14 @@ from storm_kafka_compat.config import Broker, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.errors import OwnershipConflictError, StormKafkaCompatError
+from storm_kafka_compat.errors import ConfigError, OwnershipConflictError, StormKafkaCompatError
 from storm_kafka_compat.offsets.ownership import (OwnerRecord, OwnershipGuard, crashed,
                                                   owner_path, read_owners)
 from storm_kafka_compat.offsets.paths import document_path, spout_root
-from storm_kafka_compat.offsets.store import BoundedStore, DocumentStore, OwnerRecords
+from storm_kafka_compat.offsets.spout_ids import (holding, ids_under_root, other_ids_problem,
+                                                  topic_matcher)
+from storm_kafka_compat.offsets.store import (BoundedStore, DocumentStore, OwnerRecords,
+                                              SpoutListing)
 from storm_kafka_compat.spout.manager import PartitionManager
 from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.spout.startup import StartDecision, decide_start
@@ -58,6 +61,11 @@ class ZkDocuments:
     take_over : bool
         Start even while another job's ownership record is there (``run
         --take-over``); that job stops at its next commit.
+    new_id : bool
+        The spout id is new on purpose (``run --new-id``): start it at
+        ``startOffsetTime`` although other ids under the zkRoot hold offsets of the
+        topic (said as a warning). Without it such a start is refused
+        (:meth:`check_id`).
     host : str, optional
         This host's name, in the ownership record (``socket.gethostname()``).
     pid_alive : callable(int) -> bool, optional
@@ -72,7 +80,7 @@ class ZkDocuments:
 
     def __init__(self, job: JobConfig, store: DocumentStore, kafka: KafkaAccess,
                  topology_id: str, *, task_index: int = 0, total_tasks: int = 1,
-                 take_over: bool = False, host: Optional[str] = None,
+                 take_over: bool = False, new_id: bool = False, host: Optional[str] = None,
                  pid_alive: Optional[Callable[[int], bool]] = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -89,6 +97,9 @@ class ZkDocuments:
         #: documents we wrote last, and of our ownership record, per commit
         self.ownership = OwnershipGuard(topology_id)
         self.task_index, self.total_tasks, self.take_over = task_index, total_tasks, take_over
+        self.new_id = new_id
+        #: the spout id was checked against the other ids under the zkRoot (check_id)
+        self._id_checked = False
         self._host = host or socket.gethostname()
         self._pid_alive = pid_alive or _pid_alive
         self._sleep, self._clock = sleep, clock
@@ -195,8 +206,36 @@ class ZkDocuments:
             "which took these documents over: this job stops without writing them",
             zk_path=self._record_path)
 
+    def check_id(self) -> None:
+        """Once, before the first document is read: when this spout id has no document
+        while other ids under the zkRoot hold offsets of the topic (a wrong ``spout.id``,
+        or Storm's random one), raise ConfigError in ``migrate plan``'s words
+        (:func:`~storm_kafka_compat.offsets.spout_ids.other_ids_problem`), unless
+        ``new_id``: then it is a warning and the job starts at ``startOffsetTime``."""
+        if self._id_checked:
+            return
+        self._id_checked = True
+        spout, wildcard = self.job.spout, self.job.topology.wildcard_match
+        if (not isinstance(self.store, SpoutListing) or spout.zk_root is None
+                or spout.id is None
+                or self.store.spout_document_paths(spout.zk_root, spout.id, wildcard)):
+            return
+        others = holding([d for d in ids_under_root(self.store, spout.zk_root,
+                                                    wildcard=wildcard)
+                          if d.spout_id != spout.id], topic_matcher(spout.topic, wildcard))
+        if not others:
+            return
+        problem = other_ids_problem(spout_root(spout.zk_root, spout.id), spout.topic, others)
+        if self.new_id:
+            log.warning("%s; starting at startOffsetTime as asked (--new-id)", problem)
+            return
+        raise ConfigError(
+            f"{problem}. If this id is new on purpose (every partition then starts at "
+            f"startOffsetTime), run with --new-id", key="spout.id", value=spout.id)
+
     # --- the policy ------------------------------------------------------------------------
     def start(self, spout: Spout, info: PartitionInfo) -> Tuple[StartDecision, PartitionManager]:
+        self.check_id()
         self.claim()
         path = document_path(self.job.spout.zk_root, self.job.spout.id, info.partition,
                              info.path_topic)

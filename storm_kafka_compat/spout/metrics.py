@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config import NO_OFFSET
+from storm_kafka_compat.structs import lag as offset_lag
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def kafka_offset_metric(samples: Iterable[OffsetSample]) -> Optional[Dict[str, i
         seen = True
         if s.earliest is None or s.latest is None or s.latest == NO_OFFSET:
             return None
-        lag = s.latest - s.latest_completed
+        lag = offset_lag(s.latest, s.latest_completed) or 0     # spoutLag: from completed
         # for wildcard partitions the id already starts with the topic
         prefix = partition_id(s.topic, s.partition, s.wildcard)
         if not s.wildcard:

@@ -203,7 +203,8 @@ class Spout:
         #: reach is read first in the next batch
         self._reached_in: Dict[TopicPartition, int] = {}
         self._applied = 0
-        #: batches planned with something to fetch (a batch's number in the run)
+        #: batches planned with something to fetch (a batch's number in the run; the run
+        #: summary and the progress line count the same batches)
         self._planned = 0
         #: partitions whose task failed, and how many batches in a row
         self._task_errors: Dict[TopicPartition, int] = {}
@@ -301,6 +302,8 @@ class Spout:
                 # fetch's wait at the end (~0.2 s) out of its task's budget
                 plan = replace(plan, idle=True)
             plans.append(plan)
+        if not plans:
+            return BatchPlan()
         plans.sort(key=lambda p: self._reached_in.get(p.key, -1))     # stable
         self._planned += 1
         return BatchPlan(tuple(plans), self._planned)

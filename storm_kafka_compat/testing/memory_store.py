@@ -7,17 +7,23 @@ and ``fail_reads`` make the next calls raise ZooKeeperUnavailableError.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional, Set
+import time
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from storm_kafka_compat.errors import ZooKeeperUnavailableError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
+from storm_kafka_compat.offsets.paths import spout_document_paths
+from storm_kafka_compat.offsets.store import NodeStat
 
 
 class MemoryStateStore:
-    """Documents by path; every ``write_many`` counts as one round trip."""
+    """Documents by path; every ``write_many`` counts as one round trip. ``stats``
+    holds each node's last write (epoch ms) and version, as ZooKeeper's stat does."""
 
     def __init__(self, docs: Optional[Mapping[str, bytes]] = None) -> None:
         self.docs: Dict[str, bytes] = dict(docs or {})
+        now = int(time.time() * 1000)
+        self.stats: Dict[str, NodeStat] = {p: NodeStat(now, 0) for p in self.docs}
         self.round_trips = 0
         self.writes = 0
         self.fail_writes = 0
@@ -39,9 +45,24 @@ class MemoryStateStore:
             self.fail_writes -= 1
             raise ZooKeeperUnavailableError(f"scripted outage writing {len(docs)} documents")
         self.docs.update(docs)
+        now = int(time.time() * 1000)
+        for path in docs:
+            old = self.stats.get(path)
+            self.stats[path] = NodeStat(now, old.version + 1 if old is not None else 0)
         self.round_trips += 1
         self.writes += len(docs)
         return 1
+
+    def read_many_stat(self, paths: Iterable[str]
+                       ) -> Dict[str, Optional[Tuple[StoredDocument, NodeStat]]]:
+        out: Dict[str, Optional[Tuple[StoredDocument, NodeStat]]] = {}
+        for path in paths:
+            doc = self.read(path)
+            out[path] = None if doc is None else (doc, self.stats.get(path, NodeStat(0, 0)))
+        return out
+
+    def spout_document_paths(self, zk_root: str, spout_id: str, wildcard: bool) -> List[str]:
+        return spout_document_paths(self.children, zk_root, spout_id, wildcard)
 
     def children(self, path: str) -> Optional[List[str]]:
         prefix = path.rstrip("/") + "/"

@@ -10,15 +10,20 @@ Then the pipeline runs with ZkHosts until it has caught up, and the demo checks
 that every partition resumed where Storm stopped and committed the log end.
 
 With ``keep_dir`` the servers stay up after the demo, the job's CONFIG is written
-there (``job.yaml``) and :func:`next_steps` lists the commands to run against
-them (``demo --keep``).
+there (``job.yaml``, and what was kept in ``kept.json``) and :func:`next_steps` lists
+the commands to run against them (``demo --keep``). The broker (tansu) writes no broker
+registry in ZooKeeper, so a topic made on it is not seen by ZkHosts until it is
+registered: :func:`add_topic` (``demo --keep DIR --add-topic NAME``) creates one (or
+takes one made otherwise), registers it and writes its CONFIG beside ``job.yaml``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -44,6 +49,8 @@ TOPIC = "clicks"
 ZK_ROOT = "/kafka-offsets"
 SPOUT_ID = "clicks-spout"
 STORM_TOPOLOGY_ID = "clicks-12-1514764800"
+#: what ``demo --keep`` left, beside its job.yaml
+KEPT_FILE = "kept.json"
 
 
 def page_view_bolt(t: Any) -> None:
@@ -95,6 +102,8 @@ def next_steps(kept: Mapping[str, Any], command: Optional[str] = None) -> List[s
         f"{skc} offsets reset {config} --to-earliest --partitions 0",
         f"{skc} run {config} --until-caught-up",
         f"{skc} run {config} --status-port 8099 & sleep 20; {skc} status 8099; kill -TERM $!",
+        f"{skc} demo --keep {shlex.quote(str(kept.get('dir', '.')))} --add-topic my-topic "
+        f"--partitions 3   # your own topic, registered for ZkHosts, with its CONFIG",
         f"kill {kept['zookeeper_pid']} {kept['broker_pid']}   # stop the servers",
     ]
 
@@ -148,12 +157,17 @@ def _base_dir(keep_dir: Optional["os.PathLike[str] | str"], stack: contextlib.Ex
     return base
 
 
+def page_views(messages: int, partitions: int) -> List[Any]:
+    """``messages`` page views (``user=<u> page=<p>``, keyed by user) spread round-robin
+    over ``partitions``: what :func:`page_view_bolt` reads."""
+    return [(i % partitions, f"user{i % 97}".encode(),
+             f"user=user{i % 97} page=/p/{i % 13}".encode()) for i in range(messages)]
+
+
 def _seed_topic(servers: "EmbeddedServers", messages: int, partitions: int) -> Dict[int, int]:
     """The demo topic with ``messages`` page views; returns each partition's log end."""
     servers.create(TOPIC, partitions)
-    servers.produce(TOPIC, [(i % partitions, f"user{i % 97}".encode(),
-                             f"user=user{i % 97} page=/p/{i % 13}".encode())
-                            for i in range(messages)])
+    servers.produce(TOPIC, page_views(messages, partitions))
     return {p: len(range(p, messages, partitions)) for p in range(partitions)}
 
 
@@ -226,6 +240,39 @@ def _keep(base: Path, config: Mapping[str, Any], servers: "EmbeddedServers") -> 
     config_path = base / "job.yaml"
     config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
     servers.detach()
-    return {"config": str(config_path), "zookeeper": servers.zk.connect_string,
+    kept = {"config": str(config_path), "zookeeper": servers.zk.connect_string,
             "zookeeper_pid": servers.zk.pid, "broker": servers.bootstrap,
             "broker_pid": servers.broker_pid, "dir": str(base)}
+    (base / KEPT_FILE).write_text(json.dumps(kept, indent=1) + "\n")
+    return kept
+
+
+def add_topic(keep_dir: "os.PathLike[str] | str", topic: str, *, partitions: int,
+              messages: int) -> Dict[str, Any]:
+    """Make ``topic`` usable with ZkHosts on the servers a ``demo --keep`` left in
+    ``keep_dir``: created with ``partitions`` and ``messages`` page views unless the
+    broker has it already (a topic made with another client: then only registered),
+    registered in ZooKeeper's broker registry, and its CONFIG written to
+    ``keep_dir/<topic>.yaml`` (the demo's, with this topic and the id ``<topic>-spout``).
+    Returns what was done (``config``, ``partitions``, ``created``, ``messages``)."""
+    from storm_kafka_compat.embedded import register_topic
+    base = Path(keep_dir).resolve()
+    try:
+        kept = json.loads((base / KEPT_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--keep {keep_dir}: no kept demo there ({base / KEPT_FILE}: "
+                          f"{exc}); start one with `demo --keep DIR`", key="--keep",
+                          value=str(keep_dir)) from None
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in (".", ".."):
+        raise ConfigError(f"--add-topic {topic!r} is not a Kafka topic name (letters, digits, "
+                          f"'.', '_' and '-', at most 249)", key="--add-topic", value=topic)
+
+    found, created = register_topic(kept["zookeeper"], kept["broker"], topic, partitions,
+                                    messages=lambda n: page_views(messages, n))
+    config = yaml.safe_load(Path(kept["config"]).read_text())
+    config["spout"].update({"topic": topic, "id": f"{topic}-spout"})
+    config_path = base / f"{topic}.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return {"config": str(config_path), "topic": topic, "partitions": found,
+            "created": created, "messages": messages if created else 0,
+            "registry": f"/brokers/topics/{topic}", "broker": kept["broker"]}

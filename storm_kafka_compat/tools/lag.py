@@ -14,8 +14,9 @@ Two renderings:
 * :data:`TABLE_COLUMNS` rows: kafka-consumer-groups column names, ``-`` for
   a missing value, the lag left empty when nothing is committed.
 
-The lag is ``log end - committed``; it is negative when the stored offset is
-beyond the log end (topic re-created or truncated).
+The lag is ``log end - committed`` (:func:`storm_kafka_compat.structs.lag`, the one
+definition ``status`` and the progress line use too); it is negative when the stored
+offset is beyond the log end (topic re-created or truncated).
 
 For a Kafka-store job (``kafkaSpout.offsetStore: kafka``) the committed offset
 is the consumer group's (what storm-kafka-monitor reads for the
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from storm_kafka_compat.spout.startup import BELOW_START, OutsideLog, outside_log
+from storm_kafka_compat.structs import lag as offset_lag
 from storm_kafka_compat.tools import GroupPartitionState, PartitionState, ToolEnv, describe_broker
 
 #: table columns (kafka-consumer-groups names first, then ours)
@@ -79,10 +81,9 @@ class LagRow:
 
     @property
     def lag(self) -> Optional[int]:
-        """``log_end - committed``, None when either is unknown."""
-        if self.committed is None or self.log_end is None:
-            return None
-        return self.log_end - self.committed
+        """``log_end - committed``, None when either is unknown
+        (:func:`storm_kafka_compat.structs.lag`)."""
+        return offset_lag(self.log_end, self.committed)
 
     def table_row(self) -> Dict[str, Any]:
         return {"TOPIC": self.topic, "PARTITION": self.partition,
@@ -153,6 +154,6 @@ def monitor_json(rows: List[LagRow]) -> Dict[str, Dict[str, Dict[str, int]]]:
         out.setdefault(r.topic, {})[str(r.partition)] = {
             "consumerCommittedOffset": committed,
             "logHeadOffset": head,
-            "lag": head - committed,
+            "lag": head - committed,       # the monitor's -1 convention, not an unknown
         }
     return out

@@ -7,8 +7,8 @@ Against the live ZooKeeper and Kafka it gathers, for the CONFIG:
   Kafka-store job), never re-derived here;
 * the lag (:func:`storm_kafka_compat.tools.lag.lag`);
 * every spout id under the CONFIG's ``zkRoot`` with its documents' offsets and the last
-  time one was written (:func:`ids_under_root`), so that an operator whose ``id`` does
-  not match finds the one Storm used;
+  time one was written (:func:`~storm_kafka_compat.offsets.spout_ids.ids_under_root`),
+  so that an operator whose ``id`` does not match finds the one Storm used;
 * whether someone still writes: the documents (or the group's commits) are read twice,
   ``watch_s`` apart, and any that changed are named;
 * the traps of the CONFIG (:mod:`storm_kafka_compat.config.traps`);
@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.offsets.paths import spout_root
+from storm_kafka_compat.offsets.spout_ids import (SpoutIdDocuments, holding, ids_under_root,
+                                                  other_ids_problem, topic_matcher)
+from storm_kafka_compat.offsets.store import SpoutListing
 from storm_kafka_compat.tools import ToolEnv, document_versions
 from storm_kafka_compat.tools.lag import LagRow, lag
 
@@ -37,44 +40,6 @@ _NOT_RESUMING = {"ignore_zk_offsets": "would ignore the stored offset (ignoreZkO
                                         "(firstPollOffsetStrategy)",
                  "out_of_range": "would find a commit outside the log"}
 SAFE = "safe to start"
-
-
-@dataclass(frozen=True)
-class SpoutIdDocuments:
-    """The documents of one spout id under a zkRoot: offsets by path, the topology ids
-    they name, and when the newest was written (epoch ms)."""
-
-    spout_id: str
-    offsets: Dict[str, Optional[int]]
-    topology_ids: Tuple[str, ...]
-    modified_ms: int
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"id": self.spout_id, "offsets": self.offsets,
-                "topology_ids": list(self.topology_ids), "modified_ms": self.modified_ms}
-
-
-def ids_under_root(store: Any, zk_root: str, *, wildcard: bool = False) -> List[SpoutIdDocuments]:
-    """Every spout id with documents under ``zk_root``, the most recently written first.
-
-    Parameters
-    ----------
-    store : ZkStateStore
-    zk_root : str
-    wildcard : bool
-        The wildcard layout (``zkRoot/id/<topic>/partition_N``).
-    """
-    root = zk_root or "/"
-    out = []
-    for spout_id in store.children(root) or []:
-        paths = store.spout_document_paths(zk_root, spout_id, wildcard)
-        found = {p: v for p, v in store.read_many_stat(paths).items() if v is not None}
-        if not found:
-            continue
-        ids = sorted({doc.topology_id for doc, _ in found.values() if doc.topology_id})
-        out.append(SpoutIdDocuments(spout_id, {p: doc.offset for p, (doc, _) in found.items()},
-                                    tuple(ids), max(s.mtime_ms for _, s in found.values())))
-    return sorted(out, key=lambda d: -d.modified_ms)
 
 
 @dataclass
@@ -90,6 +55,9 @@ class MigrationPlan:
     watch_s: float
     traps: List[Trap]
     problems: List[str] = field(default_factory=list)
+    #: the CONFIG's topic (a regex in wildcard mode) and whether a topic name is one of it
+    topic: str = ""
+    matches: Callable[[str], bool] = lambda _name: True
 
     @property
     def safe(self) -> bool:
@@ -143,8 +111,9 @@ def plan_migration(env: ToolEnv, *, watch_s: float = 5.0, topology_id: Optional[
                               "documents are)", key="spout")
         location = spout_root(spout.zk_root, spout.id)
         wildcard = env.job.topology.wildcard_match
-        other = [d for d in ids_under_root(env.store, spout.zk_root, wildcard=wildcard)
-                 if d.spout_id != spout.id]
+        listed = (ids_under_root(env.store, spout.zk_root, wildcard=wildcard)
+                  if isinstance(env.store, SpoutListing) else [])
+        other = [d for d in listed if d.spout_id != spout.id]
         watched = [d.zk_path for d in decisions] + [p for d in other for p in d.offsets]
         before = document_versions(env.store, watched)
     if watch_s > 0:
@@ -153,7 +122,9 @@ def plan_migration(env: ToolEnv, *, watch_s: float = 5.0, topology_id: Optional[
                                                                              list(before))
     changed = [key for key in before if before[key] != after.get(key)] + \
         [key for key in after if key not in before]
-    plan = MigrationPlan(location, tid, decisions, lag(env), other, changed, watch_s, traps)
+    plan = MigrationPlan(location, tid, decisions, lag(env), other, changed, watch_s, traps,
+                         topic=env.job.spout.topic, matches=topic_matcher(env.job.spout.topic,
+                                                     env.job.topology.wildcard_match))
     plan.problems = _problems(plan, env.kafka_store)
     return plan
 
@@ -173,15 +144,15 @@ def _problems(plan: MigrationPlan, kafka_store: bool) -> List[str]:
                    f"(storm deactivate, wait, storm kill) and plan again")
     resuming = [d for d in plan.decisions if d.decision in ("resume", "resume_foreign")]
     if not kafka_store and not resuming and not any(d.stored is not None for d in plan.decisions):
-        if plan.other_ids:
-            newest = plan.other_ids[0]
-            out.append(f"no document under {plan.location}, but {len(plan.other_ids)} other "
-                       f"id(s) under the root hold offsets (newest: {newest.spout_id!r}); if "
-                       f"the Storm topology used it, set spout.id: {newest.spout_id}")
+        same_topic = holding(plan.other_ids, plan.matches)
+        if same_topic:
+            out.append(other_ids_problem(plan.location, plan.topic, same_topic))
         else:
-            out.append(f"no document under {plan.location} nor any other id under its root: "
-                       f"every partition starts at startOffsetTime; check zkRoot, id and the "
-                       f"offsets' ZooKeeper (spout.zkServers)")
+            elsewhere = (f" ({len(plan.other_ids)} other id(s) hold offsets of other topics)"
+                         if plan.other_ids else "")
+            out.append(f"no document under {plan.location} nor any other id under its root"
+                       f"{elsewhere}: every partition starts at startOffsetTime; check zkRoot, "
+                       f"id and the offsets' ZooKeeper (spout.zkServers)")
     by_decision: Dict[str, List[str]] = {}
     for d in plan.decisions:
         if d.decision in _NOT_RESUMING:

@@ -11,7 +11,7 @@ import random
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
@@ -104,3 +104,39 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         return list(range(n_tasks))
     raise TopologyError(f"grouping {kind!r} is not one of {', '.join(GROUPINGS)}",
                         value=kind, allowed=GROUPINGS)
+
+
+#: groupings that need the tuples of every partition in one place
+CROSSING_GROUPINGS = ("fields", "global", "all")
+
+
+def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, str]]],
+                 spout: str) -> Tuple[Dict[str, int], Dict[str, bool]]:
+    """Each bolt's stage and whether it is fed across stages (its tasks then live in
+    bolt hosts, one instance per task: :mod:`storm_kafka_compat.hosts`).
+
+    Parameters
+    ----------
+    order : sequence of str
+        The bolts, each after the bolts it reads.
+    inputs : mapping
+        Bolt -> its ``(source, grouping kind)`` subscriptions.
+    spout : str
+        The spout's name.
+
+    Stage 0 holds the bolts reachable from the spout through shuffles only (they run in
+    the fetching Spark task); a crossing grouping (:data:`CROSSING_GROUPINGS`) starts a
+    new stage. Pure: the stage layout on the driver and the migration traps of ``config
+    check``/``convert`` both read it.
+    """
+    level: Dict[str, int] = {}
+    for name in order:
+        lv = 0
+        for source, kind in inputs.get(name, ()):
+            src = 0 if source == spout else level.get(source, 0)
+            lv = max(lv, src + (1 if kind in CROSSING_GROUPINGS else 0))
+        level[name] = lv
+    crossing = {name: level[name] > 0 and any(
+        (0 if source == spout else level.get(source, 0)) < level[name]
+        for source, _kind in inputs.get(name, ())) for name in order}
+    return level, crossing

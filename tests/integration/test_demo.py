@@ -33,3 +33,50 @@ def test_demo_runs_end_to_end():
             assert decision == "no_state" and int(resumed) == 0
         assert int(processed) == log_end[p] - int(resumed)
     assert "every partition resumed where Storm stopped" in proc.stderr
+
+
+def test_a_kept_demo_takes_the_users_own_topic(tmp_path, zk_server_factory, tansu, unique,
+                                               capsys):
+    """Issue 34 item 11: on the servers `demo --keep` leaves, ZkHosts saw only `clicks` (the
+    broker writes no registry; the demo wrote one for its topic). `demo --keep DIR
+    --add-topic NAME` creates the topic, registers it and writes its CONFIG; a topic made
+    with another client is registered as it is. The user then reads it with ZkHosts."""
+    import json
+
+    import yaml
+
+    from storm_kafka_compat.cli.main import main
+    from storm_kafka_compat.servers.tansu import create_topic
+    from storm_kafka_compat.tools.demo import KEPT_FILE, demo_config
+    zk = zk_server_factory()                       # the kept demo's own ZooKeeper
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(demo_config(zk.connect_string, zk.port)))
+    (tmp_path / KEPT_FILE).write_text(json.dumps({
+        "config": str(tmp_path / "job.yaml"), "zookeeper": zk.connect_string,
+        "broker": tansu.bootstrap, "dir": str(tmp_path)}))
+    topic = unique("own")
+    assert main(["demo", "--keep", str(tmp_path), "--add-topic", topic, "--partitions", "3",
+                 "--messages", "30"]) == 0
+    config = tmp_path / f"{topic}.yaml"
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"topic {topic!r} created on {tansu.bootstrap} with 3 partitions and 30 "
+                      f"messages; registered at /brokers/topics/{topic} in the demo's "
+                      f"ZooKeeper, so ZkHosts sees it; CONFIG {config}. Try:")
+    assert err[2].endswith(f"run {config} --until-caught-up")
+    assert main(["offsets", "show", str(config), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)[topic]
+    assert {p: v["logHeadOffset"] for p, v in shown.items()} == {"0": 10, "1": 10, "2": 10}
+
+    # a topic the user made with another client: ZkHosts does not see it until registered
+    theirs = unique("theirs")
+    create_topic(tansu.bootstrap, theirs, 2)
+    mine = yaml.safe_load(config.read_text())
+    mine["spout"]["topic"] = theirs
+    (tmp_path / "theirs.yaml").write_text(yaml.safe_dump(mine))
+    assert main(["offsets", "explain", str(tmp_path / "theirs.yaml")]) == 1
+    assert f"topic {theirs!r} is unknown to Kafka" in capsys.readouterr().err
+    assert main(["demo", "--keep", str(tmp_path), "--add-topic", theirs]) == 0
+    assert f"topic {theirs!r} found on {tansu.bootstrap} with 2 partitions (nothing " \
+           f"produced)" in capsys.readouterr().err
+    assert main(["offsets", "explain", str(tmp_path / f"{theirs}.yaml"), "--json"]) == 0
+    assert [(r["partition"], r["decision"]) for r in json.loads(capsys.readouterr().out)] == \
+        [(0, "no_state"), (1, "no_state")]

@@ -349,3 +349,26 @@ def test_an_unknown_topic_in_a_live_registry_keeps_its_own_message(reader):
     with pytest.raises(BrokerRegistryError, match="topic 'nope' is unknown to Kafka") as err:
         read_partitions(reader, "/brokers", "nope")
     assert "KRaft" not in str(err.value)
+
+
+def test_an_unknown_topic_names_the_near_ones_and_those_that_exist(reader):
+    """Issue 34 item 9: a typo in the topic lists what exists, the near names first, in
+    the error the run stops with (ZkHosts and bootstrap servers)."""
+    reader.topic("clicks", {0: 1})
+    reader.topic("__consumer_offsets", {0: 1})
+    with pytest.raises(BrokerRegistryError) as err:
+        read_partitions(reader, "/brokers", "clikcs")
+    assert str(err.value) == (
+        "/brokers/topics/clikcs/partitions does not exist: topic 'clikcs' is unknown to Kafka "
+        "(or still being created); check the topic name and brokerZkPath ('/brokers'); did "
+        "you mean 'clicks'? The topics there: clicks, t")
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.create_topic("views", 1)
+    c = bootstrap_assignment(BootstrapHosts(("b:9092",)), spout("zzz"),
+                             TopologyConfig(name="x"), kafka, manager_factory=Recorder().factory)
+    with pytest.raises(CoordinatorError) as err2:
+        c.refresh()
+    assert str(err2.value) == (
+        "topic 'zzz' has no partitions with a leader on b:9092; check the topic name and that "
+        "the brokers are up; the topics there: orders, views")

@@ -69,7 +69,7 @@ def test_convert_realistic_flux() -> None:
             ]},
     }
     joined = "\n".join(result.unmapped)
-    assert "config.topology.workers not mapped" in joined
+    assert "config.topology.workers 2 not mapped: Storm's worker processes" in joined
     assert "config.topology.debug not mapped" in joined
     assert "bolts[parse] com.example.clicks.ParseClickBolt not mapped: port the bolt to " \
         "Python" in joined

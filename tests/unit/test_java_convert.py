@@ -52,7 +52,7 @@ def test_constants_class_properties_lookup_and_args() -> None:
     }
     assert conv.source == "ClickTopology.java:38" and conv.spout_name == "clicks"
     assert lines_about(conv, "port the bolt to Python (placeholder 'com.acme.clicks.bolts:Parse")
-    assert lines_about(conv, "config.topology.workers not mapped")
+    assert lines_about(conv, "not mapped: Storm's worker processes have no equal here")
     job_config_from_dict(conv.config)          # valid once the two values are given
 
 
@@ -89,7 +89,7 @@ def test_storm_09_random_id_helper_method_and_forcefromstart() -> None:
     # maxOffsetBehind counts from the startOffsetTime offset, here the log start: no start-up
     # trap; but 10000 is below a batch's 100000 in flight: failures would be dropped
     assert set(kinds) == {"per_run_id", "ignore_zk_offsets", "topology_id", "zk_root_topic",
-                          "max_offset_behind_in_flight", "offsets_zookeeper"}
+                          "max_offset_behind_in_flight", "offsets_zookeeper", "bolt_tasks"}
     assert "WordCountKafka.java:18" in (kinds["per_run_id"].where or "")
     assert "--zk-root /kafkastorm/sentences" in kinds["per_run_id"].fix
 
@@ -114,7 +114,7 @@ def test_storm_kafka_client_builder_chain_in_helpers() -> None:
         "bolt": "com.example.orders:EnrichBolt",
     }
     job_config_from_dict(conv.config)
-    assert [t.kind for t in conv.traps()] == ["topology_id"]
+    assert [t.kind for t in conv.traps()] == ["topology_id", "bolt_tasks"]
 
 
 def test_static_hosts_custom_scheme_and_two_spouts_give_two_configs() -> None:

@@ -24,10 +24,15 @@ def test_rates_are_per_interval_and_lag_counts_known_partitions_only() -> None:
                            messages=112, commits=3, commit_failures=0, fetch_failures=1,
                            now_s=1)
     p0, p1 = snap["partitions"]
-    assert (p0["completed"], p0["lag"], p0["pending"], p0["rate"]) == (13, 27, 2, 2.5)
+    # lag from the committed offset (10, nothing committed yet), spoutLag from the
+    # completed one (13): issue 34 item 10
+    assert (p0["completed"], p0["lag"], p0["spout_lag"], p0["pending"], p0["rate"]) == \
+        (13, 30, 27, 2, 2.5)
     assert p1["lag"] is None and p1["rate"] == 3.5
-    assert (snap["rate"], snap["lag"], snap["lag_unknown"], snap["pending"]) == (6.0, 27, 1, 2)
+    assert (snap["rate"], snap["lag"], snap["spout_lag"], snap["lag_unknown"],
+            snap["pending"]) == (6.0, 30, 27, 1, 2)
     assert progress_line(snap) == \
-        "batch 9: 6 msg/s, lag 27 (+1 unknown), pending 2, retries 0"
+        "batch 9: 6 msg/s, lag 30 (spoutLag 27, +1 unknown), pending 2, retries 0"
     rows = list(status_rows(snap))
-    assert rows[-1]["TOPIC"] == "TOTAL" and rows[-1]["LAG"] == 27 and len(rows) == 3
+    assert rows[-1]["TOPIC"] == "TOTAL" and rows[-1]["LAG"] == 30 and len(rows) == 3
+    assert rows[-1]["SPOUT-LAG"] == 27

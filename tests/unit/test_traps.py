@@ -196,3 +196,68 @@ def test_convert_names_the_default_zookeeper_trap_and_check_says_it_once(
     assert any("STORM-692" in n for n in notes)          # a note: where, given
     del cfg["topology"]["storm.zookeeper.servers"]
     assert not any("STORM-692" in n for n in config_warnings(job_config_from_dict(cfg)))
+
+
+# --- what differs for bolts (issue 31, item 4a) -----------------------------------------------
+
+WORDCOUNT_BOLTS = [
+    {"name": "split", "bolt": "tests.bolts:record", "parallelism": 2},
+    {"name": "count", "bolt": "tests.bolts:record", "parallelism": 4,
+     "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"]}]},
+    {"name": "report", "bolt": "tests.bolts:record",
+     "inputs": [{"from": "count", "grouping": "global"}]}]
+
+
+def test_config_check_says_where_bolt_tasks_run_and_their_state_lives(tmp_path, capsys):
+    """Issue 31 item 4a: before it bites, `config check` says what parallelism and Storm's
+    workers mean here, where a bolt task's state lives and what a restart does to it."""
+    import yaml
+    path = tmp_path / "wordcount.yaml"
+    path.write_text(yaml.safe_dump(config(topology={"bolts": WORDCOUNT_BOLTS,
+                                                    "topology.state.dir": "/var/lib/wc"})))
+    assert main(["config", "check", str(path), "--no-imports"]) == 0
+    traps = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("trap: topology.bolts")]
+    assert traps == [
+        "trap: topology.bolts: the bolts fed by fields, global or all groupings, count "
+        "(4 tasks), report (1 task), run one instance per task for the life of the job in "
+        "bolt-host processes on the driver's machine (topology.bolt.hosts), not spread over "
+        "Storm's topology.workers; their state is saved with the offsets at each commit "
+        "under /var/lib/wc (topology.state.dir, on the driver's machine); at a restart it is "
+        "restored when the saved offsets equal the stored ones, else they start empty with "
+        "a warning (after an offsets reset, or another writer); split runs in every fetching "
+        "Spark task's Python worker: one instance per worker, whatever its parallelism, and "
+        "what it keeps in fields is per worker and gone at a restart. Fix: keep "
+        "topology.state.dir on a disk that outlives the driver's host (the state is not in "
+        "ZooKeeper); docs/migration-guide.md, \"Bolts: parallelism, workers, state\", says "
+        "what a crash and a restart do."]
+
+
+def test_a_simple_bolt_and_a_shuffle_only_topology_say_their_instances_are_per_worker():
+    simple = find_traps(TrapFacts.from_job(job_config_from_dict(
+        config(bolt="tests.bolts:record"))))
+    (trap,) = [t for t in simple if t.kind == "bolt_tasks"]
+    assert trap.key == "bolt" and "one instance per worker" in trap.consequence
+    shuffled = find_traps(TrapFacts.from_mapping(config(topology={"bolts": [
+        {"name": "a", "bolt": "m:a", "parallelism": 3},
+        {"name": "b", "bolt": "m:b", "inputs": [{"from": "a", "grouping": "shuffle"}]}]})))
+    (trap,) = [t for t in shuffled if t.kind == "bolt_tasks"]
+    assert trap.consequence.startswith("a, b run in every fetching Spark task's Python worker")
+    assert "bolt-host" not in trap.consequence and trap.severity == CAUTION
+
+
+def test_convert_says_what_topology_workers_and_the_bolts_become(capsys):
+    """`config convert` of a Flux topology with topology.workers and a fields grouping."""
+    import pathlib
+    flux = pathlib.Path(__file__).resolve().parents[1] / "data" / "flux"
+    assert main(["config", "convert", str(flux / "kafka_spout_topology.yaml"),
+                 "--filter", str(flux / "dev.properties")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "convert: config.topology.workers 2 not mapped: Storm's worker processes have no " \
+           "equal here. The Spark master and its executors (spark.master, spark.conf) run " \
+           "the fetching tasks and every bolt behind shuffle groupings; the tasks of bolts " \
+           "fed by fields, global or all groupings run one instance each in bolt-host " \
+           "processes on the driver's machine (topology.bolt.hosts); see the trap on " \
+           "topology.bolts and docs/migration-guide.md, \"Bolts: parallelism, workers, " \
+           "state\"." in err, err
+    assert any(line.startswith("trap: topology.bolts: ") for line in err), err
