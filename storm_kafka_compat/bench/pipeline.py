@@ -56,12 +56,14 @@ def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spou
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
               bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
               scheme: str = "raw", trigger_interval_ms: Optional[int] = None,
-              multi_stage: bool = False) -> JobConfig:
+              multi_stage: bool = False,
+              topology_spec: Optional[Dict[str, Any]] = None) -> JobConfig:
     """The JobConfig of a benchmark pipeline (StaticHosts, the raw scheme, noop bolt:
     the bolt gets the value's bytes, as the plain job's per-message function does);
     ``kafka`` adds to the CONFIG's ``kafka`` mapping (the brokers' ``api_version``);
     ``trigger_interval_ms`` is ``spark.triggerInterval`` (None: the default);
-    ``multi_stage`` runs :data:`MULTI_STAGE` instead of the bolt."""
+    ``multi_stage`` runs :data:`MULTI_STAGE` instead of the bolt, ``topology_spec``
+    the given bolts (and topology keys)."""
     topology: Dict[str, Any] = {
         "topology.name": "bench", "topology.id": f"bench-{spout_id}",
         "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": zk_port}
@@ -69,6 +71,9 @@ def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spou
     if multi_stage:
         scheme = str(MULTI_STAGE["scheme"])
         topology["bolts"] = MULTI_STAGE["bolts"]
+        bolts = {}
+    elif topology_spec is not None:
+        topology.update(topology_spec)
         bolts = {}
     return job_config_from_dict({
         "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": scheme,
@@ -133,6 +138,7 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
                   backend: str, spout_id: str, expected: int,
                   kafka: Optional[Dict[str, Any]] = None,
                   trigger_interval_ms: Optional[int] = None, multi_stage: bool = False,
+                  topology_spec: Optional[Dict[str, Any]] = None,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """Run the pipeline over ``topic`` from offset 0 until caught up; its rate
     (``multi_stage``: the :data:`MULTI_STAGE` topology).
@@ -149,8 +155,10 @@ def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
                     spout_id=spout_id, backend=backend, kafka=kafka,
-                    trigger_interval_ms=trigger_interval_ms, multi_stage=multi_stage)
-    timed = (_TimedStagedRunner if multi_stage else _TimedRunner)(spark, clock)
+                    trigger_interval_ms=trigger_interval_ms, multi_stage=multi_stage,
+                    topology_spec=topology_spec)
+    staged = multi_stage or topology_spec is not None
+    timed = (_TimedStagedRunner if staged else _TimedRunner)(spark, clock)
     pipe = Pipeline(job, spark=spark, runner=timed)
     t0 = clock()
     summary = pipe.run(RunOptions(until_caught_up=True))

@@ -79,6 +79,9 @@ class BenchOptions:
     multi_stage : bool
         The main topic through a topology whose fields grouping crosses partitions,
         beside the plain job with one shuffle.
+    word_count : int
+        Sentences of the two-stage figure with its state kept (storm-starter's
+        WordCount against the plain job's ``reduceByKey``, :mod:`.wordcount`); 0 skips it.
     """
 
     messages: int = 4_000_000
@@ -100,6 +103,7 @@ class BenchOptions:
     scale_partitions: Tuple[int, ...] = (64, 512)
     scale_sizes: Tuple[int, ...] = (10_000, 1_000_000)
     multi_stage: bool = True
+    word_count: int = 200_000
 
 
 @dataclass
@@ -120,6 +124,8 @@ class _Report:
     cluster: Dict[str, Any] = field(default_factory=dict)
     #: the cost as the work grows (:mod:`.scaling`): one row per case, the main first
     scaling: List[Dict[str, Any]] = field(default_factory=list)
+    #: the two-stage figure with its state kept (:mod:`.wordcount`), per backend
+    word_count: Dict[str, Any] = field(default_factory=dict)
     latency: Dict[str, Any] = field(default_factory=dict)
     memory: Dict[str, Any] = field(default_factory=dict)
     zookeeper: List[Dict[str, Any]] = field(default_factory=list)
@@ -381,6 +387,16 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                                       {"plain": report.plain, "pipeline": report.pipeline}),
                 more=more, backends=backends, repeat=options.repeat, careful=careful,
                 main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
+                trigger_interval_ms=trigger, log_line=log_line)
+        if options.word_count:
+            import tempfile
+            from pathlib import Path
+
+            from storm_kafka_compat.bench.wordcount import word_count_figures
+            report.word_count = word_count_figures(
+                spark, servers, backends=backends, repeat=options.repeat, careful=careful,
+                sentences_n=options.word_count, partitions=p,
+                work_dir=Path(tempfile.mkdtemp(prefix="skc-bench-state-")),
                 trigger_interval_ms=trigger, log_line=log_line)
         if options.latency_seconds > 0:
             _latencies(options, backends, report, spark, servers, log_line,

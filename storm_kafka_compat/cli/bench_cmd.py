@@ -78,6 +78,13 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
                 + ("" if growth is None else
                    f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
                    f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
+    wc = r.get("word_count") or {}
+    for backend, f in wc.items():
+        if not isinstance(f, dict):
+            continue
+        add(f"word count (state kept): pipeline {backend} / plain job", f["pipeline_over_plain"],
+            "x", f"{wc['sentences']:,} sentences over {wc['partitions']} partitions: pipeline "
+            f"{spread(f['pipeline'])}plain {spread(f['plain'])}(sentences/s)", 3)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
                 f"{lat['samples']:,} samples")
@@ -174,6 +181,10 @@ def _trigger_ms(value: Optional[str]) -> Optional[int]:
 @click.option("--no-scaling", is_flag=True,
               help="Skip every figure of the cost as the work grows (partitions, sizes, "
                    "multi-stage).")
+@click.option("--word-count", type=click.IntRange(min=0), default=200_000, show_default=True,
+              help="Sentences of the two-stage figure with its state kept: storm-starter's "
+                   "WordCount (split, then a fields grouping on the word into 4 count tasks) "
+                   "beside the plain job's Counter and reduceByKey (0 skips it).")
 @click.option("--trigger-interval", default=None, metavar="DURATION",
               help="The pipelines' spark.triggerInterval: milliseconds or \"2 seconds\" "
                    "(default: the CONFIG default, half the 2 s commit interval). Longer "
@@ -183,7 +194,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
           warmup_messages: int, no_pipeline: bool, broker: str, repeat: int,
           latency_seconds: float, spark_cluster: int, trigger_interval: Optional[str],
           no_spark_source: bool, scale_partitions: Tuple[int, ...],
-          scale_sizes: Tuple[int, ...], no_multi_stage: bool, no_scaling: bool) -> int:
+          scale_sizes: Tuple[int, ...], no_multi_stage: bool, no_scaling: bool,
+          word_count: int) -> int:
     """Measure fetch, plain-job, pipeline, latency, memory, ZooKeeper and planning
     figures on embedded servers.
 
@@ -219,7 +231,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
                            spark_source=not no_spark_source,
                            scale_partitions=() if no_scaling else scale_partitions,
                            scale_sizes=() if no_scaling else scale_sizes,
-                           multi_stage=not (no_scaling or no_multi_stage))
+                           multi_stage=not (no_scaling or no_multi_stage),
+                           word_count=0 if no_pipeline else word_count)
     report = run_bench(options, log_line=err)
     report["command"] = "storm-kafka-compat " + " ".join(sys.argv[1:]) if sys.argv else "bench"
     if as_json_flag:

@@ -20,7 +20,7 @@ def test_bench_json_tiny() -> None:
         str(CLI), "bench", "--json", "--messages", "200", "--partitions", "2", "--size", "16",
         "--memory-window", "1000", "--zk-partitions", "1,3", "--plan-partitions", "2,20",
         "--warmup-messages", "5", "--repeat", "2", "--latency-seconds", "2",
-        "--scale-partitions", "5", "--scale-sizes", "1000000"],
+        "--scale-partitions", "5", "--scale-sizes", "1000000", "--word-count", "400"],
         capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -58,6 +58,12 @@ def test_bench_json_tiny() -> None:
         assert name.startswith("main") or f["pipeline_growth"] > 0
         assert len(row["pipeline"]["kafka-python"]["runs"]) == 2
     assert rows["multi-stage, 2 partitions"]["pipeline"]["kafka-python"]["batches"] >= 1
+    # the two-stage figure with its state kept: the counts matched (else an error)
+    wc = report["word_count"]
+    assert wc["sentences"] == 400
+    assert wc["kafka-python"]["pipeline"]["messages"] == 400
+    assert wc["kafka-python"]["plain"]["messages"] == 400
+    assert wc["kafka-python"]["pipeline_over_plain"] > 0
     plan = report["planning"][-1]
     assert plan["state_bytes"] > 0 and plan["plan_bytes"] > 0
     names = {t["name"] for t in report["targets"]}
