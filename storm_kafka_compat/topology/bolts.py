@@ -29,6 +29,7 @@ import copy
 import inspect
 import logging
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
                     Union)
@@ -334,7 +335,9 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
     """One bolt instance (a new one per task) from what the topology was given.
 
     ``factory`` may be a :class:`BasicBolt`/:class:`RichBolt` subclass, an
-    instance of one (deep-copied per task), a zero-argument factory, or, for
+    instance of one (deep-copied per task), a streamparse/pystorm ``Bolt`` subclass
+    (run as it is, :mod:`storm_kafka_compat.compat.streamparse`), a zero-argument
+    factory, or, for
     ``kind="simple"`` (the default for plain functions), the simple-bolt callable.
     """
     if kind is not None and kind not in BOLT_KINDS:
@@ -342,6 +345,14 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
                           key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
     if isinstance(factory, (BasicBolt, RichBolt)):
         return copy.deepcopy(factory)
+    if _pystorm_loaded():
+        from storm_kafka_compat.compat.streamparse import StreamparseBolt, is_pystorm_bolt
+        if is_pystorm_bolt(factory):  # streamparse's Bolt, run as it is (a rich bolt)
+            if kind not in (None, "rich"):
+                raise ConfigError(f"bolt {name!r}: {factory.__name__} is a streamparse "
+                                  f"(pystorm) bolt, run as a rich bolt; drop kind: {kind}",
+                                  key=f"bolts.{name}.kind", value=kind, allowed=("rich",))
+            return StreamparseBolt(factory)
     if kind == "simple" and inspect.isclass(factory) and issubclass(factory, (BasicBolt, RichBolt)):
         real = "rich" if issubclass(factory, RichBolt) else "basic"
         raise ConfigError(f"bolt {name!r}: {factory.__name__} is a {real} bolt class, not a "
@@ -361,6 +372,11 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
             f"execute(tuple)); subclass BasicBolt or RichBolt",
             key=f"bolts.{name}.bolt", value=repr(factory))
     return bolt
+
+
+def _pystorm_loaded() -> bool:
+    """A pystorm (streamparse) bolt can only be given once its module was imported."""
+    return "pystorm.bolt" in sys.modules
 
 
 def _is_zero_arg(obj: Any) -> bool:
