@@ -40,6 +40,7 @@ from collections import deque, namedtuple
 from functools import lru_cache
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
+from storm_kafka_compat.errors import BatchEndError
 from storm_kafka_compat.topology.bolts import OutputCollector, RichBolt, TopologyContext
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
 
@@ -238,7 +239,7 @@ class StreamparseBolt(RichBolt):
     def finish_batch(self) -> None:
         """End of the engine's batch: a batching bolt processes what it holds (its
         ``process_batches``, auto-acking as pystorm does); on an exception the tuples
-        still held fail (pystorm's ``auto_fail``) and the error is re-raised."""
+        still held fail (pystorm's ``auto_fail``) and :class:`BatchEndError` is raised."""
         if not self.batching or not self.bolt._batches:
             return
         bolt = self.bolt
@@ -249,14 +250,14 @@ class StreamparseBolt(RichBolt):
                     bolt.process_batches()
             else:
                 bolt.process_batches()
-        except Exception:
+        except Exception as exc:
             for batch in list(bolt._batches.values()):
                 for ptup in batch:
                     t = self.pending.pop(ptup.id, None)
                     if t is not None:
                         self.collector.fail(t)
             bolt._batches.clear()
-            raise
+            raise BatchEndError(f"{type(exc).__name__} in process_batch: {exc}") from exc
         finally:
             bolt._current_tups = []
             bolt._tick_counter = 0

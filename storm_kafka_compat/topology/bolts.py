@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
                     Union)
 
-from storm_kafka_compat.errors import ConfigError, FailedException, ReportedFailedException
+from storm_kafka_compat.errors import (BatchEndError, ConfigError, FailedException,
+                                       ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
@@ -473,7 +474,13 @@ class BoltRunner:
                     collector.fail(t)
         finish = getattr(bolt, "finish_batch", None)
         if finish is not None:  # e.g. KafkaBolt: acks once the broker acknowledged
-            finish()
+            try:
+                finish()
+            except BatchEndError as exc:  # the bolt failed what it held; counted
+                cause = exc.__cause__ if exc.__cause__ is not None else exc
+                last = tuples[-1] if tuples else None
+                self.errors.record(self.context.component_id, cause,
+                                   *((last.topic, last.partition, last.offset) if last else ()))
 
     def record_error(self, exc: BaseException, t: StormTuple) -> None:
         """Count ``exc`` (the caller fails the input ``t``); the first of its type keeps
