@@ -148,3 +148,12 @@ def test_a_streamparse_bolt_is_detected_and_described() -> None:
     assert adapter.declare_output_fields() == {"default": ("word",), "errors": ("bad",)}
     with pytest.raises(Exception, match="streamparse"):
         instantiate_bolt(RoutingBolt, "basic", name="route")
+
+
+def test_the_python_bolts_micro_benchmark_measures_each_way() -> None:
+    """bench/python_bolts.py: own bolt, streamparse in-process, streamparse over multilang;
+    each acks every tuple (a small run: the figures are in docs/performance.md)."""
+    from storm_kafka_compat.bench.python_bolts import measure
+    figures = measure(300, 1)
+    assert set(figures) == {"own", "streamparse", "multilang"}
+    assert all(us > 0 for us in figures.values())
