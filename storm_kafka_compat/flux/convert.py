@@ -286,16 +286,22 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
 
 
 def detect_format(path: str, text: str) -> str:
-    """``"properties"`` or ``"flux"``: by extension, else by content."""
+    """``"properties"``, ``"flux"``, ``"pyleus"`` or ``"streamparse"``: by extension, else by
+    content."""
     ext = os.path.splitext(path)[1].lower()
     if ext == ".properties":
         return "properties"
-    if ext in (".yaml", ".yml"):
-        return "flux"
+    if ext == ".py":
+        return "streamparse"
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
-        return "properties"
+        return "flux" if ext in (".yaml", ".yml") else "properties"
+    from storm_kafka_compat.flux.pyleus import is_pyleus
+    if is_pyleus(doc):
+        return "pyleus"
+    if ext in (".yaml", ".yml"):
+        return "flux"
     return "flux" if isinstance(doc, Mapping) and ("spouts" in doc or "components" in doc) \
         else "properties"
 
@@ -313,7 +319,8 @@ def _read(path: str, what: str) -> str:
 def convert_file(path: str, *, filter_path: Optional[str] = None,
                  env: Optional[Mapping[str, str]] = None,
                  fmt: Optional[str] = None) -> Conversion:
-    """Read and convert a Flux YAML or ``.properties`` file.
+    """Read and convert a Flux YAML, ``.properties`` file, streamparse topology (``.py``) or
+    Pyleus topology YAML.
 
     Parameters
     ----------
@@ -323,11 +330,13 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
         A ``.properties`` file for Flux ``${key}`` substitution (Flux ``--filter``).
     env : Mapping, optional
         Environment for ``${ENV-NAME}`` (Flux ``--env-filter``); None disables it.
-    fmt : {"flux", "properties"}, optional
+    fmt : {"flux", "properties", "streamparse", "pyleus"}, optional
         Force the input format instead of detecting it.
     """
     text = _read(path, "file")
     kind = fmt or detect_format(path, text)
+    if kind in ("streamparse", "pyleus"):
+        return _convert_python_topology(kind, path, text, filter_path, env)
     if kind == "properties":
         if filter_path is not None:
             raise ConfigError("--filter applies to Flux YAML files only; drop it for a "
@@ -337,6 +346,19 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
     if filter_path is not None:
         properties = load_properties(_read(filter_path, "filter file"), source=filter_path)
     return convert_flux(text, properties=properties, env=env, source=path)
+
+
+def _convert_python_topology(kind: str, path: str, text: str, filter_path: Optional[str],
+                             env: Optional[Mapping[str, str]]) -> Conversion:
+    """A streamparse Topology class or a Pyleus topology YAML (docs/python-storm.md)."""
+    properties = None
+    if filter_path is not None:
+        properties = load_properties(_read(filter_path, "filter file"), source=filter_path)
+    if kind == "pyleus":
+        from storm_kafka_compat.flux.pyleus import convert_pyleus
+        return convert_pyleus(text, source=path, properties=properties, env=env)
+    from storm_kafka_compat.flux.streamparse_topology import convert_streamparse
+    return convert_streamparse(path, properties=properties, env=env)
 
 
 __all__ = [
