@@ -224,6 +224,33 @@ def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) 
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
+#: Flux's wrapper of Storm's ShellBolt: constructorArgs [command list, output fields]
+FLUX_SHELL_BOLTS = ("org.apache.storm.flux.wrappers.bolts.FluxShellBolt",)
+
+
+def shell_bolt_entry(bolt: Mapping[str, Any], unmapped: List[str]
+                     ) -> Optional[Dict[str, Any]]:
+    """The ``topology.bolts`` entry of a FluxShellBolt (a ``shell`` bolt), None for
+    another class."""
+    if str(bolt.get("className", "")) not in FLUX_SHELL_BOLTS:
+        return None
+    bid = str(bolt.get("id"))
+    args = list(bolt.get("constructorArgs") or [])
+    command = [str(a) for a in args[0]] if args and isinstance(args[0], list) else []
+    fields = [str(f) for f in args[1]] if len(args) > 1 and isinstance(args[1], list) else []
+    entry: Dict[str, Any] = {"name": bid, "shell": command, "output_fields": fields}
+    if bolt.get("parallelism") is not None:
+        entry["parallelism"] = bolt["parallelism"]
+    entry["inputs"] = []
+    script = " ".join(command) or "?"
+    unmapped.append(f"bolts[{bid}]: the multilang bolt '{script}' runs as a subprocess; set "
+                    f"resources to the directory holding its script (the jar's resources/, "
+                    f"with storm.py).")
+    if not command:
+        unmapped.append(f"bolts[{bid}]: no command in constructorArgs: set shell by hand.")
+    return entry
+
+
 def flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str], used: Optional[Set[str]] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
@@ -237,6 +264,11 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
         if kafka_bolt is not None:  # storm-kafka's KafkaBolt runs as ours
             bolts.append(kafka_bolt)
             by_id[bid] = kafka_bolt
+            continue
+        shell = shell_bolt_entry(b, unmapped)
+        if shell is not None:  # a multilang script: runs as it is
+            bolts.append(shell)
+            by_id[bid] = shell
             continue
         placeholder = python_placeholder(cls)
         unmapped.append(f"bolts[{bid}] {cls} not mapped: port the bolt to Python "
