@@ -1,6 +1,9 @@
 """Storm's ``ShellBolt``: a script run as a subprocess that speaks the multilang protocol
-(:mod:`.multilang`), one subprocess per bolt task, started when the task is prepared and
-kept for the life of the task, as Storm keeps it for the life of the executor.
+(:mod:`.multilang`), one subprocess per bolt task, kept for the life of the task, as Storm
+keeps it for the life of the executor.
+
+The script starts with the task's first batch (a process prepares every bolt task of the
+topology; only those that get tuples there start theirs).
 
 ``ShellBolt("python", "splitsentence.py")`` over Storm's ``storm.py``, a pystorm or
 streamparse component run by its module, Node's ``storm.js`` or Ruby's ``storm.rb`` run
@@ -102,7 +105,8 @@ class ShellBolt(RichBolt):
                 collector: OutputCollector) -> None:
         self.collector = collector
         self.conf = dict(conf)
-        self.start()
+        # the script starts with the task's first batch: a worker prepares every task of
+        # the topology, and most of them never get a tuple there
 
     def argv(self) -> List[str]:
         head = self.command[0]

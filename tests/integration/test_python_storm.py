@@ -1,9 +1,7 @@
 """Python Storm topologies, unchanged, on the project (issue 36), fed by a real Kafka 3.9
-topic on Spark local[2] and checked against the truth computed in Python:
+topic on Spark local[2] and checked against the truth computed in Python (streamparse's
+quickstart: test_streamparse_quickstart.py):
 
-* streamparse's own quickstart (``sparse quickstart``): its WordCountBolt and
-  topologies/wordcount.py unmodified, converted by ``config convert`` with the Kafka spout
-  standing for its WordSpout;
 * a Pyleus topology YAML: a storm.py module bolt as a multilang subprocess, a streamparse
   module bolt in process;
 * storm-starter's shape in Java: SplitSentence extends ShellBolt running splitsentence.py
@@ -16,25 +14,19 @@ test time (tests/peers/multilang.py).
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any, Dict
 
 import pytest
 
-from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.engine.shipping import ship
 from storm_kafka_compat.flux.convert import convert_file
 from storm_kafka_compat.java import convert_java
 from tests import stateful_bolts
 from tests.integration.conftest_spark import spark, spark_records  # noqa: F401
 from tests.peers import multilang
-from tests.python_storm_support import Keep, quickstart_counts
-from tests.stateful_inputs import VOCABULARY, as_messages, sentences, word_counts
+from tests.python_storm_support import REPORT, Keep, run_job
+from tests.stateful_inputs import as_messages, sentences, word_counts
 
 streamparse = pytest.importorskip("streamparse")
 
@@ -42,8 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PARTITIONS = 4
-REPORT = {"name": "report", "bolt": "tests.stateful_bolts:Report",
-          "inputs": [{"from": "count", "grouping": "shuffle"}]}
 
 
 @pytest.fixture(scope="module")
@@ -54,53 +44,6 @@ def storm_py_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("multilang")
     multilang.storm_py_into(directory)
     return directory
-
-
-def run_job(config: Dict[str, Any], topic: str, zk_server: Any, zk_root: str,
-            bootstrap: str, state_dir: Path, spark: Any) -> Any:  # noqa: F811
-    """The converted CONFIG, with what a test environment changes: the broker's bootstrap
-    address (no ZooKeeper broker registry needed), where offsets and state are kept."""
-    config = dict(config)
-    config["spout"] = {**config["spout"], "topic": topic, "zkRoot": f"{zk_root}/offsets",
-                       "stateUpdateIntervalMs": 300}
-    config["hosts"] = {"bootstrap": bootstrap}
-    config["topology"] = {**config.get("topology", {}), "topology.id": f"{topic}-py",
-                          "storm.zookeeper.servers": ["127.0.0.1"],
-                          "storm.zookeeper.port": zk_server.port,
-                          "topology.state.dir": str(state_dir)}
-    config["spark"] = {"master": "local[2]"}
-    pipe = Pipeline(job_config_from_dict(config), spark=spark)
-    return pipe.run(RunOptions(until_caught_up=True, idle_sleep_ms=50))
-
-
-def test_the_streamparse_quickstart_runs_unmodified_with_the_true_counts(
-        spark, spark_records, zk_server, zk_root, kafka39, unique, tmp_path,  # noqa: F811
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    env = {**os.environ, "LEIN_ROOT": "1"}
-    sparse = shutil.which("sparse", path=os.path.dirname(sys.executable)) or "sparse"
-    subprocess.run([sparse, "quickstart", "wordcount"], cwd=tmp_path, env=env, check=True,
-                   capture_output=True, timeout=120)
-    project = tmp_path / "wordcount"
-    flt = tmp_path / "kafka.properties"
-    flt.write_text("spout.topic=set-below\nhosts.zk=set-below\nspout.zkRoot=/wc\n"
-                   "spout.id=wordcount\nspout.scheme=tests.python_storm_support:word\n")
-    conv = convert_file(str(project / "topologies" / "wordcount.py"), filter_path=str(flt))
-    assert conv.config["topology"]["bolts"][0]["bolt"] == "bolts.wordcount:WordCountBolt"
-    # a report bolt reads the counts the quickstart's bolt emits (added to the CONFIG)
-    conv.config["topology"]["bolts"].append(
-        {**REPORT, "inputs": [{"from": "count_bolt", "grouping": "shuffle"}]})
-    monkeypatch.syspath_prepend(str(project / "src"))          # the bolt hosts
-    ship(spark.sparkContext, [str(project / "src" / "bolts")])  # the executors
-    words = [w for line in sentences(600, seed=36, vocabulary=VOCABULARY[:20] + ("dog",))
-             for w in line.split()]
-    topic = unique("sparse-quickstart")
-    kafka39.create_topic(topic, PARTITIONS, 1)
-    kafka39.produce(topic, as_messages(words, PARTITIONS))
-    summary = run_job(conv.config, topic, zk_server, zk_root, kafka39.bootstrap,
-                      tmp_path / "state", spark)
-    assert summary.bolt_errors == {}
-    assert stateful_bolts.final_values(spark_records(topic)) == quickstart_counts(words)
-    assert "dog" in words
 
 
 def test_a_pyleus_topology_runs_with_the_true_counts(
@@ -121,7 +64,7 @@ def test_a_pyleus_topology_runs_with_the_true_counts(
         {**REPORT, "inputs": [{"from": "count-words", "grouping": "shuffle"}]})
     monkeypatch.syspath_prepend(str(project))
     ship(spark.sparkContext, [str(project / "word_count")])
-    lines = sentences(800, seed=37)
+    lines = sentences(300, seed=37)
     kafka39.create_topic(topic, PARTITIONS, 1)
     kafka39.produce(topic, as_messages(lines, PARTITIONS))
     summary = run_job(conv.config, topic, zk_server, zk_root, kafka39.bootstrap,
@@ -145,7 +88,7 @@ def test_a_java_shell_bolt_topology_runs_splitsentence_unchanged(
     bolts["split"].update(resources=str(resources), parallelism=2)
     bolts["count"].update(bolt="tests.stateful_bolts:WordCount", parallelism=3)
     conv.config["topology"]["bolts"] = [bolts["split"], bolts["count"], REPORT]
-    lines = sentences(800, seed=38)
+    lines = sentences(300, seed=38)
     topic = unique("shellbolt")
     kafka39.create_topic(topic, PARTITIONS, 1)
     kafka39.produce(topic, as_messages(lines, PARTITIONS))
