@@ -15,7 +15,7 @@ What differs from Storm (docs/python-storm.md):
 
 * tuple ids are this task's counters (strings), ``task`` is the emitting task's index
   within its component, and ``need_task_ids`` returns task indexes;
-* ``direct_task`` (direct groupings) is refused with a ConfigError-like ValueError;
+* ``direct_task`` (direct groupings) is refused with a ValueError naming the bolt;
 * a ``BatchingBolt`` or ``TicklessBatchingBolt`` processes its batches at the end of every
   engine batch (and, for ``BatchingBolt``, on tick tuples when the topology sends them),
   so no tuple is left un-acked when the Spark batch that carries it ends; a
