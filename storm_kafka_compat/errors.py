@@ -151,6 +151,12 @@ class ReportedFailedException(FailedException):
 # --- config and topology -------------------------------------------------------------------
 
 
+class BatchEndError(Exception):
+    """Raised by a bolt's ``finish_batch`` once it has failed the tuples concerned (a
+    multilang script that exited, a streamparse ``process_batch`` that raised): the bolt
+    task goes on and the error is counted on the driver, its cause as the kind."""
+
+
 class TopologyError(ConfigError):
     """The topology is invalid: unknown source, stream or field, a cycle, a bad grouping."""
 

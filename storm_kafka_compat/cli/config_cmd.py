@@ -85,14 +85,17 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
 @click.option("--env-filter", is_flag=True,
               help="Replace ${ENV-NAME} from the environment (Flux --env-filter; Java's "
                    "System.getenv).")
-@click.option("--format", "fmt", type=click.Choice(["auto", "flux", "properties", "java"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["auto", "flux", "properties", "java", "streamparse", "pyleus"]),
               default="auto", show_default=True,
-              help="Input format (auto: .java files and directories are Java, else by "
+              help="Input format (auto: .java files and directories are Java, .py a "
+                   "streamparse Topology, YAML with a list under 'topology' Pyleus, else by "
                    "extension).")
 def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[str],
             filter_path: Optional[str], env_filter: bool, fmt: str) -> int:
-    """Convert a Storm topology into CONFIG: a Flux file, a .properties file, or Java
-    sources (files or directories: one CONFIG per KafkaSpout found).
+    """Convert a Storm topology into CONFIG: a Flux file, a .properties file, Java
+    sources (files or directories: one CONFIG per KafkaSpout found), a streamparse
+    Topology class (topologies/NAME.py) or a Pyleus topology YAML.
 
     The CONFIG goes to stdout (or --output/--output-dir); what could not be mapped,
     such as Java bolts, which must be ported to Python, is listed on stderr, and so
@@ -117,8 +120,8 @@ def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[
         results: List[Conversion] = list(convert_java(paths, properties=properties, env=env))
     else:
         if len(paths) != 1:
-            raise click.UsageError("give one Flux or .properties file (several paths are for "
-                                   "Java sources)")
+            raise click.UsageError("give one Flux, .properties, streamparse or Pyleus file "
+                                   "(several paths are for Java sources)")
         results = [convert_file(paths[0], filter_path=filter_path, env=env,
                                 fmt=None if fmt == "auto" else fmt)]
     if output is not None and len(results) > 1:

@@ -222,7 +222,7 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 #: the keys of one ``topology.bolts`` entry
 BOLT_ENTRY_KEYS: Tuple[str, ...] = ("name", "bolt", "kind", "parallelism", "inputs",
-                                     "output_fields", "properties")
+                                     "output_fields", "properties", "shell", "resources")
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
                                "py_files", "triggerInterval", "trigger_interval")

@@ -503,9 +503,13 @@ def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[
                               f"takes {', '.join(BOLT_ENTRY_KEYS)} (the callable goes in "
                               f"'bolt: module:callable').",
                               key=f"{section}.bolts[{i}].{unknown[0]}", value=bolt)
+        if bolt.get("name") and bolt.get("shell") and "bolt" not in bolt:
+            continue  # a multilang command (topology.builder checks it)
         if not bolt.get("name") or not bolt.get("bolt"):
             raise ConfigError(f"{section}.bolts[{i}] needs 'name' and 'bolt' (module:callable), "
-                              f"got {dict(bolt)!r}.", key=f"{section}.bolts[{i}]", value=bolt)
+                              f"or 'shell' (a multilang command such as [python, split.py]) "
+                              f"instead of 'bolt'; got {dict(bolt)!r}.",
+                              key=f"{section}.bolts[{i}]", value=bolt)
         if not _storm_bolt_class(bolt["bolt"]):
             check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
     return dict(present)

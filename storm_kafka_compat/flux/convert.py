@@ -227,6 +227,33 @@ def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) 
             unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
+#: Flux's wrapper of Storm's ShellBolt: constructorArgs [command list, output fields]
+FLUX_SHELL_BOLTS = ("org.apache.storm.flux.wrappers.bolts.FluxShellBolt",)
+
+
+def shell_bolt_entry(bolt: Mapping[str, Any], unmapped: List[str]
+                     ) -> Optional[Dict[str, Any]]:
+    """The ``topology.bolts`` entry of a FluxShellBolt (a ``shell`` bolt), None for
+    another class."""
+    if str(bolt.get("className", "")) not in FLUX_SHELL_BOLTS:
+        return None
+    bid = str(bolt.get("id"))
+    args = list(bolt.get("constructorArgs") or [])
+    command = [str(a) for a in args[0]] if args and isinstance(args[0], list) else []
+    fields = [str(f) for f in args[1]] if len(args) > 1 and isinstance(args[1], list) else []
+    entry: Dict[str, Any] = {"name": bid, "shell": command, "output_fields": fields}
+    if bolt.get("parallelism") is not None:
+        entry["parallelism"] = bolt["parallelism"]
+    entry["inputs"] = []
+    script = " ".join(command) or "?"
+    unmapped.append(f"bolts[{bid}]: the multilang bolt '{script}' runs as a subprocess; set "
+                    f"resources to the directory holding its script (the jar's resources/, "
+                    f"with storm.py).")
+    if not command:
+        unmapped.append(f"bolts[{bid}]: no command in constructorArgs: set shell by hand.")
+    return entry
+
+
 def flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str], used: Optional[Set[str]] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
@@ -240,6 +267,11 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
         if kafka_bolt is not None:  # storm-kafka's KafkaBolt runs as ours
             bolts.append(kafka_bolt)
             by_id[bid] = kafka_bolt
+            continue
+        shell = shell_bolt_entry(b, unmapped)
+        if shell is not None:  # a multilang script: runs as it is
+            bolts.append(shell)
+            by_id[bid] = shell
             continue
         placeholder = python_placeholder(cls)
         unmapped.append(f"bolts[{bid}] {cls} not mapped: port the bolt to Python "
@@ -289,16 +321,22 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
 
 
 def detect_format(path: str, text: str) -> str:
-    """``"properties"`` or ``"flux"``: by extension, else by content."""
+    """``"properties"``, ``"flux"``, ``"pyleus"`` or ``"streamparse"``: by extension, else by
+    content."""
     ext = os.path.splitext(path)[1].lower()
     if ext == ".properties":
         return "properties"
-    if ext in (".yaml", ".yml"):
-        return "flux"
+    if ext == ".py":
+        return "streamparse"
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
-        return "properties"
+        return "flux" if ext in (".yaml", ".yml") else "properties"
+    from storm_kafka_compat.flux.pyleus import is_pyleus
+    if is_pyleus(doc):
+        return "pyleus"
+    if ext in (".yaml", ".yml"):
+        return "flux"
     return "flux" if isinstance(doc, Mapping) and ("spouts" in doc or "components" in doc) \
         else "properties"
 
@@ -316,7 +354,8 @@ def _read(path: str, what: str) -> str:
 def convert_file(path: str, *, filter_path: Optional[str] = None,
                  env: Optional[Mapping[str, str]] = None,
                  fmt: Optional[str] = None) -> Conversion:
-    """Read and convert a Flux YAML or ``.properties`` file.
+    """Read and convert a Flux YAML, ``.properties`` file, streamparse topology (``.py``) or
+    Pyleus topology YAML.
 
     Parameters
     ----------
@@ -326,11 +365,13 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
         A ``.properties`` file for Flux ``${key}`` substitution (Flux ``--filter``).
     env : Mapping, optional
         Environment for ``${ENV-NAME}`` (Flux ``--env-filter``); None disables it.
-    fmt : {"flux", "properties"}, optional
+    fmt : {"flux", "properties", "streamparse", "pyleus"}, optional
         Force the input format instead of detecting it.
     """
     text = _read(path, "file")
     kind = fmt or detect_format(path, text)
+    if kind in ("streamparse", "pyleus"):
+        return _convert_python_topology(kind, path, text, filter_path, env)
     if kind == "properties":
         if filter_path is not None:
             raise ConfigError("--filter applies to Flux YAML files only; drop it for a "
@@ -340,6 +381,19 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
     if filter_path is not None:
         properties = load_properties(_read(filter_path, "filter file"), source=filter_path)
     return convert_flux(text, properties=properties, env=env, source=path)
+
+
+def _convert_python_topology(kind: str, path: str, text: str, filter_path: Optional[str],
+                             env: Optional[Mapping[str, str]]) -> Conversion:
+    """A streamparse Topology class or a Pyleus topology YAML (docs/python-storm.md)."""
+    properties = None
+    if filter_path is not None:
+        properties = load_properties(_read(filter_path, "filter file"), source=filter_path)
+    if kind == "pyleus":
+        from storm_kafka_compat.flux.pyleus import convert_pyleus
+        return convert_pyleus(text, source=path, properties=properties, env=env)
+    from storm_kafka_compat.flux.streamparse_topology import convert_streamparse
+    return convert_streamparse(path, properties=properties, env=env)
 
 
 __all__ = [

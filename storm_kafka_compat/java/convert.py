@@ -26,6 +26,7 @@ from storm_kafka_compat.config.traps import Evidence
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import Conversion, substitute
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved
+from storm_kafka_compat.java.shell_bolts import as_flux_shell_bolt
 from storm_kafka_compat.flux.convert import (flux_bolts, place_bolts, spout_sections,
                                              storm_config_into)
 from storm_kafka_compat.java.interpret import Interpreter
@@ -315,6 +316,8 @@ def _convert_spout(interp: Interpreter, spout: JObject) -> JavaConversion:
     _submission(interp, builder, topology, unmapped, where)
     if builder is not None and decl is not None:
         doc = _flux_doc(builder, comps, ids)
+        for entry in doc["bolts"]:
+            unmapped.extend(as_flux_shell_bolt(interp.tree, entry) or ())
         place_bolts(config, flux_bolts(doc, str(decl.name), unmapped, resolver.used))
     elif builder is None:
         unmapped.append(f"{where}: no TopologyBuilder.setSpout of this spout was found; the "

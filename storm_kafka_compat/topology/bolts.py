@@ -29,11 +29,13 @@ import copy
 import inspect
 import logging
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
                     Union)
 
-from storm_kafka_compat.errors import ConfigError, FailedException, ReportedFailedException
+from storm_kafka_compat.errors import (BatchEndError, ConfigError, FailedException,
+                                       ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
@@ -334,7 +336,9 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
     """One bolt instance (a new one per task) from what the topology was given.
 
     ``factory`` may be a :class:`BasicBolt`/:class:`RichBolt` subclass, an
-    instance of one (deep-copied per task), a zero-argument factory, or, for
+    instance of one (deep-copied per task), a streamparse/pystorm ``Bolt`` subclass
+    (run as it is, :mod:`storm_kafka_compat.compat.streamparse`), a zero-argument
+    factory, or, for
     ``kind="simple"`` (the default for plain functions), the simple-bolt callable.
     """
     if kind is not None and kind not in BOLT_KINDS:
@@ -342,6 +346,14 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
                           key=f"bolts.{name}.kind", value=kind, allowed=BOLT_KINDS)
     if isinstance(factory, (BasicBolt, RichBolt)):
         return copy.deepcopy(factory)
+    if _pystorm_loaded():
+        from storm_kafka_compat.compat.streamparse import StreamparseBolt, is_pystorm_bolt
+        if is_pystorm_bolt(factory):  # streamparse's Bolt, run as it is (a rich bolt)
+            if kind not in (None, "rich"):
+                raise ConfigError(f"bolt {name!r}: {factory.__name__} is a streamparse "
+                                  f"(pystorm) bolt, run as a rich bolt; drop kind: {kind}",
+                                  key=f"bolts.{name}.kind", value=kind, allowed=("rich",))
+            return StreamparseBolt(factory)
     if kind == "simple" and inspect.isclass(factory) and issubclass(factory, (BasicBolt, RichBolt)):
         real = "rich" if issubclass(factory, RichBolt) else "basic"
         raise ConfigError(f"bolt {name!r}: {factory.__name__} is a {real} bolt class, not a "
@@ -361,6 +373,11 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
             f"execute(tuple)); subclass BasicBolt or RichBolt",
             key=f"bolts.{name}.bolt", value=repr(factory))
     return bolt
+
+
+def _pystorm_loaded() -> bool:
+    """A pystorm (streamparse) bolt can only be given once its module was imported."""
+    return "pystorm.bolt" in sys.modules
 
 
 def _is_zero_arg(obj: Any) -> bool:
@@ -457,7 +474,13 @@ class BoltRunner:
                     collector.fail(t)
         finish = getattr(bolt, "finish_batch", None)
         if finish is not None:  # e.g. KafkaBolt: acks once the broker acknowledged
-            finish()
+            try:
+                finish()
+            except BatchEndError as exc:  # the bolt failed what it held; counted
+                cause = exc.__cause__ if exc.__cause__ is not None else exc
+                last = tuples[-1] if tuples else None
+                self.errors.record(self.context.component_id, cause,
+                                   *((last.topic, last.partition, last.offset) if last else ()))
 
     def record_error(self, exc: BaseException, t: StormTuple) -> None:
         """Count ``exc`` (the caller fails the input ``t``); the first of its type keeps

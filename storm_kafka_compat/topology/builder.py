@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -397,10 +398,11 @@ def _add_bolt(builder: TopologyBuilder, b: Any, i: int, spout_name: str) -> None
     if bad:
         raise TopologyError(f"{key}: unknown key(s) {bad}; valid: {', '.join(_BOLT_KEYS)}",
                             key=f"{key}.{bad[0]}", allowed=_BOLT_KEYS)
-    if not name or "bolt" not in b:
-        raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required",
-                            key=key)
-    factory = _storm_bolt(b, str(name), key) or load_object(str(b["bolt"]), key=f"{key}.bolt")
+    if not name or ("bolt" in b) == ("shell" in b):
+        raise TopologyError(f"{key}: 'name' and 'bolt' (module:callable) are required, or "
+                            f"'shell' (a multilang command) instead of 'bolt'", key=key)
+    factory = (_shell_bolt(b, key) if "shell" in b else _storm_bolt(b, str(name), key)
+               or load_object(str(b["bolt"]), key=f"{key}.bolt"))
     declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=b.get("kind"),
                                 output_fields=b.get("output_fields"))
     inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
@@ -424,6 +426,26 @@ def _add_input(declarer: BoltDeclarer, inp: Any, key: str, j: int, spout_name: s
         fields = (fields,)
     declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
                       fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
+
+
+def _shell_bolt(entry: Mapping[str, Any], key: str) -> Any:
+    """A factory for a multilang bolt (Storm's ``ShellBolt``): ``shell`` is its command,
+    ``resources`` the directory it runs in, ``output_fields`` what its Java class declared."""
+    from storm_kafka_compat.compat.shell import shell_bolt_factory
+    command = entry["shell"]
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if (not isinstance(command, Sequence) or not command
+            or not all(isinstance(c, str) for c in command)):
+        raise TopologyError(f"{key}.shell must be the command and its arguments, like "
+                            f"[python, splitsentence.py]", key=f"{key}.shell", value=command)
+    if "output_fields" not in entry:
+        raise TopologyError(f"{key}: a shell bolt declares its fields in its Java class; give "
+                            f"them as output_fields (e.g. [word]), or [] when it emits "
+                            f"nothing", key=f"{key}.output_fields")
+    resources = entry.get("resources")
+    return shell_bolt_factory(list(command), entry["output_fields"] or (),
+                              str(resources) if resources is not None else None)
 
 
 def _storm_bolt(entry: Mapping[str, Any], name: str, key: str) -> Any:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from typing import Any, Dict, Iterator, MutableMapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Set, Tuple
 
 from storm_kafka_compat.topology.bolts import (BasicOutputCollector, OutputCollector,
                                                TopologyContext)
@@ -129,19 +129,9 @@ class TaskState:
         return pickle.dumps(("attrs", self._attributes()), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _attributes(self) -> Dict[str, bytes]:
-        saved: Dict[str, bytes] = {}
-        for key, value in vars(self.bolt).items():
-            if isinstance(value, RUNTIME_GIVEN) or key in ("conf", "storm_conf"):
-                continue
-            try:
-                saved[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # noqa: BLE001 - any pickling error leaves it out
-                if key not in self._unsaved:
-                    self._unsaved.add(key)
-                    log.warning("bolt task %s: attribute %r cannot be saved with the offsets "
-                                "(%s: %s); after a restart it is what prepare() makes of it",
-                                self.name, key, type(exc).__name__, exc)
-        return saved
+        own = {key: value for key, value in vars(self.bolt).items()
+               if not isinstance(value, RUNTIME_GIVEN) and key not in ("conf", "storm_conf")}
+        return picklable_attributes(own, self.name, self._unsaved)
 
     def restore(self, data: bytes) -> None:
         """Put back what :meth:`save` returned (after ``prepare``)."""
@@ -155,6 +145,28 @@ class TaskState:
         else:
             for key, raw in value.items():
                 setattr(bolt, key, pickle.loads(raw))
+
+
+def picklable_attributes(values: Mapping[str, Any], name: str,
+                         unsaved: Optional[Set[str]] = None) -> Dict[str, bytes]:
+    """Each value pickled on its own; one that cannot be (a socket, a client, a lock) is
+    left out and named once in the log (``unsaved`` holds the names already named)."""
+    named = _UNSAVED.setdefault(name, set()) if unsaved is None else unsaved
+    saved: Dict[str, bytes] = {}
+    for key, value in values.items():
+        try:
+            saved[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - any pickling error leaves it out
+            if key not in named:
+                named.add(key)
+                log.warning("bolt task %s: attribute %r cannot be saved with the offsets "
+                            "(%s: %s); after a restart it is what prepare() makes of it",
+                            name, key, type(exc).__name__, exc)
+    return saved
+
+
+#: attribute names already named in the log, per task, for callers without their own set
+_UNSAVED: Dict[str, Set[str]] = {}
 
 
 def slot_name(slot: Tuple[str, int]) -> str:
