@@ -318,7 +318,6 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
-    from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
     from storm_kafka_compat.bench.spark_kafka import batch_rate, source_options, streaming_rate
 
     owned = False
@@ -379,31 +378,51 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                                             warmup_seconds=warm_s[backend])
         if source:
             report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
-        more = cases(n, options.size, p, more_partitions=list(options.scale_partitions),
-                     sizes=list(options.scale_sizes), multi_stage=options.multi_stage)
-        if more:
-            report.scaling = scaling_rows(
-                spark, servers, base=(Case("main", p, n, options.size),
-                                      {"plain": report.plain, "pipeline": report.pipeline}),
-                more=more, backends=backends, repeat=options.repeat, careful=careful,
-                main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
-                trigger_interval_ms=trigger, log_line=log_line)
-        if options.word_count:
-            import tempfile
-            from pathlib import Path
-
-            from storm_kafka_compat.bench.wordcount import word_count_figures
-            report.word_count = word_count_figures(
-                spark, servers, backends=backends, repeat=options.repeat, careful=careful,
-                sentences_n=options.word_count, partitions=p,
-                work_dir=Path(tempfile.mkdtemp(prefix="skc-bench-state-")),
-                trigger_interval_ms=trigger, log_line=log_line)
+        _growth(options, backends, report, spark, servers, careful, warm_ends, trigger,
+                log_line)
         if options.latency_seconds > 0:
             _latencies(options, backends, report, spark, servers, log_line,
                        stamp=stamp, trigger=trigger)
     finally:
         if owned:
             spark.stop()
+
+
+def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
+            servers: EmbeddedServers, careful: Dict[str, Dict[str, Any]],
+            warm_ends: Dict[int, int], trigger: Optional[int],
+            log_line: Callable[[str], None]) -> None:
+    """The cost as the work grows (:mod:`.scaling`) and the two-stage figure with its
+    state kept (:mod:`.wordcount`)."""
+    from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
+    p, n = options.partitions, options.messages
+    more = cases(n, options.size, p, more_partitions=list(options.scale_partitions),
+                 sizes=list(options.scale_sizes), multi_stage=options.multi_stage)
+    if more:
+        report.scaling = scaling_rows(
+            spark, servers, base=(Case("main", p, n, options.size),
+                                  {"plain": report.plain, "pipeline": report.pipeline}),
+            more=more, backends=backends, repeat=options.repeat, careful=careful,
+            main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
+            trigger_interval_ms=trigger, log_line=log_line)
+    if options.word_count:
+        report.word_count = _word_count(options, backends, spark, servers, careful,
+                                        trigger, log_line)
+
+
+def _word_count(options: BenchOptions, backends: List[str], spark: Any,
+                servers: EmbeddedServers, careful: Dict[str, Dict[str, Any]],
+                trigger: Optional[int], log_line: Callable[[str], None]) -> Dict[str, Any]:
+    """The two-stage figure with its state kept (:mod:`.wordcount`)."""
+    import tempfile
+    from pathlib import Path
+
+    from storm_kafka_compat.bench.wordcount import word_count_figures
+    return word_count_figures(
+        spark, servers, backends=backends, repeat=options.repeat, careful=careful,
+        sentences_n=options.word_count, partitions=options.partitions,
+        work_dir=Path(tempfile.mkdtemp(prefix="skc-bench-state-")),
+        trigger_interval_ms=trigger, log_line=log_line)
 
 
 def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: EmbeddedServers,

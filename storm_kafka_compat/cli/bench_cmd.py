@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Callable, Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -31,6 +31,17 @@ def _fmt(value: Any, digits: int = 1) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _word_count_rows(wc: Dict[str, Any], add: Callable[..., None],
+                     spread: Callable[[Dict[str, Any]], str]) -> None:
+    """The two-stage figure with its state kept, one row per backend."""
+    for backend, f in wc.items():
+        if not isinstance(f, dict):
+            continue
+        add(f"word count (state kept): pipeline {backend} / plain job", f["pipeline_over_plain"],
+            "x", f"{wc['sentences']:,} sentences over {wc['partitions']} partitions: pipeline "
+            f"{spread(f['pipeline'])}plain {spread(f['plain'])}(sentences/s)", 3)
 
 
 def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
@@ -78,13 +89,7 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
                 + ("" if growth is None else
                    f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
                    f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
-    wc = r.get("word_count") or {}
-    for backend, f in wc.items():
-        if not isinstance(f, dict):
-            continue
-        add(f"word count (state kept): pipeline {backend} / plain job", f["pipeline_over_plain"],
-            "x", f"{wc['sentences']:,} sentences over {wc['partitions']} partitions: pipeline "
-            f"{spread(f['pipeline'])}plain {spread(f['plain'])}(sentences/s)", 3)
+    _word_count_rows(r.get("word_count") or {}, add, spread)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
                 f"{lat['samples']:,} samples")
