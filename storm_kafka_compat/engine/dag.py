@@ -16,7 +16,7 @@ from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.topology.grouping import Grouping, route
+from storm_kafka_compat.topology.grouping import Grouping, key_hash, route
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ class TaskDispatcher:
 
     def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
         key = (tup.source_component, tup.stream)
+        keyed = self.runtime.keyed_targets.get(key)
+        if keyed is not None:                 # one fields grouping on one field
+            target, i, n = keyed
+            return [(target, key_hash(tup.values[i]) % n)]
         static = self.runtime.static_targets.get(key)
         if static is not None:
             return static
@@ -163,6 +167,17 @@ class LocalRuntime:
                 self.static_targets[key] = [
                     (target, task) for target, g, n in subs
                     for task in (range(n) if g.kind == "all" else (0,))]
+        #: (source, stream) whose only subscription is a fields grouping on one field:
+        #: (target, the field's index, tasks), the routing of a word count
+        self.keyed_targets: Dict[Tuple[str, str], Tuple[str, int, int]] = {}
+        for key, subs in self.subs.items():
+            if len(subs) == 1 and subs[0][1].kind == "fields" and \
+                    len(subs[0][1].fields) == 1 and subs[0][2] > 1:
+                target, g, n = subs[0]
+                fields = (topology.spout_streams.get(key[1]) if key[0] == topology.spout
+                          else topology.bolts[key[0]].output_fields.get(key[1]))
+                if fields and g.fields[0] in fields:
+                    self.keyed_targets[key] = (target, list(fields).index(g.fields[0]), n)
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:

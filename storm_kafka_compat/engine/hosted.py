@@ -29,6 +29,7 @@ from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.hosts.host import Slot, Source, StageAnswer
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.spout.batch import BatchResult, FetchPlan
+from storm_kafka_compat.topology.tuples import TupleBatch
 
 
 class HostStages(Protocol):
@@ -36,7 +37,7 @@ class HostStages(Protocol):
     (:class:`~storm_kafka_compat.hosts.client.HostDirectory`)."""
 
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
-                tuples: Mapping[Slot, List[Any]]) -> None: ...
+                tuples: Mapping[Slot, Any]) -> None: ...
 
     def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]
                   ) -> List[StageAnswer]: ...
@@ -56,7 +57,8 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
         else:
             yield key, value
     if routed:
-        job.hosts.deposit(batch, ("s", index), attempt, routed)
+        job.hosts.deposit(batch, ("s", index), attempt,
+                          {slot: TupleBatch(held) for slot, held in routed.items()})
     yield ("s", index), attempt
 
 
@@ -85,7 +87,8 @@ def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
             for component, task, tup in answer.routed:
                 routed.setdefault((component, task), []).append(tup)
         if routed:
-            hosts.deposit(batch, ("d", stage), 0, routed)
+            hosts.deposit(batch, ("d", stage), 0,
+                          {slot: TupleBatch(held) for slot, held in routed.items()})
             sources[("d", stage)] = 0
     return settle(kept + list(unresolved_roots((("a", 0), acker))))
 

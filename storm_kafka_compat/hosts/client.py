@@ -66,10 +66,10 @@ class HostDirectory:
         raise AssertionError("unreachable")
 
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
-                tuples: Mapping[Slot, List[Any]]) -> None:
+                tuples: Mapping[Slot, Any]) -> None:
         """Hand ``tuples`` (slot -> tuples) to the hosts of their slots, to be run when
         the driver runs their stage (:meth:`~storm_kafka_compat.hosts.host.BoltHost.deposit`)."""
-        by_host: Dict[Address, Dict[Slot, List[Any]]] = {}
+        by_host: Dict[Address, Dict[Slot, Any]] = {}
         for slot, held in tuples.items():
             by_host.setdefault(self.address_of(slot), {})[slot] = held
         for address, part in by_host.items():

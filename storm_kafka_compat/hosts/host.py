@@ -12,7 +12,7 @@ from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_
 from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
-from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +88,14 @@ class BoltHost:
         return result
 
     def deposit(self, batch: int, source: Source, attempt: int,
-                tuples: Mapping[Slot, List[StormTuple]]) -> int:
+                tuples: Mapping[Slot, "List[StormTuple] | TupleBatch"]) -> int:
         """Keep ``tuples`` for their tasks until the driver runs ``batch``'s stage; a
         later attempt of the same source replaces nothing (the driver names the attempt
         whose results it took). Returns the tuples kept."""
         box = self._inbox.setdefault((batch, tuple(source), attempt), {})  # type: ignore[arg-type]
         for slot, held in tuples.items():
-            box.setdefault(tuple(slot), []).extend(held)  # type: ignore[arg-type]
+            box.setdefault(tuple(slot), []).extend(  # type: ignore[arg-type]
+                held.tuples if isinstance(held, TupleBatch) else held)
         return sum(len(t) for t in tuples.values())
 
     def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]) -> StageAnswer:
@@ -153,6 +154,18 @@ class StageAnswer:
         self.pairs: Dict[int, int] = {}
         self.failed_roots: Set[int] = set()
         self.errors: List[BoltError] = []
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"slots": [(c, t) for c, t, _ in self.routed],
+                "routed": TupleBatch([tup for _, _, tup in self.routed]),
+                "pairs": self.pairs, "failed_roots": self.failed_roots, "errors": self.errors}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.routed = [(c, t, tup) for (c, t), tup in zip(state["slots"],
+                                                          state["routed"].tuples)]
+        self.pairs = state["pairs"]
+        self.failed_roots = state["failed_roots"]
+        self.errors = state["errors"]
 
     def add(self, result: GroupResult) -> None:
         self.routed.extend(result.routed)

@@ -72,6 +72,25 @@ def stable_hash(values: Sequence[Any]) -> int:
     return zlib.crc32(b"".join(_frame(v) for v in values))
 
 
+#: stable_hash of recent single str/bytes keys (a word count routes the same words over
+#: and over: the CRC of the typed encoding cost more than the rest of the routing)
+_KEY_HASHES: Dict[Any, int] = {}
+#: keys remembered before the memo starts over
+KEY_HASHES_KEPT = 100_000
+
+
+def key_hash(value: Any) -> int:
+    """``stable_hash([value])``, remembered for str and bytes keys."""
+    if type(value) is str or type(value) is bytes:
+        h = _KEY_HASHES.get(value)
+        if h is None:
+            if len(_KEY_HASHES) >= KEY_HASHES_KEPT:
+                _KEY_HASHES.clear()
+            h = _KEY_HASHES[value] = zlib.crc32(_encode(value))
+        return h
+    return zlib.crc32(_encode(value))
+
+
 def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
           rng: Optional[random.Random] = None, seq: int = 0) -> List[int]:
     """The task indexes of a component that receive ``tup``.
@@ -97,6 +116,8 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
     if kind == "fields":
         index = fields_index(tup.fields)
         values = tup.values
+        if len(grouping.fields) == 1:
+            return [key_hash(values[index[grouping.fields[0]]]) % n_tasks]
         return [stable_hash([values[index[f]] for f in grouping.fields]) % n_tasks]
     if kind == "global":
         return [0]

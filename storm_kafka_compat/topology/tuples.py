@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Dict, Iterator, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
 
 __all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index", "spout_tuple",
            "spout_tuple_class"]
@@ -195,3 +196,65 @@ def spout_tuple(values: Sequence[Any], fields: Tuple[str, ...], component: str, 
     t.anchors = {}
     t.ack_val = 0
     return t
+
+
+class TupleBatch:
+    """StormTuples on their way to another process (a bolt host, the driver), pickled
+    by columns: what tuples share (fields, stream, source component and task, topic)
+    once per kind, then one list per slot. Pickling each tuple through
+    :meth:`StormTuple.__reduce__` cost more than the bolts' work in a word count."""
+
+    __slots__ = ("tuples",)
+
+    def __init__(self, tuples: List[StormTuple]) -> None:
+        self.tuples = tuples
+
+    def __len__(self) -> int:
+        return len(self.tuples)
+
+    def __reduce__(self) -> Any:
+        heads: Dict[Tuple[Any, ...], int] = {}
+        head_of: List[int] = []
+        values: List[Any] = []
+        partitions: List[Optional[int]] = []
+        offsets: List[Optional[int]] = []
+        anchors: List[Optional[Dict[int, int]]] = []
+        ack_vals: List[int] = []
+        for t in self.tuples:
+            key = (t.fields, t.stream, t.source_component, t.source_task, t.topic)
+            i = heads.get(key)
+            if i is None:
+                i = heads[key] = len(heads)
+            head_of.append(i)
+            values.append(t.values)
+            partitions.append(t.partition)
+            offsets.append(t.offset)
+            anchors.append(t.anchors or None)
+            ack_vals.append(t.ack_val)
+        return (_unpack_batch, (list(heads), bytes(head_of) if len(heads) < 256 else head_of,
+                                values, partitions, offsets, anchors,
+                                ack_vals if any(ack_vals) else None))
+
+
+def _unpack_batch(heads: List[Tuple[Any, ...]], head_of: Sequence[int], values: List[Any],
+                  partitions: List[Optional[int]], offsets: List[Optional[int]],
+                  anchors: List[Optional[Dict[int, int]]],
+                  ack_vals: Optional[List[int]]) -> TupleBatch:
+    out: List[StormTuple] = []
+    append = out.append
+    for i, vals in enumerate(values):
+        fields, stream, source, task, topic = heads[head_of[i]]
+        t = _new(StormTuple)
+        t.values = vals
+        t.fields = fields
+        t.stream = stream
+        t.source_component = source
+        t.source_task = task
+        t.topic = topic
+        t.partition = partitions[i]
+        t.offset = offsets[i]
+        held = anchors[i]
+        t.anchors = {} if held is None else held
+        t.ack_val = ack_vals[i] if ack_vals is not None else 0
+        append(t)
+    return TupleBatch(out)
