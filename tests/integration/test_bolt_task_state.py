@@ -24,7 +24,7 @@ PARTITIONS = 4
 
 def make_job(topic, zk_server, zk_root, bootstrap, spec, state_dir):
     return job_config_from_dict({
-        "spout": {"topic": topic, "zkRoot": f"{zk_root}/offsets", "id": "stateful",
+        "spout": {"topic": topic, "zkRoot": f"{zk_root}/offsets", "id": f"stateful-{topic}",
                   "scheme": "string", "stateUpdateIntervalMs": 300},
         "hosts": {"bootstrap": bootstrap},
         "topology": {"topology.name": "stateful", "topology.id": "stateful-py",
