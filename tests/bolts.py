@@ -160,3 +160,12 @@ def record_10ms(t):
     fault test (at most 100 tuples a second per core)."""
     record(t)
     time.sleep(0.010)
+
+
+class KeyErrorOnOdd(BasicBolt):
+    """Reads a field the tuple does not have on odd offsets (a KeyError, as a misnamed
+    field does), acks the rest."""
+
+    def execute(self, t, collector):
+        if t.offset % 2:
+            t["no_such_field"]
