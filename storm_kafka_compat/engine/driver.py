@@ -220,7 +220,7 @@ class Pipeline:
         layout = self.layout
         self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
                                      layout)
-        if layout is not None:
+        if layout is not None and any(layout.slots):
             self.bolt_state = BoltState(self.job, layout, self.worker_job.scheme().fields,
                                         self.spout.storm_conf())
             self.bolt_state.restore(self.spout.offsets_after_commit())
