@@ -107,9 +107,11 @@ class Pipeline:
         (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
         commit.
     new_id : bool
-        The spout id is new on purpose: start it although other ids under the
-        zkRoot hold offsets of the topic (refused otherwise, with what they hold:
-        :meth:`~storm_kafka_compat.spout.legacy.ZkDocuments.check_id`).
+        The spout id may be new: start it although other ids under the zkRoot hold
+        offsets of the topic, with a warning naming them (the default of the library,
+        whose callers run several ids side by side). False refuses such a start with
+        what they hold (:meth:`~storm_kafka_compat.spout.legacy.ZkDocuments.check_id`):
+        what ``run`` does unless given ``--new-id``.
     **parts
         ``store``, ``kafka``, ``kafka_factory``, ``groups``, ``registry_reader``,
         ``topology_id`` for the :class:`~storm_kafka_compat.runtime.Runtime`.
@@ -122,7 +124,7 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 take_over: bool = False, new_id: bool = False,
+                 take_over: bool = False, new_id: bool = True,
                  **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
