@@ -126,6 +126,8 @@ class _Report:
     scaling: List[Dict[str, Any]] = field(default_factory=list)
     #: the two-stage figure with its state kept (:mod:`.wordcount`), per backend
     word_count: Dict[str, Any] = field(default_factory=dict)
+    #: streamparse bolts' cost per tuple against the project's own (:mod:`.python_bolts`)
+    python_bolts: Dict[str, Any] = field(default_factory=dict)
     latency: Dict[str, Any] = field(default_factory=dict)
     memory: Dict[str, Any] = field(default_factory=dict)
     zookeeper: List[Dict[str, Any]] = field(default_factory=list)
@@ -202,6 +204,7 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
     for n in options.plan_partitions:
         log_line(f"driver planning: {n:,} partitions")
         report.planning.append(planning_time(n))
+    _python_bolts(report, log_line)
 
     _with_servers(options, backends, report, spark, log_line)
     as_dict = asdict(report)
@@ -209,6 +212,20 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
     as_dict["targets"] = check_targets(as_dict)
     as_dict["seconds"] = time.monotonic() - started
     return as_dict
+
+
+def _python_bolts(report: _Report, log_line: Callable[[str], None]) -> None:
+    """The per-tuple cost of a streamparse bolt, in process and over multilang, against
+    the same logic as the project's own bolt (:mod:`.python_bolts`)."""
+    from storm_kafka_compat.bench.python_bolts import measure, quickstart_src
+    if quickstart_src() is None:
+        report.skipped.append("python bolts: streamparse is not installed "
+                              "(pip install storm-kafka-compat[streamparse])")
+        return
+    log_line("python bolts: streamparse in process and over multilang, per tuple")
+    figures = measure()
+    report.python_bolts = {"us_per_tuple": figures,
+                           "over_own": {k: v / figures["own"] for k, v in figures.items()}}
 
 
 def _servers(options: BenchOptions, base: str, report: _Report) -> EmbeddedServers:

@@ -33,9 +33,14 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _word_count_rows(wc: Dict[str, Any], add: Callable[..., None],
+def _word_count_rows(r: Dict[str, Any], add: Callable[..., None],
                      spread: Callable[[Dict[str, Any]], str]) -> None:
-    """The two-stage figure with its state kept, one row per backend."""
+    """The two-stage figure with its state kept, one row per backend, and the Python
+    bolts' cost per tuple."""
+    for kind, us in (r.get("python_bolts") or {}).get("us_per_tuple", {}).items():
+        add(f"python bolt {kind} per tuple", us, "us",
+            f"{r['python_bolts']['over_own'][kind]:.2f}x the project's own bolt", 2)
+    wc = r.get("word_count") or {}
     for backend, f in wc.items():
         if not isinstance(f, dict):
             continue
@@ -89,7 +94,7 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
                 + ("" if growth is None else
                    f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
                    f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
-    _word_count_rows(r.get("word_count") or {}, add, spread)
+    _word_count_rows(r, add, spread)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
                 f"{lat['samples']:,} samples")

@@ -64,6 +64,10 @@ def test_bench_json_tiny() -> None:
     assert wc["kafka-python"]["pipeline"]["messages"] == 400
     assert wc["kafka-python"]["plain"]["messages"] == 400
     assert wc["kafka-python"]["pipeline_over_plain"] > 0
+    # a streamparse bolt's cost per tuple beside the project's own (the test extra has it)
+    bolts = report["python_bolts"]
+    assert set(bolts["us_per_tuple"]) == {"own", "streamparse", "multilang"}
+    assert bolts["over_own"]["own"] == 1 and all(v > 0 for v in bolts["us_per_tuple"].values())
     plan = report["planning"][-1]
     assert plan["state_bytes"] > 0 and plan["plan_bytes"] > 0
     names = {t["name"] for t in report["targets"]}
