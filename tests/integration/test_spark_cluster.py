@@ -473,3 +473,62 @@ def test_word_count_on_the_cluster_counts_every_word_exactly(
     assert job.returncode == 0, err[-4000:]
     assert _final_counts(record) == word_counts(lines)
     assert len(_records(record)) >= sum(word_counts(lines).values())
+
+
+def test_the_streamparse_quickstart_on_the_cluster_counts_every_word(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """Issue 36 on the standalone cluster: streamparse's quickstart project (``sparse
+    quickstart``) converted by ``config convert``, its bolts package shipped with
+    spark.pyFiles, its WordCountBolt unmodified in the driver's bolt hosts; every word's
+    count is the truth (``dog`` counts 10 in that bolt)."""
+    pytest.importorskip("streamparse")
+    from storm_kafka_compat.flux.convert import convert_file
+    from storm_kafka_compat.servers.kafka_clients import produce
+    from tests.python_storm_support import quickstart_counts
+    from tests.stateful_inputs import VOCABULARY, as_messages, sentences
+    env = {**_env(), "LEIN_ROOT": "1"}
+    sparse = Path(sys.executable).with_name("sparse")
+    subprocess.run([str(sparse), "quickstart", "wordcount"], cwd=tmp_path, env=env,
+                   check=True, capture_output=True, timeout=120)
+    project = tmp_path / "wordcount"
+    flt = tmp_path / "kafka.properties"
+    flt.write_text("spout.topic=set-below\nhosts.zk=set-below\nspout.zkRoot=/wc\n"
+                   "spout.id=wordcount\nspout.scheme=wordscheme:word\n")
+    # the executors get the bolts package and a one-word-a-message scheme beside it
+    (project / "src" / "wordscheme.py").write_text(
+        "def word(value):\n    return [value.decode('utf-8')]\n\nword.fields = ('word',)\n")
+    # a report bolt reads the counts the quickstart's bolt emits (added to the CONFIG;
+    # every bolt module is importable on the executors too)
+    (project / "src" / "wcreport.py").write_text(WORD_COUNT_BOLTS)
+    conv = convert_file(str(project / "topologies" / "wordcount.py"), filter_path=str(flt))
+    config = conv.config
+    config["topology"]["bolts"].append(
+        {"name": "report", "bolt": "wcreport:Report", "kind": "basic",
+         "inputs": [{"from": "count_bolt", "grouping": "shuffle"}]})
+    words = [w for line in sentences(150, seed=37, vocabulary=VOCABULARY[:20] + ("dog",))
+             for w in line.split()]
+    topic = kafka09_topic(PARTITIONS, [])
+    produce(kafka09.bootstrap, topic, as_messages(words, PARTITIONS))
+    config["spout"] = {**config["spout"], "topic": topic, "zkRoot": "/cluster-sparse",
+                       "stateUpdateIntervalMs": 500}
+    config["hosts"] = {"bootstrap": kafka09.bootstrap}
+    config["topology"] = {**config["topology"], "topology.id": f"{topic}-py",
+                          "storm.zookeeper.servers": ["127.0.0.1"],
+                          "storm.zookeeper.port": kafka09.zookeeper.port,
+                          "topology.state.dir": str(tmp_path / "state")}
+    config["spark"] = {"master": cluster.master_url,
+                       "pyFiles": [str(project / "src" / "bolts"),
+                                   str(project / "src" / "wordscheme.py"),
+                                   str(project / "src" / "wcreport.py")],
+                       "conf": {"spark.executor.memory": "512m"}}
+    config["kafka"] = dict(KAFKA_09)
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(config))
+    record = tmp_path / "records.jsonl"
+    done = subprocess.run(
+        [str(CLI), "run", str(job), "--until-caught-up"], cwd=tmp_path,
+        env={**_env(), "CLUSTER_TEST_RECORD": str(record),
+             "PYTHONPATH": str(project / "src")},
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert _final_counts(record) == quickstart_counts(words)
