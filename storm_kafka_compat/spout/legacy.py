@@ -227,7 +227,8 @@ class ZkDocuments:
             return
         problem = other_ids_problem(spout_root(spout.zk_root, spout.id), spout.topic, others)
         if self.new_id:
-            log.warning("%s; starting at startOffsetTime as asked (--new-id)", problem)
+            log.warning("%s; starting at startOffsetTime, the id taken as new (run refuses "
+                        "this start unless given --new-id)", problem)
             return
         raise ConfigError(
             f"{problem}. If this id is new on purpose (every partition then starts at "

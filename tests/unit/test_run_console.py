@@ -99,7 +99,7 @@ def test_run_refuses_an_id_without_documents_while_other_ids_hold_the_topic(
     assert main(["run", job, "--until-caught-up", "--new-id"]) == 0
     err = capsys.readouterr().err
     assert "warning: no document under /kafka-offsets/clicks-spuot, but 2 other id(s)" in err
-    assert "starting at startOffsetTime as asked (--new-id)" in err
+    assert "starting at startOffsetTime, the id taken as new" in err
     # once it has documents of its own, the id starts without the flag
     assert main(["run", job, "--until-caught-up"]) == 0
 
