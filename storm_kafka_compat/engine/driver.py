@@ -149,6 +149,8 @@ class Pipeline:
         self._phase = "new"
         #: the batch the runner runs now: its number, start (epoch s) and plan
         self._in_flight: Optional[Tuple[int, float, BatchPlan]] = None
+        #: when an idle run next runs the bolt stages alone for their ticks (ms)
+        self._next_tick_batch_ms = 0
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -236,6 +238,8 @@ class Pipeline:
         if self.pacer is not None:
             cap = self.pacer.cap(partitions, cap)
         plan = self.spout.plan(now, cap)
+        if not len(plan) and self._ticks_due(now):
+            plan = BatchPlan((), self.spout.reserve_batch(), tick=True)
         started_ms = self.clock()
         result = self._run(plan)
         self.reporter.errors.observe(result, self.clock())
@@ -252,8 +256,21 @@ class Pipeline:
         self.summary.messages += taken
         return taken
 
+    def _ticks_due(self, now_ms: int) -> bool:
+        """No batch runs now: should the bolt stages run alone for their ticks (and
+        their windows' time)? Every half of the shortest tick period, so a tick is late
+        by at most half a period plus a batch while the spout has nothing to fetch."""
+        layout = self.layout
+        if layout is None or not layout.ticks:
+            return False
+        if now_ms < self._next_tick_batch_ms:
+            return False
+        half_ms = max(10, int(min(p for _c, p in layout.ticks) * 500))
+        self._next_tick_batch_ms = now_ms + half_ms
+        return True
+
     def _run(self, plan: BatchPlan) -> BatchResult:
-        if not len(plan):
+        if not len(plan) and not plan.tick:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap

@@ -134,10 +134,10 @@ class SparkRunner:
         self._job = self.spark_context.broadcast(job)
 
     def slices(self, plan: BatchPlan) -> int:
-        return min(len(plan), self.tasks or self.spark_context.defaultParallelism)
+        return max(1, min(len(plan), self.tasks or self.spark_context.defaultParallelism))
 
     def run(self, plan: BatchPlan) -> BatchResult:
-        if not len(plan):
+        if not len(plan) and not plan.tick:
             return BatchResult()
         try:
             return self._run(plan)

@@ -5,12 +5,14 @@ batch after batch, saved and restored. Pure: no sockets (:mod:`.server` serves i
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+import time
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from storm_kafka_compat.engine.dag import LocalRuntime
 from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
+from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
 from storm_kafka_compat.topology.tuples import StormTuple
 
 log = logging.getLogger(__name__)
@@ -43,9 +45,13 @@ class BoltHost:
 
     def __init__(self, topology_spec: Mapping[str, Any], storm_conf: Mapping[str, Any],
                  spout_fields: Sequence[str], layout: StageLayout,
-                 slots: Sequence[Slot]) -> None:
+                 slots: Sequence[Slot], clock: Callable[[], float] = time.monotonic) -> None:
         self.layout = layout
         self.slots = tuple(slots)
+        periods = layout.tick_periods()
+        #: when each held task that takes ticks gets its next one
+        self.ticks = TickSchedule({slot: periods[slot[0]] for slot in self.slots
+                                   if slot[0] in periods}, clock)
         self.runtime = LocalRuntime(from_spec(topology_spec), storm_conf,
                                     spout_fields=spout_fields)
         self.states: Dict[Slot, TaskState] = {
@@ -70,6 +76,9 @@ class BoltHost:
             raise KeyError(f"bolt task {slot_name(slot)} is not held by this host "
                            f"(it holds {', '.join(map(slot_name, self.slots))})")
         component, task = slot
+        period = self.ticks.due(slot)
+        if period is not None:     # Storm's executor puts the tick in the task's queue
+            tuples = [tick_tuple(period), *tuples]
         result = run_stage_group(((component, task, t) for t in tuples),
                                  topology=self.runtime,
                                  local=frozenset(self.layout.stages[stage]))

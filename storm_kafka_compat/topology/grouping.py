@@ -7,6 +7,7 @@ same in every process, so a Spark worker routes a tuple as any other would.
 
 from __future__ import annotations
 
+import copy
 import random
 import struct
 import zlib
@@ -16,9 +17,49 @@ from typing import Any, List, Optional, Sequence, Tuple
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
 
-__all__ = ["GROUPINGS", "Grouping", "route", "stable_hash"]
+__all__ = ["GROUPINGS", "Grouping", "CustomStreamGrouping", "route", "stable_hash",
+           "PartialKeyBalance", "ROUTED_BY_EMITTER"]
 
-GROUPINGS = ("shuffle", "fields", "global", "all")
+GROUPINGS = ("shuffle", "fields", "global", "all", "local_or_shuffle", "partial_key", "direct",
+             "custom", "none")
+#: Storm's spellings of the grouping names (Flux's ``type`` and the Java methods)
+GROUPING_ALIASES = {"localOrShuffle": "local_or_shuffle", "local_or_shuffle": "local_or_shuffle",
+                    "LOCAL_OR_SHUFFLE": "local_or_shuffle", "partialKey": "partial_key",
+                    "PARTIAL_KEY": "partial_key", "SHUFFLE": "shuffle", "FIELDS": "fields",
+                    "GLOBAL": "global", "ALL": "all", "DIRECT": "direct", "NONE": "none",
+                    "CUSTOM": "custom", "customGrouping": "custom", "noneGrouping": "none"}
+#: groupings whose task the emitter picks (``emit_direct``), not the tuple
+ROUTED_BY_EMITTER = ("direct",)
+
+
+class CustomStreamGrouping:
+    """Storm's ``CustomStreamGrouping``: ``prepare`` once per emitting task, then
+    ``choose_tasks(task_id, values)`` gives the target task indexes (0-based within the
+    subscribing component) of each tuple."""
+
+    def prepare(self, context: Any, stream: Tuple[str, str], target_tasks: List[int]) -> None:
+        """``stream`` is (source component, stream id); ``target_tasks`` the indexes."""
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> List[int]:
+        raise NotImplementedError
+
+
+class PartialKeyBalance:
+    """Storm's partial-key grouping (the "power of two choices"): a key may go to two
+    tasks, picked by two independent hashes of its values; each tuple goes to the one
+    of the two that this emitter has sent fewer tuples to so far. Load balances, and a
+    key's tuples meet in at most two tasks (a downstream step joins the two halves)."""
+
+    def __init__(self, n_tasks: int) -> None:
+        self.sent = [0] * n_tasks
+
+    def choose(self, values: Sequence[Any]) -> int:
+        n = len(self.sent)
+        first = stable_hash(values) % n
+        second = zlib.crc32(b"second" + b"".join(_frame(v) for v in values)) % n
+        pick = first if self.sent[first] <= self.sent[second] else second
+        self.sent[pick] += 1
+        return pick
 
 
 @dataclass(frozen=True)
@@ -29,6 +70,8 @@ class Grouping:
     source: str
     stream: str = DEFAULT_STREAM
     fields: Tuple[str, ...] = ()
+    #: ``module:Class`` of a custom grouping (a :class:`CustomStreamGrouping`)
+    custom: Optional[str] = None
 
 
 def _encode(value: Any) -> bytes:
@@ -73,7 +116,8 @@ def stable_hash(values: Sequence[Any]) -> int:
 
 
 def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
-          rng: Optional[random.Random] = None, seq: int = 0) -> List[int]:
+          rng: Optional[random.Random] = None, seq: int = 0,
+          chooser: Any = None) -> List[int]:
     """The task indexes of a component that receive ``tup``.
 
     Parameters
@@ -88,12 +132,26 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         Shuffle grouping draws from it when given.
     seq : int
         Shuffle grouping without ``rng``: deterministic round-robin, task ``seq % n``.
+    chooser : object, optional
+        The emitter's :class:`PartialKeyBalance` (partial key) or prepared
+        :class:`CustomStreamGrouping` (custom) of this subscription.
+
+    ``local_or_shuffle`` and ``none`` route as ``shuffle``: every task of a stage runs
+    where the Spark task runs, so every task is local. ``direct`` is routed by the
+    emitter (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_direct`).
     """
     kind = grouping.kind
+    if kind == "custom":
+        return _custom_tasks(grouping, chooser, tup, n_tasks)
     if n_tasks == 1:
         return [0]
-    if kind == "shuffle":
+    if kind in ("shuffle", "local_or_shuffle", "none"):
         return [rng.randrange(n_tasks) if rng is not None else seq % n_tasks]
+    if kind == "partial_key":
+        index = fields_index(tup.fields)
+        values = tup.values
+        key = [values[index[f]] for f in grouping.fields] if grouping.fields else list(values)
+        return [chooser.choose(key)]
     if kind == "fields":
         index = fields_index(tup.fields)
         values = tup.values
@@ -104,3 +162,34 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         return list(range(n_tasks))
     raise TopologyError(f"grouping {kind!r} is not one of {', '.join(GROUPINGS)}",
                         value=kind, allowed=GROUPINGS)
+
+
+def _custom_tasks(grouping: Grouping, chooser: Any, tup: StormTuple, n_tasks: int
+                  ) -> List[int]:
+    tasks = [int(t) for t in chooser.choose_tasks(tup.source_task, list(tup.values))]
+    bad = [t for t in tasks if not 0 <= t < n_tasks]
+    if bad:
+        raise TopologyError(f"custom grouping {grouping.custom} chose task(s) {bad} of a "
+                            f"component with {n_tasks} tasks; choose indexes 0..{n_tasks - 1}",
+                            value=bad)
+    return tasks
+
+
+def canonical_grouping(kind: str) -> str:
+    """A grouping name as this project spells it (Storm's spellings accepted)."""
+    return GROUPING_ALIASES.get(kind, kind)
+
+
+def new_custom_grouping(grouping: Grouping, source_task: int, n_tasks: int) -> Any:
+    """The custom grouping object of ``grouping`` for one emitting task, prepared."""
+    from storm_kafka_compat.config.objects import load_object
+    factory = load_object(str(grouping.custom), key=f"grouping {grouping.custom}")
+    obj = factory() if isinstance(factory, type) else copy.deepcopy(factory)
+    prepare = getattr(obj, "prepare", None)
+    if callable(prepare):
+        prepare(None, (grouping.source, grouping.stream), list(range(n_tasks)))
+    if not callable(getattr(obj, "choose_tasks", None)):
+        raise TopologyError(f"custom grouping {grouping.custom} gave {obj!r}, which has no "
+                            f"choose_tasks(task_id, values); subclass CustomStreamGrouping",
+                            value=grouping.custom)
+    return obj

@@ -125,13 +125,17 @@ class TaskState:
                 pre_commit(txid)
             return pickle.dumps(("kv", self.kv.items_copy()), protocol=pickle.HIGHEST_PROTOCOL)
         if callable(getattr(bolt, "get_state", None)):
+            pre_commit = getattr(bolt, "pre_commit", None)
+            if callable(pre_commit):
+                pre_commit(txid)
             return pickle.dumps(("custom", bolt.get_state()), protocol=pickle.HIGHEST_PROTOCOL)
         return pickle.dumps(("attrs", self._attributes()), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _attributes(self) -> Dict[str, bytes]:
         saved: Dict[str, bytes] = {}
         for key, value in vars(self.bolt).items():
-            if isinstance(value, RUNTIME_GIVEN) or key in ("conf", "storm_conf"):
+            if (isinstance(value, RUNTIME_GIVEN) or getattr(type(value), "runtime_given", False)
+                    or key in ("conf", "storm_conf")):
                 continue
             try:
                 saved[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
