@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
-from storm_kafka_compat.engine.bolt_state import BoltState
+from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasksFactory
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
                                               with_batch_in_flight)
@@ -102,6 +102,9 @@ class Pipeline:
         stages, the DataFrame mode), True always, False never.
     task_index, total_tasks : int
         This spout task among the spout's tasks (each driver runs one).
+    bolt_tasks : callable, optional
+        Makes the run's bolt tasks of the crossing stages (default: bolt host processes,
+        :class:`~storm_kafka_compat.engine.bolt_state.BoltState`).
     take_over : bool
         Start even while another job's ownership record of the documents is there
         (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
@@ -118,7 +121,8 @@ class Pipeline:
                  progress: Optional[Callable[[str], None]] = None,
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
-                 take_over: bool = False, **parts: Unpack[RuntimeParts]) -> None:
+                 take_over: bool = False, bolt_tasks: Optional[BoltTasksFactory] = None,
+                 **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
         self.job = job
@@ -135,10 +139,11 @@ class Pipeline:
         self._runner = runner
         self._stages = stages
         self._pace = pace
+        self._bolt_tasks = bolt_tasks
         #: what the workers know of the job, once the run started
         self.worker_job: Optional[WorkerJob] = None
         #: the bolt hosts and saved state of a topology cut into stages (after open())
-        self.bolt_state: Optional[BoltState] = None
+        self.bolt_state: Optional[BoltTasks] = None
         #: sizes batches by time when the runner processes them whole (after open())
         self.pacer: Optional[BatchPacer] = None
         self._stop = threading.Event()
@@ -217,8 +222,9 @@ class Pipeline:
         self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
                                      layout)
         if layout is not None:
-            self.bolt_state = BoltState(self.job, layout, self.worker_job.scheme().fields,
-                                        self.spout.storm_conf())
+            make = self._bolt_tasks or BoltState
+            self.bolt_state = make(self.job, layout, self.worker_job.scheme().fields,
+                                   self.spout.storm_conf())
             self.bolt_state.restore(self.spout.offsets_after_commit())
             self.spout.before_commit = self.bolt_state.save
             self.worker_job = replace(self.worker_job, hosts=self.bolt_state.directory)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Protocol, Tuple
 
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.hosts.host import Slot
@@ -16,6 +16,16 @@ Address = Tuple[str, int]
 #: this Python worker's connections, per host address
 _CONNECTIONS: Dict[Address, Connection] = {}
 _LOCK = threading.Lock()
+
+
+class TaskHosts(Protocol):
+    """Where a stage's Spark task runs the tuples of a bolt task: the bolt hosts'
+    :class:`HostDirectory`, or an in-process double
+    (:class:`~storm_kafka_compat.testing.hosts.InProcessBoltState`)."""
+
+    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
+        """Run ``tuples`` on bolt task ``slot``; its GroupResult."""
+        ...
 
 
 class BoltHostError(PipelineError):

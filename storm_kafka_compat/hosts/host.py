@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
 from storm_kafka_compat.engine.dag import LocalRuntime
 from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
@@ -60,6 +60,8 @@ class BoltHost:
         self._answers: Dict[RunKey, GroupResult] = {}
         #: the last batch each slot ran (a batch older than it is not run again)
         self.last_batch: Dict[Slot, int] = {}
+        #: the tasks that ran tuples or a tick since the last save
+        self.dirty: Set[Slot] = set()
 
     def run(self, batch: int, stage: int, slot: Slot, tuples: List[StormTuple]
             ) -> GroupResult:
@@ -79,6 +81,8 @@ class BoltHost:
         period = self.ticks.due(slot)
         if period is not None:     # Storm's executor puts the tick in the task's queue
             tuples = [tick_tuple(period), *tuples]
+        if tuples:
+            self.dirty.add(slot)
         result = run_stage_group(((component, task, t) for t in tuples),
                                  topology=self.runtime,
                                  local=frozenset(self.layout.stages[stage]))
@@ -90,6 +94,7 @@ class BoltHost:
 
     def save(self, txid: int) -> Dict[Slot, bytes]:
         """Every held task's state (see :mod:`storm_kafka_compat.topology.state`)."""
+        self.dirty.clear()
         return {slot: state.save(txid) for slot, state in self.states.items()}
 
     def restore(self, saved: Mapping[Slot, bytes]) -> List[Slot]:

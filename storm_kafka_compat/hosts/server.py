@@ -6,7 +6,8 @@ it reads its :class:`HostInit` (pickled) on stdin, prints its address on stdout,
 serves requests until told to stop or until the driver that started it is gone.
 
 Requests, each a tuple, answered ``("ok", value)`` or ``("error", text)``:
-``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("save", txid)`` ->
+``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("dirty",)`` -> whether a
+task ran since the last save; ``("save", txid)`` ->
 {slot: bytes}; ``("restore", {slot: bytes})`` -> restored slots; ``("stop",)``.
 """
 
@@ -93,6 +94,8 @@ class HostServer:
         if what == "run":
             _, batch, stage, slot, tuples = request
             return self.host.run(batch, stage, tuple(slot), tuples)
+        if what == "dirty":
+            return bool(self.host.dirty)
         if what == "save":
             return self.host.save(request[1])
         if what == "restore":

@@ -229,7 +229,6 @@ class Windows:
     seq: int = 0
     since_trigger: int = 0
     next_trigger_ms: Optional[int] = None
-    next_watermark_ms: Optional[int] = None
     stream_max: Dict[Tuple[str, str], int] = field(default_factory=dict)
     watermark: Optional[int] = None
     next_window_end: int = 0
@@ -257,15 +256,12 @@ class Windows:
         return fired, []
 
     def advance(self, now_ms: int) -> List[Fired]:
-        """Time moved to ``now_ms``: processing-time triggers and watermarks due."""
+        """Time moved to ``now_ms`` (the executor's tick): processing-time triggers due;
+        in event time, a watermark (the tick's period is the watermark interval)."""
         spec = self.spec
         fired: List[Fired] = []
         if spec.event_time:
-            if self.next_watermark_ms is None:
-                self.next_watermark_ms = now_ms + spec.watermark_ms
-            elif now_ms >= self.next_watermark_ms:
-                self.next_watermark_ms = now_ms + spec.watermark_ms
-                fired.extend(self.emit_watermark())
+            fired.extend(self.emit_watermark())
         elif isinstance(spec.slide, Duration):
             if self.next_trigger_ms is None:
                 self.next_trigger_ms = now_ms + spec.slide.value
