@@ -12,7 +12,8 @@ from typing import Dict, List, Tuple
 
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt
 from storm_kafka_compat.topology.ticks import is_tick
-from storm_kafka_compat.topology.windowing import Count, Duration, WindowedBolt
+from storm_kafka_compat.topology.windowing import (Count, Duration, StatefulWindowedBolt,
+                                                   WindowedBolt)
 from tests.bolts import _record
 
 #: event-time buckets of the rolling count, and how late a word may come (ms)
@@ -105,6 +106,26 @@ class TumblingByTime(WindowedBolt):
 
     def execute(self, window):
         self.collector.emit([window.get_end_timestamp(), len(window.get())])
+
+
+class WindowTotals(StatefulWindowedBolt):
+    """The stateful windowed bolt: tumbling 10 s event-time windows; its KeyValueState
+    counts windows and tuples; emits (end, count, windows so far, tuples so far)."""
+
+    def __init__(self):
+        super().__init__()
+        (self.with_tumbling_window(Duration.seconds(10)).with_timestamp_field("ts")
+         .with_lag(Duration.seconds(3)).with_watermark_interval(Duration.of(500)))
+
+    def declare_output_fields(self):
+        return ("end", "count", "windows", "tuples")
+
+    def execute(self, window):
+        n = len(window.get())
+        self.state.put("windows", self.state.get("windows", 0) + 1)
+        self.state.put("tuples", self.state.get("tuples", 0) + n)
+        self.collector.emit([window.get_end_timestamp(), n, self.state.get("windows"),
+                             self.state.get("tuples")])
 
 
 class Record(BasicBolt):
