@@ -8,6 +8,7 @@ Each result is recorded (tests/bolts.py's record file) as a dict with ``kind``."
 
 from __future__ import annotations
 
+import os
 from typing import Dict, List, Tuple
 
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt
@@ -129,10 +130,13 @@ class WindowTotals(StatefulWindowedBolt):
 
 
 class Record(BasicBolt):
-    """Records each result tuple as a dict of its fields, with ``kind`` its source."""
+    """Records each result tuple as a dict of its fields, with ``kind`` its source and
+    ``topic`` its Kafka topic (an unanchored result has none: ``SKC_TEST_RUN`` as the
+    bolt host found it at its start)."""
 
     def execute(self, t, collector):
-        _record({"kind": t.source_component, **t.as_dict()})
+        _record({"kind": t.source_component, **t.as_dict(),
+                 "topic": t.topic or os.environ.get("SKC_TEST_RUN")})
 
 
 class BufferingSink(RichBolt):
@@ -154,7 +158,7 @@ class BufferingSink(RichBolt):
         self.flushes += 1
         for held in self.buffer:
             _record({"kind": "sink", "value": _text(held.values[0]), "flush": self.flushes,
-                     "partition": held.partition, "offset": held.offset})
+                     "topic": held.topic, "partition": held.partition, "offset": held.offset})
             self.collector.ack(held)
         self.buffer = []
 

@@ -13,19 +13,23 @@ offsets it reflects at each commit. What is saved of a task:
 * any other bolt: its instance attributes, each pickled on its own, except what the
   runtime gives it (collector, context, configuration); an attribute that cannot be
   pickled (a socket, a client) is left out, named once in the log, and is whatever
-  ``prepare`` makes of it after a restore.
+  ``prepare`` makes of it after a restore. So is an attribute holding tuples of open
+  tuple trees (a sink's buffer of unacked input): their offsets are not committed, so a
+  restart replays them, and the bolt must not get them twice.
 
 Pure: no I/O beyond pickling.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import pickle
 from typing import Any, Dict, Iterator, MutableMapping, Optional, Set, Tuple
 
 from storm_kafka_compat.topology.bolts import (BasicOutputCollector, OutputCollector,
                                                TopologyContext)
+from storm_kafka_compat.topology.tuples import StormTuple
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +142,13 @@ class TaskState:
                     or key in ("conf", "storm_conf")):
                 continue
             try:
-                saved[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                saved[key] = dumps_untracked(value)
+            except HeldTupleError:
+                if key not in self._unsaved:
+                    self._unsaved.add(key)
+                    log.info("bolt task %s: attribute %r holds tuples of open tuple trees; "
+                             "it is not saved (after a restart those tuples come back by "
+                             "replay, their offsets were not committed)", self.name, key)
             except Exception as exc:  # noqa: BLE001 - any pickling error leaves it out
                 if key not in self._unsaved:
                     self._unsaved.add(key)
@@ -159,6 +169,26 @@ class TaskState:
         else:
             for key, raw in value.items():
                 setattr(bolt, key, pickle.loads(raw))
+
+
+class HeldTupleError(Exception):
+    """An attribute holds a tuple of a tuple tree (a buffer of unacked input)."""
+
+
+class _UntrackedPickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> None:
+        if isinstance(obj, StormTuple) and obj.anchors:
+            raise HeldTupleError()
+        return None
+
+
+def dumps_untracked(value: Any) -> bytes:
+    """``pickle.dumps(value)``, raising :class:`HeldTupleError` when it holds a tuple
+    that belongs to a tuple tree: such a tuple's offset is not committed, so a restart
+    replays it; saving it too would give the bolt its copy twice."""
+    buf = io.BytesIO()
+    _UntrackedPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buf.getvalue()
 
 
 def slot_name(slot: Tuple[str, int]) -> str:
