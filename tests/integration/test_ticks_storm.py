@@ -53,12 +53,12 @@ def test_a_rolling_count_on_ticks_matches_storm_with_the_driver_killed(
         pm = first.spout.managers().get((topic, 0)) if first.spout.managers() else None
         return len(counts(spark_records(topic))) >= 6 and pm is not None and pm.committed_to > 0
 
-    drive_then_kill(first, mid_run, timeout_s=90)
+    drive_then_kill(first, mid_run, timeout_s=150)
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[120:]])
     second = Pipeline(job, spark=spark, take_over=True)
     try:
         run_until(second, lambda: len(set(counts(spark_records(topic)))) >= len(truth),
-                  timeout_s=90)
+                  timeout_s=150)
     finally:
         got = counts(spark_records(topic))
         diff = sorted(set(got) ^ {(b, w, c) for (b, w), c in truth.items()})
@@ -91,12 +91,12 @@ def test_a_sink_writing_on_ticks_loses_nothing_across_a_driver_kill(
         return (len(written()) >= 50 and bool(managers)
                 and any(pm.committed_to > 0 for pm in managers.values()))
 
-    drive_then_kill(first, mid_run, timeout_s=90)
+    drive_then_kill(first, mid_run, timeout_s=150)
     committed = {tp.partition: pm.committed_to for tp, pm in first.spout.managers().items()}
     kafka39.produce(topic, [(i % 4, None, f"v{i}".encode()) for i in range(200, 400)])
     second = Pipeline(job, spark=spark, take_over=True)
     run_until(second, lambda: {r["value"] for r in written()} >= {f"v{i}" for i in range(400)},
-              timeout_s=90, settle_s=2.5)
+              timeout_s=150, settle_s=2.5)
     times = collections.Counter((r["partition"], r["offset"]) for r in written())
     assert {f"v{i}" for i in range(400)} == {r["value"] for r in written()}   # nothing lost
     again = [m for m, n in times.items() if n > 1]

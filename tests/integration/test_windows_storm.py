@@ -65,13 +65,13 @@ def test_windows_match_storm_with_the_driver_killed_mid_window(
         pm = first.spout.managers().get((topic, 0)) if first.spout.managers() else None
         return len(done) >= 3 and pm is not None and pm.committed_to > 0
 
-    drive_then_kill(first, mid_window, timeout_s=90)
+    drive_then_kill(first, mid_window, timeout_s=150)
     before = ours(spark_records(topic), "tumbling")
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[90:]])
     second = Pipeline(job, spark=spark, take_over=True)
     run_until(second, lambda: (len(ours(spark_records(topic), "tumbling")) >= len(tumbling)
                                and len(ours(spark_records(topic), "sliding")) >= len(sliding)),
-              timeout_s=90)
+              timeout_s=150)
     got = {kind: ours(spark_records(topic), kind) for kind in ("sliding", "tumbling")}
     assert before and before == got["tumbling"][:len(before)]
     assert got["tumbling"] == sorted(tumbling.items())        # once each, whole
