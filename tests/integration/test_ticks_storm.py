@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import time
 
 import pytest
 
@@ -53,7 +54,9 @@ def test_a_rolling_count_on_ticks_matches_storm_with_the_driver_killed(
         pm = first.spout.managers().get((topic, 0)) if first.spout.managers() else None
         return len(counts(spark_records(topic))) >= 6 and pm is not None and pm.committed_to > 0
 
+    started = time.monotonic()
     drive_then_kill(first, mid_run, timeout_s=150)
+    killed = time.monotonic()
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[120:]])
     second = Pipeline(job, spark=spark, take_over=True)
     try:
@@ -67,8 +70,11 @@ def test_a_rolling_count_on_ticks_matches_storm_with_the_driver_killed(
               f"{getattr(second.bolt_state, 'restored_from', None)}")
     # a count given before the kill and after its last save is given again, the same
     assert {(b, w): c for b, w, c in got} == truth and len(set(got)) == len(truth), diff
+    resumed = time.monotonic()
     storm = storm_window_results("rolling", kafka39.bootstrap, topic, tmp_path / "storm",
                                  expected={"rolling": len(truth)}, parallelism=2)
+    print(f"rolling: first driver {killed - started:.0f} s, second {resumed - killed:.0f} s, "
+          f"Storm {time.monotonic() - resumed:.0f} s")
     assert sorted((int(b), w, int(c)) for b, w, c in storm["rolling"]) == sorted(set(got))
 
 
@@ -102,4 +108,6 @@ def test_a_sink_writing_on_ticks_loses_nothing_across_a_driver_kill(
     again = [m for m, n in times.items() if n > 1]
     # written twice only where the kill came between a write and the commit after it
     assert all(offset >= committed[p] for p, offset in again), (again, committed)
+    print(f"sink: {len(times)} inputs written, {len(again)} twice (written after the last "
+          f"commit before the kill), {max(r['flush'] for r in written())} flushes at most")
     assert all(n <= 2 for n in times.values())
