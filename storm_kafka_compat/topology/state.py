@@ -109,11 +109,15 @@ class TaskState:
         ``component[task]``, for the log.
     bolt : object
         The prepared bolt instance.
+    skip : tuple of str
+        Attributes that are configuration, never saved.
     """
 
-    def __init__(self, name: str, bolt: Any) -> None:
+    def __init__(self, name: str, bolt: Any, skip: Tuple[str, ...] = ()) -> None:
         self.name = name
         self.bolt = bolt
+        #: attributes that are configuration, not state (a windowed bolt's window)
+        self.skip = frozenset(skip)
         self.kv: Optional[KeyValueState] = None
         self._unsaved: Set[str] = set()
         if is_stateful(bolt):
@@ -139,7 +143,7 @@ class TaskState:
         saved: Dict[str, bytes] = {}
         for key, value in vars(self.bolt).items():
             if (isinstance(value, RUNTIME_GIVEN) or getattr(type(value), "runtime_given", False)
-                    or key in ("conf", "storm_conf")):
+                    or key in ("conf", "storm_conf") or key in self.skip):
                 continue
             try:
                 saved[key] = dumps_untracked(value)

@@ -7,6 +7,7 @@ See :mod:`.windowing` for the semantics. Pure; the clock is injected.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -106,7 +107,8 @@ class WindowedBoltExecutor:
         self.collector = collector
         self.window_collector = WindowCollector(collector)
         self.bolt.prepare(conf, context, self.window_collector)  # type: ignore[arg-type]
-        self.user = TaskState(f"{context.component_id}[{context.task_index}]", self.bolt)
+        self.user = TaskState(f"{context.component_id}[{context.task_index}]", self.bolt,
+                              skip=("window_options",))
 
     def execute(self, tup: StormTuple) -> None:
         now = self.clock()
@@ -168,11 +170,13 @@ class WindowedBoltExecutor:
 
     def get_state(self) -> Dict[str, Any]:
         user = self.user.save(getattr(self, "_txid", 0)) if self.user is not None else None
-        return {"windows": pickle.dumps(self.windows, protocol=pickle.HIGHEST_PROTOCOL),
+        windows = {f.name: getattr(self.windows, f.name)     # the spec is the bolt's
+                   for f in dataclasses.fields(self.windows) if f.name != "spec"}
+        return {"windows": pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),
                 "seen": dict(self.seen), "user": user}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
-        self.windows = pickle.loads(state["windows"])
+        self.windows = Windows(self.spec, **pickle.loads(state["windows"]))
         self.seen = dict(state["seen"])
         self.seen_at_restore = dict(self.seen)
         self.restored = {}
