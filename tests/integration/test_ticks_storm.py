@@ -47,7 +47,7 @@ def test_a_rolling_count_on_ticks_matches_storm_with_the_driver_killed(
     os.environ["SKC_TEST_RUN"] = topic          # the unanchored counts' topic, in the hosts
     job = make_job(topic, zk_server, zk_root, kafka39.bootstrap,
                    windowed_bolts.rolling_spec(2), tmp_path / "state")
-    first = Pipeline(job, spark=spark)
+    first = Pipeline(job, spark=spark, pace=False)
     assert first.layout.tick_periods() == {"rolling": 1.0}
 
     def mid_run():
@@ -58,7 +58,7 @@ def test_a_rolling_count_on_ticks_matches_storm_with_the_driver_killed(
     drive_then_kill(first, mid_run, timeout_s=150)
     killed = time.monotonic()
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[120:]])
-    second = Pipeline(job, spark=spark, take_over=True)
+    second = Pipeline(job, spark=spark, take_over=True, pace=False)
     try:
         run_until(second, lambda: len(set(counts(spark_records(topic)))) >= len(truth),
                   timeout_s=150)
@@ -86,7 +86,7 @@ def test_a_sink_writing_on_ticks_loses_nothing_across_a_driver_kill(
     kafka39.produce(topic, first_half)
     job = make_job(topic, zk_server, zk_root, kafka39.bootstrap, windowed_bolts.SINK_SPEC,
                    tmp_path / "state")
-    first = Pipeline(job, spark=spark)
+    first = Pipeline(job, spark=spark, pace=False)
     assert first.layout.stages == ((), ("sink",))
 
     def written():
@@ -100,7 +100,7 @@ def test_a_sink_writing_on_ticks_loses_nothing_across_a_driver_kill(
     drive_then_kill(first, mid_run, timeout_s=150)
     committed = {tp.partition: pm.committed_to for tp, pm in first.spout.managers().items()}
     kafka39.produce(topic, [(i % 4, None, f"v{i}".encode()) for i in range(200, 400)])
-    second = Pipeline(job, spark=spark, take_over=True)
+    second = Pipeline(job, spark=spark, take_over=True, pace=False)
     run_until(second, lambda: {r["value"] for r in written()} >= {f"v{i}" for i in range(400)},
               timeout_s=150, settle_s=2.5)
     times = collections.Counter((r["partition"], r["offset"]) for r in written())

@@ -57,7 +57,7 @@ def test_windows_match_storm_with_the_driver_killed_mid_window(
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[:90]])
     os.environ["SKC_TEST_RUN"] = topic
     job = make_job(topic, zk_server, zk_root, kafka39.bootstrap, SPEC, tmp_path / "state")
-    first = Pipeline(job, spark=spark)
+    first = Pipeline(job, spark=spark, pace=False)
     assert first.layout.stages == (("parse",), ("sliding", "tumbling", "report"))
 
     def mid_window():
@@ -68,7 +68,7 @@ def test_windows_match_storm_with_the_driver_killed_mid_window(
     drive_then_kill(first, mid_window, timeout_s=150)
     before = ours(spark_records(topic), "tumbling")
     kafka39.produce(topic, [(0, None, line.encode()) for line in lines[90:]])
-    second = Pipeline(job, spark=spark, take_over=True)
+    second = Pipeline(job, spark=spark, take_over=True, pace=False)
     run_until(second, lambda: (len(ours(spark_records(topic), "tumbling")) >= len(tumbling)
                                and len(ours(spark_records(topic), "sliding")) >= len(sliding)),
               timeout_s=150)
