@@ -199,6 +199,9 @@ TOPOLOGY_FIELDS: Tuple[FieldSpec, ...] = (
           "A tuple tree not fully acked within this many seconds fails and is replayed."),
     _topo("topology.max.spout.pending", "max_spout_pending", "Integer", "Most tuples in flight "
           "per spout task; unset means unlimited."),
+    _topo("topology.tick.tuple.freq.secs", "tick_tuple_freq_secs", "Integer", "Every bolt task "
+          "gets a tick tuple this often, in seconds (a bolt's own setting wins); unset means "
+          "no ticks."),
     _topo("trident.txStateId", "trident_tx_state_id", "String", "Moving from a Trident Kafka "
           "spout: its newStream name; a partition without a storm-kafka document resumes "
           "from Trident's state (docs/trident.md).", extension=True),
@@ -222,7 +225,8 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 #: the keys of one ``topology.bolts`` entry
 BOLT_ENTRY_KEYS: Tuple[str, ...] = ("name", "bolt", "kind", "parallelism", "inputs",
-                                     "output_fields", "properties", "shell", "resources")
+                                     "output_fields", "properties", "shell", "resources",
+                                     "tick_freq_secs")
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
                                "py_files", "triggerInterval", "trigger_interval")

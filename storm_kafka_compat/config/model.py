@@ -163,6 +163,7 @@ class TopologyConfig:
     zookeeper_retry_interval_ms: int = 1000              # storm.zookeeper.retry.interval
     message_timeout_secs: int = 30                       # topology.message.timeout.secs
     max_spout_pending: Optional[int] = None              # topology.max.spout.pending
+    tick_tuple_freq_secs: Optional[int] = None           # topology.tick.tuple.freq.secs
     zookeeper_auth: Optional[ZkAuth] = None             # storm.zookeeper.auth.* (digest)
     trident_tx_state_id: Optional[str] = None            # trident.txStateId (ours)
     transactional_root: str = "/transactional"           # transactional.zookeeper.root

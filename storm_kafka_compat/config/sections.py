@@ -308,7 +308,7 @@ def _check_topology_value(spec: FieldSpec, value: Any, key: str) -> Any:
         return check_str_list(value, key)
     if attr == "zookeeper_port":
         return check_int(value, key, lo=1, hi=65535, what="a port number")
-    if attr in ("max_spout_pending", "bolt_hosts"):
+    if attr in ("max_spout_pending", "bolt_hosts", "tick_tuple_freq_secs"):
         return None if value is None else check_int(value, key, lo=1, hi=INT_MAX)
     if attr == "zookeeper_retry_times":
         return check_int(value, key, lo=0, hi=INT_MAX)

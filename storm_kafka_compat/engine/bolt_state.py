@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Dict, Mapping, Sequence
+from typing import Callable, Dict, Mapping, Optional, Protocol, Sequence
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.errors import PipelineError
-from storm_kafka_compat.hosts.client import HostDirectory
+from storm_kafka_compat.hosts.client import HostDirectory, TaskHosts
 from storm_kafka_compat.hosts.pool import HostPool
 from storm_kafka_compat.hosts.snapshots import StateStore, default_state_dir
 from storm_kafka_compat.structs import TopicPartition
@@ -34,6 +34,30 @@ def host_address(job: JobConfig) -> str:
     """Where the executors reach the driver's bolt hosts."""
     return (job.spark.conf.get("spark.driver.host") or os.environ.get("SPARK_LOCAL_IP")
             or "127.0.0.1")
+
+
+class BoltTasks(Protocol):
+    """The driver's side of the bolt tasks of the crossing stages: :class:`BoltState`
+    (bolt host processes, state on disk) or an in-process double
+    (:class:`~storm_kafka_compat.testing.hosts.InProcessBoltState`)."""
+
+    @property
+    def directory(self) -> TaskHosts:
+        """What the workers call to run a bolt task's tuples."""
+        ...
+
+    def restore(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+    def save(self, offsets: Dict[TopicPartition, int]) -> None: ...
+
+    def check(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: how a run makes its :class:`BoltTasks`: (job, layout, spout fields, storm conf)
+BoltTasksFactory = Callable[[JobConfig, StageLayout, Sequence[str], Mapping[str, object]],
+                            BoltTasks]
 
 
 class BoltState:
@@ -58,6 +82,8 @@ class BoltState:
                              hosts=job.topology.bolt_hosts, bind=host_address(job))
         self.txid = max(self.store.versions(), default=0)
         self.restored_from: int = 0
+        #: the offsets of the last version written (or restored)
+        self.saved_offsets: Optional[Dict[TopicPartition, int]] = None
 
     @property
     def directory(self) -> HostDirectory:
@@ -77,12 +103,17 @@ class BoltState:
             return
         n = self.pool.restore(saved)
         self.restored_from = txid or 0
+        self.saved_offsets = dict(offsets)
         log.info("the bolt tasks' state was restored from %s (%d tasks): %s",
                  self.store.path(txid or 0), n, why)
 
     def save(self, offsets: Dict[TopicPartition, int]) -> None:
         """Save every bolt task's state with ``offsets`` (the spout's ``before_commit``:
-        the commit is made only after this returns)."""
+        the commit is made only after this returns). Called at every commit interval,
+        also when no offset moves (a window fired, a sink flushed: the state moved while
+        its tuples' offsets wait); skipped when neither offsets nor tasks moved."""
+        if offsets == self.saved_offsets and not self.pool.dirty():
+            return
         self.txid += 1
         saved = self.pool.save(self.txid)
         try:
@@ -91,6 +122,7 @@ class BoltState:
             raise PipelineError(f"the bolt tasks' state cannot be saved under "
                                 f"{self.store.root} ({exc}); set topology.state.dir to a "
                                 "writable directory") from exc
+        self.saved_offsets = dict(offsets)
 
     def check(self) -> None:
         """Raise when a bolt host is gone (the run cannot go on without its tasks)."""

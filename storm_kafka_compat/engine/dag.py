@@ -16,7 +16,8 @@ from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.topology.grouping import Grouping, key_hash, route
+from storm_kafka_compat.topology.grouping import (Grouping, PartialKeyBalance, key_hash,
+                                                  new_custom_grouping, route)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
@@ -70,28 +71,36 @@ class TaskDispatcher:
         self.ack_root = sink.ack  # type: ignore[method-assign]
         self.fail_root = sink.fail  # type: ignore[method-assign]
 
-    def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
+    def targets(self, tup: StormTuple, direct: Optional[int] = None) -> List[Tuple[str, int]]:
         key = (tup.source_component, tup.stream)
-        keyed = self.runtime.keyed_targets.get(key)
-        if keyed is not None:                 # one fields grouping on one field
-            target, i, n = keyed
-            return [(target, key_hash(tup.values[i]) % n)]
-        static = self.runtime.static_targets.get(key)
-        if static is not None:
-            return static
+        if direct is None:
+            keyed = self.runtime.keyed_targets.get(key)
+            if keyed is not None:                 # one fields grouping on one field
+                target, i, n = keyed
+                return [(target, key_hash(tup.values[i]) % n)]
+            static = self.runtime.static_targets.get(key)
+            if static is not None:
+                return static
         subs = self.runtime.subs.get(key)
         if not subs:
             return []
         out: List[Tuple[str, int]] = []
         rt = self.runtime
         for target, grouping, n in subs:
-            if n == 1:
+            if (grouping.kind == "direct") != (direct is not None):
+                raise ValueError(direct_mismatch(tup, target, direct))
+            if direct is not None:
+                if not 0 <= direct < n:
+                    raise ValueError(f"emit_direct to task {direct} of {target!r}, which has "
+                                     f"{n} tasks (0..{n - 1})")
+                out.append((target, direct))
+                continue
+            if n == 1 and grouping.kind != "custom":
                 out.append((target, 0))
                 continue
-            key = (tup.source_component, target)
-            seq = rt.seq.get(key, 0)
-            rt.seq[key] = seq + 1
-            for task in route(grouping, tup, n, rng=rt.shuffle_rng, seq=seq):
+            for task in route(grouping, tup, n, rng=rt.shuffle_rng,
+                              seq=rt.next_seq(tup.source_component, target),
+                              chooser=rt.chooser(grouping, tup.source_task, target, n)):
                 out.append((target, task))
         return out
 
@@ -109,6 +118,15 @@ class TaskDispatcher:
 
     def reset_root(self, root_id: int) -> None:
         self.sink.reset_timeout(root_id, self.now_ms)
+
+
+def direct_mismatch(tup: StormTuple, target: str, direct: Optional[int]) -> str:
+    if direct is None:
+        return (f"{tup.source_component!r} emitted on stream {tup.stream!r} with emit(), but "
+                f"{target!r} subscribes to it with a direct grouping; use emit_direct(task, ...)")
+    return (f"{tup.source_component!r} used emit_direct on stream {tup.stream!r}, but "
+            f"{target!r} subscribes to it without a direct grouping; use emit() or give "
+            f"{target!r} a direct grouping")
 
 
 class LocalRuntime:
@@ -149,6 +167,8 @@ class LocalRuntime:
         self.rng = rng if rng is not None else random.Random()
         self.shuffle_rng = shuffle_rng
         self.seq: Dict[Tuple[str, str], int] = {}
+        #: per emitting task and subscription: partial-key balances, custom groupings
+        self.choosers: Dict[Tuple[str, str, int, str], Any] = {}
         self.runners: Dict[str, List[BoltRunner]] = {}
         for name in topology.order:
             spec = topology.bolts[name]
@@ -163,7 +183,8 @@ class LocalRuntime:
         # subscriptions whose tasks do not depend on the tuple: targets computed once
         self.static_targets: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
         for key, subs in self.subs.items():
-            if all(n == 1 or g.kind in ("global", "all") for _t, g, n in subs):
+            if all((n == 1 and g.kind not in ("direct", "custom")) or g.kind in ("global", "all")
+                   for _t, g, n in subs):
                 self.static_targets[key] = [
                     (target, task) for target, g, n in subs
                     for task in (range(n) if g.kind == "all" else (0,))]
@@ -182,6 +203,25 @@ class LocalRuntime:
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:
             self.check_scheme_fields(spout_fields)
+
+    def next_seq(self, source: str, target: str) -> int:
+        """The round-robin position of the next shuffled tuple from ``source`` to ``target``."""
+        key = (source, target)
+        seq = self.seq.get(key, 0)
+        self.seq[key] = seq + 1
+        return seq
+
+    def chooser(self, grouping: Grouping, source_task: int, target: str, n: int) -> Any:
+        """The emitting task's partial-key balance or custom grouping of a subscription
+        (made on first use), None for the other groupings."""
+        if grouping.kind not in ("partial_key", "custom"):
+            return None
+        key = (grouping.source, grouping.stream, source_task, target)
+        held = self.choosers.get(key)
+        if held is None:
+            held = self.choosers[key] = (PartialKeyBalance(n) if grouping.kind == "partial_key"
+                                         else new_custom_grouping(grouping, source_task, n))
+        return held
 
     def check_scheme_fields(self, fields: Sequence[str]) -> None:
         """Raise TopologyError unless ``fields`` are the spout's fields."""

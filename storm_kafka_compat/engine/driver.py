@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
-from storm_kafka_compat.engine.bolt_state import BoltState
+from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasksFactory
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
                                               with_batch_in_flight)
@@ -102,6 +102,9 @@ class Pipeline:
         stages, the DataFrame mode), True always, False never.
     task_index, total_tasks : int
         This spout task among the spout's tasks (each driver runs one).
+    bolt_tasks : callable, optional
+        Makes the run's bolt tasks of the crossing stages (default: bolt host processes,
+        :class:`~storm_kafka_compat.engine.bolt_state.BoltState`).
     take_over : bool
         Start even while another job's ownership record of the documents is there
         (:mod:`~storm_kafka_compat.offsets.ownership`); that job stops at its next
@@ -125,6 +128,7 @@ class Pipeline:
                  metrics: Optional[MetricsSink] = None, stages: Optional[bool] = None,
                  task_index: int = 0, total_tasks: int = 1, pace: Optional[bool] = None,
                  take_over: bool = False, new_id: bool = True,
+                 bolt_tasks: Optional[BoltTasksFactory] = None,
                  **parts: Unpack[RuntimeParts]) -> None:
         if runtime is not None and parts:
             raise TypeError(f"give either a runtime or its parts ({', '.join(parts)}), not both")
@@ -143,10 +147,11 @@ class Pipeline:
         self._runner = runner
         self._stages = stages
         self._pace = pace
+        self._bolt_tasks = bolt_tasks
         #: what the workers know of the job, once the run started
         self.worker_job: Optional[WorkerJob] = None
         #: the bolt hosts and saved state of a topology cut into stages (after open())
-        self.bolt_state: Optional[BoltState] = None
+        self.bolt_state: Optional[BoltTasks] = None
         #: sizes batches by time when the runner processes them whole (after open())
         self.pacer: Optional[BatchPacer] = None
         self._stop = threading.Event()
@@ -157,6 +162,8 @@ class Pipeline:
         self._phase = "new"
         #: the batch the runner runs now: its number, start (epoch s) and plan
         self._in_flight: Optional[Tuple[int, float, BatchPlan]] = None
+        #: when an idle run next runs the bolt stages alone for their ticks (ms)
+        self._next_tick_batch_ms = 0
 
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -223,8 +230,9 @@ class Pipeline:
         self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
                                      layout)
         if layout is not None and any(layout.slots):
-            self.bolt_state = BoltState(self.job, layout, self.worker_job.scheme().fields,
-                                        self.spout.storm_conf())
+            make = self._bolt_tasks or BoltState
+            self.bolt_state = make(self.job, layout, self.worker_job.scheme().fields,
+                                   self.spout.storm_conf())
             self.bolt_state.restore(self.spout.offsets_after_commit())
             self.spout.before_commit = self.bolt_state.save
             self.worker_job = replace(self.worker_job, hosts=self.bolt_state.directory)
@@ -244,6 +252,8 @@ class Pipeline:
         if self.pacer is not None:
             cap = self.pacer.cap(partitions, cap)
         plan = self.spout.plan(now, cap)
+        if not len(plan) and self._ticks_due(now):
+            plan = BatchPlan((), self.spout.reserve_batch(), tick=True)
         started_ms = self.clock()
         result = self._run(plan)
         self.reporter.errors.observe(result, self.clock())
@@ -260,8 +270,21 @@ class Pipeline:
         self.summary.messages += taken
         return taken
 
+    def _ticks_due(self, now_ms: int) -> bool:
+        """No batch runs now: should the bolt stages run alone for their ticks (and
+        their windows' time)? Every half of the shortest tick period, so a tick is late
+        by at most half a period plus a batch while the spout has nothing to fetch."""
+        layout = self.layout
+        if layout is None or not layout.ticks:
+            return False
+        if now_ms < self._next_tick_batch_ms:
+            return False
+        half_ms = max(10, int(min(p for _c, p in layout.ticks) * 500))
+        self._next_tick_batch_ms = now_ms + half_ms
+        return True
+
     def _run(self, plan: BatchPlan) -> BatchResult:
-        if not len(plan):
+        if not len(plan) and not plan.tick:
             return BatchResult()
         assert self.worker_job is not None, "open() first"
         bootstrap = self.runtime.kafka.bootstrap

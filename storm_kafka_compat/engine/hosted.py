@@ -20,27 +20,17 @@ level plus the acker fold, and each tuple is pickled once on its way to its task
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import (AckValue, Record, fold_acker, settle, spout_stage,
                                               unresolved_roots)
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.hosts.host import Slot, Source, StageAnswer
+from storm_kafka_compat.hosts.client import TaskHosts
+from storm_kafka_compat.hosts.host import Slot, Source
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.spout.batch import BatchResult, FetchPlan
 from storm_kafka_compat.topology.tuples import TupleBatch
-
-
-class HostStages(Protocol):
-    """The hosts as the driver drives them
-    (:class:`~storm_kafka_compat.hosts.client.HostDirectory`)."""
-
-    def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
-                tuples: Mapping[Slot, Any]) -> None: ...
-
-    def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]
-                  ) -> List[StageAnswer]: ...
 
 
 def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, batch: int,
@@ -63,7 +53,7 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
 
 
 def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
-               hosts: HostStages) -> BatchResult:
+               hosts: TaskHosts) -> BatchResult:
     """Driver side: stage 0's ``records`` (from every Spark task), then each host stage
     in turn; the batch's result."""
     acker: Dict[int, AckValue] = {}

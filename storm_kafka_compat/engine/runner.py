@@ -137,10 +137,10 @@ class SparkRunner:
         self._job = self.spark_context.broadcast(job)
 
     def slices(self, plan: BatchPlan) -> int:
-        return min(len(plan), self.tasks or self.spark_context.defaultParallelism)
+        return max(1, min(len(plan), self.tasks or self.spark_context.defaultParallelism))
 
     def run(self, plan: BatchPlan) -> BatchResult:
-        if not len(plan):
+        if not len(plan) and not plan.tick:
             return BatchResult()
         try:
             return self._run(plan)
@@ -200,7 +200,9 @@ def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
         return hosted_spout_stage(index, plans, job.value, batch,
                                   ctx.attemptNumber() if ctx is not None else 0)
 
-    records = sc.parallelize(list(plan), slices).mapPartitionsWithIndex(first).collect()
+    # a batch of ticks alone (nothing to fetch) runs only the hosts' stages
+    records = (sc.parallelize(list(plan), slices).mapPartitionsWithIndex(first).collect()
+               if len(plan) else [])
     hosts = job.value.hosts
     assert hosts is not None
     return run_hosted(records, layout, batch, hosts)

@@ -17,7 +17,9 @@ from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.grouping import CROSSING_GROUPINGS, stage_levels
+from storm_kafka_compat.topology.ticks import tick_freq_of
 from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.windowing import is_windowed_factory
 from storm_kafka_compat.engine.dag import (AckSink, LocalRuntime, TaskDispatcher, diff_counts,
                                            local_runtime)
 from storm_kafka_compat.engine.process import (BatchOutcome, RangeBuilder, as_fetch_plan,
@@ -42,6 +44,11 @@ class StageLayout:
 
     stages: Tuple[Tuple[str, ...], ...]
     slots: Tuple[Tuple[Tuple[str, int], ...], ...]
+    #: component -> tick period (s) of the bolts that take ticks (:mod:`..topology.ticks`)
+    ticks: Tuple[Tuple[str, float], ...] = ()
+
+    def tick_periods(self) -> Dict[str, float]:
+        return dict(self.ticks)
 
     def stage_of(self, component: str) -> int:
         for i, names in enumerate(self.stages):
@@ -50,25 +57,51 @@ class StageLayout:
         raise KeyError(component)
 
 
-def needs_stages(topology: Topology) -> bool:
-    """True when a grouping must gather tuples across partitions (fields,
-    global or all): single-stage would give each partition its own bolt task."""
+def tick_periods(topology: Topology, conf: Optional[Mapping[str, Any]] = None
+                 ) -> Dict[str, float]:
+    """Component -> tick period (s) of each bolt that takes ticks: its entry's
+    ``tick_freq_secs``, its own configuration, else the topology's key in ``conf``."""
+    out: Dict[str, float] = {}
+    for name, spec in topology.bolts.items():
+        probe = spec.new_instance()
+        period = tick_freq_of(probe, spec.tick_freq_secs, conf or {}, name)
+        if period is not None:
+            out[name] = period
+    return out
+
+
+def hosted_bolts(topology: Topology, conf: Optional[Mapping[str, Any]] = None) -> Set[str]:
+    """Bolts that must be one instance per task in a bolt host whatever their grouping:
+    those that take ticks and the windowed bolts (a copy per Python worker would tick
+    per worker and keep a window per worker)."""
+    return set(tick_periods(topology, conf)) | {
+        name for name, spec in topology.bolts.items() if is_windowed_factory(spec.factory)}
+
+
+def needs_stages(topology: Topology, conf: Optional[Mapping[str, Any]] = None) -> bool:
+    """True when a grouping must gather tuples across partitions (fields, global, all,
+    partial key, direct, custom) or a bolt must live in a bolt host (ticks, windows):
+    single-stage would give each partition its own bolt task."""
     return any(g.kind in CROSSING_GROUPINGS
-               for spec in topology.bolts.values() for g in spec.inputs)
+               for spec in topology.bolts.values() for g in spec.inputs) or bool(
+        hosted_bolts(topology, conf))
 
 
-def stage_layout(topology: Topology) -> StageLayout:
+def stage_layout(topology: Topology, conf: Optional[Mapping[str, Any]] = None) -> StageLayout:
     """Cut ``topology`` into stages (see :mod:`.stages`): stage 0 holds the bolts
     reachable from the spout through shuffles only; a bolt fed by a crossing
-    grouping starts a new stage."""
+    grouping, and a bolt that takes ticks or windows, starts a new stage."""
+    periods = tick_periods(topology, conf)
+    hosted = set(periods) | {n for n, spec in topology.bolts.items()
+                             if is_windowed_factory(spec.factory)}
     level, crossing = stage_levels(
         topology.order, {name: [(g.source, g.kind) for g in topology.bolts[name].inputs]
-                         for name in topology.order}, topology.spout)
+                         for name in topology.order}, topology.spout, hosted)
     n = max(level.values(), default=0) + 1
     stages = tuple(tuple(c for c in topology.order if level[c] == i) for i in range(n))
     slots = tuple(tuple((c, t) for c in names if crossing[c]
                         for t in range(topology.parallelism(c))) for names in stages)
-    return StageLayout(stages, slots)
+    return StageLayout(stages, slots, tuple(sorted(periods.items())))
 
 
 # --- multi-stage (one Spark stage per bolt level) -------------------------------------------

@@ -60,9 +60,11 @@ from storm_kafka_compat.engine.task import bolt_error
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import subtract
-from storm_kafka_compat.spout.batch import BatchPlan, BatchResult, FetchPlan, PartitionResult
+from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FetchPlan, LateAck, OpenRoot,
+                                            PartitionResult)
 from storm_kafka_compat.structs import BoltError, TopicPartition, merge_errors
 from storm_kafka_compat.topology.schemes import MessageLike
+from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
 
 if TYPE_CHECKING:  # pyspark is imported where Spark runs
     from pyspark import SparkContext
@@ -87,10 +89,12 @@ def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
     if job.topology_spec is None or stages is False:
         return None
     from storm_kafka_compat.topology.builder import from_spec
+    from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
     topology = from_spec(job.topology_spec)
-    if not stages and not needs_stages(topology):
+    conf = {TICK_FREQ_KEY: job.topology.tick_tuple_freq_secs}
+    if not stages and not needs_stages(topology, conf):
         return None
-    layout = stage_layout(topology)
+    layout = stage_layout(topology, conf)
     log.info("the topology runs as %d Spark stages: %s", len(layout.stages),
              " | ".join(",".join(s) or "-" for s in layout.stages))
     return layout
@@ -104,6 +108,16 @@ def _stage_runtime(job: WorkerJob) -> LocalRuntime:
         return LocalRuntime(job.topology(), dict(job.storm_conf),
                             spout_fields=job.scheme().fields)
     return job.per_worker("stage-runtime", build)
+
+
+def _worker_ticks(job: WorkerJob) -> TickSchedule:
+    """The ticks of the bolt tasks this worker runs itself (a job without bolt hosts)."""
+    def build() -> TickSchedule:
+        assert job.layout is not None
+        periods = job.layout.tick_periods()
+        return TickSchedule({slot: periods[slot[0]] for stage in job.layout.slots
+                             for slot in stage if slot[0] in periods})
+    return job.per_worker("stage-ticks", build)
 
 
 def _bolt_error(plan: FetchPlan, exc: BaseException) -> Record:
@@ -172,6 +186,9 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             xor = sp.init[root] ^ sp.pairs.get(root, 0)
             if xor:
                 outbox.ack(root, (xor, False, (plan.topic, plan.partition, offset)))
+        for root, value in sp.pairs.items():     # acks of earlier batches' trees
+            if root not in sp.roots:
+                outbox.ack(root, (value, root in sp.failed_roots, None))
         result.failed = sorted(failed)
         result.errors = o.errors
         yield key, result
@@ -209,14 +226,19 @@ class Outbox:
                 yield ("a", i), bucket
 
 
-def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
-               ) -> Iterator[Record]:
+def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int,
+               index: Optional[int] = None) -> Iterator[Record]:
     """Stage ``stage`` >= 1 of batch ``batch``: run this stage's tuples on their bolt
     tasks (in their bolt hosts when the job has them, :mod:`storm_kafka_compat.hosts`)
-    and forward every other record unchanged."""
+    and forward every other record unchanged. ``index`` is the Spark partition: the
+    bolt task ``layout.slots[stage][index]`` is called even without input (its host
+    delivers its ticks and moves its windows' time); the last one is the pass-through."""
     assert job.layout is not None
     names = frozenset(job.layout.stages[stage])
+    slots = job.layout.slots[stage]
     inputs: Dict[Tuple[str, int], List[Any]] = {}
+    if index is not None and index < len(slots):
+        inputs[slots[index]] = []
     for key, value in records:
         if key[0] == "t" and key[1] in names:
             inputs.setdefault((key[1], key[2]), []).extend(value)
@@ -226,6 +248,9 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
         if job.hosts is not None:
             res = job.hosts.run(batch, stage, slot, tuples)
         else:
+            period = _worker_ticks(job).due(slot)
+            if period is not None:
+                tuples = [tick_tuple(period), *tuples]
             res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
                                   topology=_stage_runtime(job), local=names)
         yield from _group_records(res)
@@ -263,15 +288,20 @@ def fold_records(a: Any, b: Any) -> Any:
 
 def unresolved_roots(record: Record) -> Iterator[Record]:
     """A partition's result as it is, and per root of an acker bucket that did not
-    complete (failed, or a tree still open) one ``(("a", root), value)`` record;
-    roots without an origin (no spout-stage message in this batch) are dropped."""
+    complete (failed, or a tree still open) one ``(("a", root), value)`` record. A
+    root without an origin has no spout-stage message in this batch: it is a tree of
+    an earlier batch that a bolt acked or failed late (a window's tuple leaving it), one
+    ``(("l", root), (xor, failed))`` record for the driver, which holds that tree open."""
     key, value = record
     if key[0] in ("r", "e"):
         yield record
     elif key[0] == "a":
         for root, v in value.items():
-            if v[2] is not None and (v[1] or v[0] != 0):
-                yield ("a", root), v
+            if v[2] is not None:
+                if v[1] or v[0] != 0:
+                    yield ("a", root), v
+            elif v[1] or v[0] != 0:
+                yield ("l", root), (v[0], v[1])
 
 
 def settle(records: Iterable[Record]) -> BatchResult:
@@ -280,16 +310,22 @@ def settle(records: Iterable[Record]) -> BatchResult:
     results: Dict[TopicPartition, PartitionResult] = {}
     failed: Dict[TopicPartition, Set[int]] = {}
     open_: Dict[TopicPartition, Set[int]] = {}
+    open_roots: Dict[int, OpenRoot] = {}
+    late: Dict[int, LateAck] = {}
     errors: List[BoltError] = []
     for key, value in records:
         if key[0] == "r":
             results[TopicPartition(key[1], key[2])] = value
         elif key[0] == "a" and value[2] is not None:
             topic, partition, offset = value[2]
+            tp = TopicPartition(topic, partition)
             if value[1]:
-                failed.setdefault(TopicPartition(topic, partition), set()).add(offset)
+                failed.setdefault(tp, set()).add(offset)
             elif value[0]:
-                open_.setdefault(TopicPartition(topic, partition), set()).add(offset)
+                open_.setdefault(tp, set()).add(offset)
+                open_roots[key[1]] = OpenRoot(tp, offset, value[0])
+        elif key[0] == "l":
+            late[key[1]] = LateAck(value[0], value[1])
         elif key[0] == "e":
             errors.append(value)
         elif key[0] == "t":
@@ -303,7 +339,10 @@ def settle(records: Iterable[Record]) -> BatchResult:
             r.open_trees = sorted(open_.get(k, set()) - bad)
             r.acked = subtract(r.taken, r.failed + r.open_trees)
         out.append(r)
-    return BatchResult(out, merge_errors(errors))
+    kept = {root: o for root, o in open_roots.items()
+            if o.partition in results and results[o.partition].failure is None
+            and o.offset in results[o.partition].open_trees}
+    return BatchResult(out, merge_errors(errors), open_roots=kept, late_acks=late)
 
 
 class StagePartitioner:
@@ -339,8 +378,8 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
     for stage in range(1, len(layout.stages)):
         part = StagePartitioner.of(layout, stage)
         rdd = (rdd.partitionBy(part.passthrough + 1, part)
-               .mapPartitions(_bolt_stage_of(job, stage, plan.batch),
-                              preservesPartitioning=True))
+               .mapPartitionsWithIndex(_bolt_stage_of(job, stage, plan.batch),
+                                       preservesPartitioning=True))
     collected = (rdd.filter(lambda rec: rec[0][0] != "t" or _left(rec))
                  .reduceByKey(fold_records, max(1, min(ACK_BUCKETS, slices)))
                  .flatMap(unresolved_roots)
@@ -349,9 +388,9 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
 
 
 def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int, batch: int
-                   ) -> Callable[[Iterable[Record]], Iterator[Record]]:
-    def run(records: Iterable[Record]) -> Iterator[Record]:
-        return bolt_stage(records, job.value, stage, batch)
+                   ) -> Callable[[int, Iterable[Record]], Iterator[Record]]:
+    def run(index: int, records: Iterable[Record]) -> Iterator[Record]:
+        return bolt_stage(records, job.value, stage, batch, index)
     return run
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 from storm_kafka_compat.config import JobConfig, SpoutConfig
 from storm_kafka_compat.engine.reader import task_budget_s
 from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.hosts.client import HostDirectory
+from storm_kafka_compat.hosts.client import TaskHosts
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.topology.builder import Topology
@@ -62,7 +62,7 @@ class WorkerJob:
     budget_s : float
         How long a task fetches and processes new messages
         (:func:`~storm_kafka_compat.engine.reader.task_budget_s`).
-    hosts : HostDirectory, optional
+    hosts : TaskHosts, optional
         Where the bolt tasks of the crossing stages live (:mod:`storm_kafka_compat.hosts`);
         None: each worker runs its own instances (tests without hosts).
     """
@@ -77,7 +77,7 @@ class WorkerJob:
     topology_spec: Optional[Mapping[str, Any]] = None
     layout: Optional[StageLayout] = None
     budget_s: float = 1.0
-    hosts: Optional[HostDirectory] = None
+    hosts: Optional[TaskHosts] = None
 
     def with_bootstrap(self, bootstrap: Tuple[str, ...]) -> "WorkerJob":
         """The same job, its client starting from ``bootstrap`` (brokers learned since)."""

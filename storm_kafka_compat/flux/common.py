@@ -22,13 +22,15 @@ TRIDENT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.kafka.trident.", "storm.k
 #: storm-core packages of the generic schemes (RawMultiScheme, SchemeAsMultiScheme, RawScheme)
 CORE_SPOUT_PACKAGES: Tuple[str, ...] = ("org.apache.storm.spout.", "backtype.storm.spout.")
 
-#: Flux grouping types (``grouping.type``) and the pipeline's grouping names; the
-#: ones without an equal are reported. LOCAL_OR_SHUFFLE and NONE behave as shuffle
-#: in Storm when there is no local task to prefer.
+#: Flux grouping types (``grouping.type``) and the pipeline's grouping names (every
+#: Storm grouping has one; a CUSTOM grouping's class is to be ported to Python).
 GROUPINGS: Dict[str, str] = {
-    "SHUFFLE": "shuffle", "LOCAL_OR_SHUFFLE": "shuffle", "NONE": "shuffle",
-    "FIELDS": "fields", "ALL": "all", "GLOBAL": "global",
+    "SHUFFLE": "shuffle", "LOCAL_OR_SHUFFLE": "local_or_shuffle", "NONE": "none",
+    "FIELDS": "fields", "ALL": "all", "GLOBAL": "global", "PARTIAL_KEY": "partial_key",
+    "DIRECT": "direct", "CUSTOM": "custom",
 }
+#: the groupings that read the spout as the pipeline's default input does
+SHUFFLES = ("shuffle", "local_or_shuffle", "none")
 #: the name inputs use for the Kafka spout in ``topology.bolts`` (pipeline default)
 SPOUT_NAME = "spout"
 

@@ -20,8 +20,9 @@ from storm_kafka_compat.config.traps import workers_note
 from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placeholders,
                                        placeholder_fix, parse_yaml)
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SPOUT_NAME, load_properties,
-                                            substitute)
+from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
+from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SHUFFLES, SPOUT_NAME,
+                                            load_properties, substitute)
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
 from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
                                                 PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
@@ -254,6 +255,20 @@ def shell_bolt_entry(bolt: Mapping[str, Any], unmapped: List[str]
     return entry
 
 
+def bolt_config_into(conf: Any, entry: Dict[str, Any], where: str, unmapped: List[str]
+                     ) -> None:
+    """A bolt's own configuration (Java's ``addConfiguration(key, value)`` on its
+    declarer): the tick period becomes the entry's ``tick_freq_secs``; the rest is named."""
+    if not conf:
+        return
+    for key, value in dict(conf).items():
+        if key == TICK_FREQ_KEY:
+            entry["tick_freq_secs"] = value
+        else:
+            unmapped.append(f"{where}: configuration {key} = {value!r} not mapped (no "
+                            f"per-bolt equivalent here).")
+
+
 def flux_bolts(doc: Mapping[str, Any], spout_id: str,
                 unmapped: List[str], used: Optional[Set[str]] = None) -> List[Dict[str, Any]]:
     """Flux bolts and streams as ``topology.bolts`` entries (pipeline form)."""
@@ -279,6 +294,7 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
         entry: Dict[str, Any] = {"name": bid, "bolt": placeholder}
         if b.get("parallelism") is not None:
             entry["parallelism"] = b["parallelism"]
+        bolt_config_into(b.get("config"), entry, f"bolts[{bid}]", unmapped)
         entry["inputs"] = []
         bolts.append(entry)
         by_id[bid] = entry
@@ -298,10 +314,14 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
         inp: Dict[str, Any] = {"from": SPOUT_NAME if src == spout_id else src,
                                "grouping": GROUPINGS.get(gtype, "shuffle")}
         if gtype not in GROUPINGS:
-            detail = (grouping.get("customClass") or {}).get("className", "") \
-                if gtype == "CUSTOM" else ""
-            unmapped.append(f"streams[{name}]: grouping {gtype}{' ' + detail if detail else ''} "
-                            f"not mapped: written as shuffle; port it if order matters.")
+            unmapped.append(f"streams[{name}]: grouping {gtype} not mapped: written as "
+                            f"shuffle; port it if order matters.")
+        elif gtype == "CUSTOM":
+            cls = str((grouping.get("customClass") or {}).get("className", ""))
+            inp["custom"] = python_placeholder(cls) if cls else "ported:Grouping"
+            unmapped.append(f"streams[{name}]: grouping CUSTOM {cls} not mapped: port it to "
+                            f"Python as a CustomStreamGrouping (placeholder "
+                            f"{inp['custom']!r}).")
         if grouping.get("args"):
             inp["fields"] = list(grouping["args"])
         if grouping.get("streamId"):
@@ -312,8 +332,10 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
             unmapped.append(f"bolts[{entry['name']}]: no stream feeds it; it will read the "
                             f"spout with a shuffle grouping.")
             del entry["inputs"]
-        elif entry["inputs"] == [{"from": SPOUT_NAME, "grouping": "shuffle"}]:
-            del entry["inputs"]  # the pipeline's default input
+        elif (len(entry["inputs"]) == 1 and set(entry["inputs"][0]) == {"from", "grouping"}
+              and entry["inputs"][0]["from"] == SPOUT_NAME
+              and entry["inputs"][0]["grouping"] in SHUFFLES):
+            del entry["inputs"]  # the pipeline's default input (every task is local here)
     return bolts
 
 

@@ -7,7 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Client, Connection
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Protocol, Tuple
 
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.hosts.host import Slot
@@ -17,6 +17,27 @@ Address = Tuple[str, int]
 #: this Python worker's connections, per host address
 _CONNECTIONS: Dict[Address, Connection] = {}
 _LOCK = threading.Lock()
+
+
+class TaskHosts(Protocol):
+    """Where a stage's Spark task runs the tuples of a bolt task: the bolt hosts'
+    :class:`HostDirectory`, or an in-process double
+    (:class:`~storm_kafka_compat.testing.hosts.InProcessBoltState`)."""
+
+    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
+        """Run ``tuples`` on bolt task ``slot``; its GroupResult."""
+        ...
+
+    def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
+                tuples: Mapping[Slot, Any]) -> None:
+        """Keep ``tuples`` (slot -> tuples) for their tasks until their stage runs."""
+        ...
+
+    def run_stage(self, batch: int, stage: int, sources: Mapping[Tuple[str, int], int]
+                  ) -> List[Any]:
+        """Every host runs ``batch``'s ``stage`` on what ``sources`` deposited; their
+        StageAnswers."""
+        ...
 
 
 class BoltHostError(PipelineError):

@@ -5,13 +5,15 @@ batch after batch, saved and restored. Pure: no sockets (:mod:`.server` serves i
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, Sequence, Set, Tuple
+import time
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
 from storm_kafka_compat.engine.dag import LocalRuntime
 from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
 from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
+from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
 from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 
 log = logging.getLogger(__name__)
@@ -47,9 +49,13 @@ class BoltHost:
 
     def __init__(self, topology_spec: Mapping[str, Any], storm_conf: Mapping[str, Any],
                  spout_fields: Sequence[str], layout: StageLayout,
-                 slots: Sequence[Slot]) -> None:
+                 slots: Sequence[Slot], clock: Callable[[], float] = time.monotonic) -> None:
         self.layout = layout
         self.slots = tuple(slots)
+        periods = layout.tick_periods()
+        #: when each held task that takes ticks gets its next one
+        self.ticks = TickSchedule({slot: periods[slot[0]] for slot in self.slots
+                                   if slot[0] in periods}, clock)
         self.runtime = LocalRuntime(from_spec(topology_spec), storm_conf,
                                     spout_fields=spout_fields)
         self.states: Dict[Slot, TaskState] = {
@@ -62,6 +68,8 @@ class BoltHost:
         self._inbox: Dict[Tuple[int, Source, int], Dict[Slot, List[StormTuple]]] = {}
         #: a stage's answer per batch, for a driver that asks again
         self._stage_answers: Dict[Tuple[int, int], StageAnswer] = {}
+        #: the tasks that ran tuples or a tick since the last save
+        self.dirty: Set[Slot] = set()
 
     def run(self, batch: int, stage: int, slot: Slot, tuples: List[StormTuple]
             ) -> GroupResult:
@@ -78,6 +86,11 @@ class BoltHost:
             raise KeyError(f"bolt task {slot_name(slot)} is not held by this host "
                            f"(it holds {', '.join(map(slot_name, self.slots))})")
         component, task = slot
+        period = self.ticks.due(slot)
+        if period is not None:     # Storm's executor puts the tick in the task's queue
+            tuples = [tick_tuple(period), *tuples]
+        if tuples:
+            self.dirty.add(slot)
         result = run_stage_group(((component, task, t) for t in tuples),
                                  topology=self.runtime,
                                  local=frozenset(self.layout.stages[stage]))
@@ -120,8 +133,10 @@ class BoltHost:
             if not box:
                 del self._inbox[(b, source, attempt)]
         answer = StageAnswer()
-        for slot in sorted(inputs):
-            answer.add(self.run(batch, stage, slot, inputs[slot]))
+        # every held task of the stage runs, input or not: its host delivers its ticks
+        # and moves its windows' time
+        for slot in sorted(set(inputs) | {s for s in self.slots if s[0] in names}):
+            answer.add(self.run(batch, stage, slot, inputs.get(slot, [])))
         self._stage_answers[key] = answer
         for old in [k for k in self._stage_answers if k[0] <= batch - KEPT_BATCHES]:
             del self._stage_answers[old]
@@ -129,6 +144,7 @@ class BoltHost:
 
     def save(self, txid: int) -> Dict[Slot, bytes]:
         """Every held task's state (see :mod:`storm_kafka_compat.topology.state`)."""
+        self.dirty.clear()
         return {slot: state.save(txid) for slot, state in self.states.items()}
 
     def restore(self, saved: Mapping[Slot, bytes]) -> List[Slot]:

@@ -99,6 +99,10 @@ class HostPool:
                     "the run stops and the next start restores the state saved with the last "
                     "commit")
 
+    def dirty(self) -> bool:
+        """Some bolt task ran (tuples or a tick) since the last save."""
+        return any(self.call_all(("dirty",)))
+
     def save(self, txid: int) -> Dict[Slot, bytes]:
         """Every bolt task's state (see :mod:`storm_kafka_compat.topology.state`)."""
         saved: Dict[Slot, bytes] = {}

@@ -8,7 +8,8 @@ serves requests until told to stop or until the driver that started it is gone.
 Requests, each a tuple, answered ``("ok", value)`` or ``("error", text)``:
 ``("deposit", batch, source, attempt, {slot: tuples})`` -> tuples kept;
 ``("run_stage", batch, stage, {source: attempt})`` -> StageAnswer;
-``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("save", txid)`` ->
+``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("dirty",)`` -> whether a
+task ran since the last save; ``("save", txid)`` ->
 {slot: bytes}; ``("restore", {slot: bytes})`` -> restored slots; ``("stop",)``.
 """
 
@@ -101,6 +102,8 @@ class HostServer:
         if what == "run_stage":
             _, batch, stage, sources = request
             return self.host.run_stage(batch, stage, sources)
+        if what == "dirty":
+            return bool(self.host.dirty)
         if what == "save":
             return self.host.save(request[1])
         if what == "restore":

@@ -386,6 +386,8 @@ def _flux_doc(builder: JObject, comps: Mapping[str, Mapping[str, Any]],
             comp = comps[ids[id(component)]]
             entry["configMethods"] = comp["configMethods"]
             entry["properties"] = comp["properties"]
+        if d.config:
+            entry["config"] = dict(d.config)
         doc["bolts"].append(entry)
         for inp in d.inputs:
             doc["streams"].append({"from": str(inp["from"]), "to": str(d.name),

@@ -860,6 +860,8 @@ class Interpreter:
                                 "origin": self.origin(node, frame)})
         elif name == "setNumTasks" and args:
             decl.tasks = args[0]
+        elif name == "addConfiguration" and len(args) >= 2:
+            decl.config[args[0]] = args[1]
         return decl
 
     # --- names ----------------------------------------------------------------------------

@@ -109,6 +109,8 @@ class BoltDecl(Declaration):
     """``builder.setBolt(name, bolt, parallelism)`` and the groupings chained on it."""
 
     inputs: List[Dict[str, Any]] = field(default_factory=list)
+    #: ``addConfiguration(key, value)`` on the declarer (the bolt's own configuration)
+    config: Dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass(eq=False)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import traceback
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from storm_kafka_compat.offsets.ranges import Range, count_offsets
 from storm_kafka_compat.structs import BoltError, TopicPartition, merge_errors
@@ -96,6 +96,8 @@ class BatchPlan:
 
     fetches: Tuple[FetchPlan, ...] = ()
     batch: int = 0
+    #: run the bolt stages even without a fetch (their ticks and windows' time are due)
+    tick: bool = False
 
     def __len__(self) -> int:
         return len(self.fetches)
@@ -247,13 +249,37 @@ class PartitionResult:
         return count_offsets(self.acked)
 
 
+class OpenRoot(NamedTuple):
+    """A tuple tree still open when its batch ended: its message and the XOR of the
+    acker messages still awaited (Storm's acker entry for the root)."""
+
+    partition: TopicPartition
+    offset: int
+    xor: int
+
+
+class LateAck(NamedTuple):
+    """The acker messages a bolt sent in a later batch for a tree of an earlier one
+    (a windowed bolt acks a tuple when it leaves the window), folded: their XOR, and
+    whether one failed the tree."""
+
+    xor: int
+    failed: bool
+
+
 @dataclass
 class BatchResult:
     """What a runner brings back for a :class:`BatchPlan`: one result per plan, and
-    the errors of bolts that ran in later stages (not tied to one partition's task)."""
+    the errors of bolts that ran in later stages (not tied to one partition's task).
+
+    ``open_roots`` (root id -> :class:`OpenRoot`) are the trees of this batch still
+    open; ``late_acks`` (root id -> :class:`LateAck`) are acks and fails for trees of
+    earlier batches (multi-stage runs; the spout folds them into the trees it holds)."""
 
     partitions: List[PartitionResult] = field(default_factory=list)
     errors: List[BoltError] = field(default_factory=list)
+    open_roots: Dict[int, OpenRoot] = field(default_factory=dict)
+    late_acks: Dict[int, LateAck] = field(default_factory=dict)
 
     def all_errors(self) -> List[BoltError]:
         """Every bolt and scheme error of the batch, folded by component and type."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
@@ -43,6 +43,7 @@ from storm_kafka_compat.errors import (KafkaAccessError, OwnershipConflictError,
 from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
 from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                            LateAck, OpenRoot,
                                             PartitionResult)
 from storm_kafka_compat.spout.retry import Clock, monotonic_ms
 from storm_kafka_compat.spout.state import PartitionStart, PartitionState
@@ -196,6 +197,8 @@ class Spout:
         self.timer = CommitTimer(policy.commit_interval_ms)
         #: (partition, offset) of each tuple tree still open -> when its batch came back (ms)
         self._open_trees: Dict[Tuple[TopicPartition, int], int] = {}
+        #: the open trees a later batch can still ack (multi-stage): root -> its entry
+        self._open_roots: Dict[int, OpenRoot] = {}
         #: partitions whose last new-data fetch brought nothing
         self._caught_up: Dict[TopicPartition, bool] = {}
         #: the batch (count of results applied) in which each partition's task last ran:
@@ -254,6 +257,8 @@ class Spout:
             "topology.name": t.name, "topology.message.timeout.secs": t.message_timeout_secs,
             "topology.max.spout.pending": t.max_spout_pending,
             "kafka.topic.wildcard.match": t.wildcard_match}
+        if t.tick_tuple_freq_secs is not None:
+            conf["topology.tick.tuple.freq.secs"] = t.tick_tuple_freq_secs
         conf.update(self.policy.storm_conf())
         return conf
 
@@ -338,7 +343,44 @@ class Spout:
                     refresh |= self._fetch_failed(pm, r)
         if refresh:
             self.assignment.on_fetch_failure()
+        self._open_roots.update(result.open_roots)
+        if result.late_acks:
+            self.late_acks(result.late_acks)
         return taken
+
+    def reserve_batch(self) -> int:
+        """A batch number for a batch without fetches (ticks alone)."""
+        self._planned += 1
+        return self._planned
+
+    def late_acks(self, acks: Mapping[int, LateAck]) -> int:
+        """Fold acks and fails that bolts sent in a later batch into the open trees they
+        belong to (a windowed bolt acks a tuple when it leaves the window): a tree
+        whose XOR reaches 0 acks its offset, a failed one fails it. An ack for a tree the
+        spout no longer holds (timed out, or of an earlier run) is ignored, as in Storm.
+        Returns the trees completed or failed."""
+        managers = self.managers()
+        done = 0
+        for root, ack in acks.items():
+            held = self._open_roots.get(root)
+            if held is None:
+                continue
+            xor = held.xor ^ ack.xor
+            if not ack.failed and xor:
+                self._open_roots[root] = held._replace(xor=xor)
+                continue
+            del self._open_roots[root]
+            if self._open_trees.pop((held.partition, held.offset), None) is None:
+                continue
+            done += 1
+            pm = managers.get(held.partition)
+            if pm is None:
+                continue
+            if ack.failed:
+                pm.fail(held.offset)
+            else:
+                pm.ack_ranges([(held.offset, held.offset + 1)])
+        return done
 
     def _task_failed(self, r: PartitionResult, max_task_errors: int) -> None:
         assert r.failure is not None
@@ -409,6 +451,10 @@ class Spout:
         timeout_s = self.job.topology.message_timeout_secs
         expired = [k for k, t in self._open_trees.items() if now_ms - t >= timeout_s * 1000]
         managers = self.managers()
+        if expired:
+            gone = set(expired)
+            self._open_roots = {root: o for root, o in self._open_roots.items()
+                                if (o.partition, o.offset) not in gone}
         for key, offset in expired:
             del self._open_trees[(key, offset)]
             pm = managers.get(key)
@@ -501,15 +547,18 @@ class Spout:
 
     def commit(self, *, patient: bool = True) -> CommitReport:
         managers = list(self.managers().values())
+        moving = any(pm.commit_offset() is not None for pm in managers)
         if self.before_commit is not None:
-            if not any(pm.commit_offset() is not None for pm in managers):
-                return CommitReport()
+            # called when no offset moves too: the bolt tasks' state may have (a window
+            # fired while its tuples hold the offsets back); it decides what to save
             try:
                 self.before_commit(self.offsets_after_commit())
             except StormKafkaCompatError as exc:
                 self.counts.commit_failures += 1
                 self._commit_failed(len(managers), exc)
                 return CommitReport(error=str(exc))
+        if not moving and self.before_commit is not None:
+            return CommitReport()
         return self.commit_managers(managers, patient=patient)
 
     def final_commit(self, attempts: int, sleep: Callable[[float], None]) -> bool:

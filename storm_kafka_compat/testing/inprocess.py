@@ -34,7 +34,8 @@ def run_stages_local(plan: BatchPlan, job: WorkerJob, *,
         parts: List[List[Record]] = [[] for _ in range(partitioner.passthrough + 1)]
         for rec in records:
             parts[partitioner(rec[0])].append(rec)
-        records = [out for part in parts for out in bolt_stage(part, job, stage, plan.batch)]
+        records = [out for i, part in enumerate(parts)
+                   for out in bolt_stage(part, job, stage, plan.batch, i)]
     folded: Dict[Tuple[Any, ...], Any] = {}
     for key, value in records:
         if key[0] in ("a", "e") and key in folded:

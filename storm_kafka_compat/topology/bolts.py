@@ -99,8 +99,9 @@ class TopologyContext:
 class Dispatcher(Protocol):
     """Where collectors send tuples and acker messages (supplied by the runtime)."""
 
-    def targets(self, tup: StormTuple) -> List[Tuple[str, int]]:
-        """The (component, task) copies an emitted tuple goes to."""
+    def targets(self, tup: StormTuple, direct: Optional[int] = None) -> List[Tuple[str, int]]:
+        """The (component, task) copies an emitted tuple goes to (``direct``: the task
+        index an ``emit_direct`` names)."""
         ...
 
     def deliver(self, component: str, task: int, tup: StormTuple) -> None:
@@ -154,6 +155,19 @@ class OutputCollector:
         ValueError
             The stream is not declared or the value count differs from its fields.
         """
+        return self.emit_to(None, values, anchors, stream)
+
+    def emit_direct(self, task: int, values: Sequence[Any],
+                    anchors: Optional[Sequence[StormTuple]] = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        """Storm's ``emitDirect``: send ``values`` to task ``task`` (its index within the
+        subscribing component) of every bolt that subscribes to ``stream`` with a direct
+        grouping."""
+        self.emit_to(int(task), values, anchors, stream)
+
+    def emit_to(self, direct: Optional[int], values: Sequence[Any],
+                anchors: Optional[Sequence[StormTuple]], stream: str) -> List[int]:
+        """:meth:`emit` (``direct`` None) or :meth:`emit_direct`."""
         ctx = self.context
         fields = ctx.output_fields.get(stream)
         if fields is None:
@@ -173,7 +187,8 @@ class OutputCollector:
         self.emitted += 1
         dispatcher = self.dispatcher
         assert dispatcher is not None, "collector used outside a batch"
-        targets = dispatcher.targets(proto)
+        targets = dispatcher.targets(proto, direct) if direct is not None \
+            else dispatcher.targets(proto)
         tasks: List[int] = []
         rng = self.rng
         for i, (component, task) in enumerate(targets):
@@ -237,6 +252,11 @@ class BasicOutputCollector:
         """Emit ``values`` anchored to the input being executed."""
         anchors = [self.input] if self.input is not None else None
         return self.collector.emit(values, anchors=anchors, stream=stream)
+
+    def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        """Emit ``values`` to task ``task``, anchored to the input being executed."""
+        anchors = [self.input] if self.input is not None else None
+        self.collector.emit_direct(task, values, anchors=anchors, stream=stream)
 
     def reset_timeout(self, tup: StormTuple) -> None:
         self.collector.reset_timeout(tup)

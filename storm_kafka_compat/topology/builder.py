@@ -25,7 +25,10 @@ from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
                                                normalize_output_fields)
-from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping
+from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping, canonical_grouping
+from storm_kafka_compat.topology.ticks import check_freq
+from storm_kafka_compat.topology.windowed_executor import WindowedBoltExecutor
+from storm_kafka_compat.topology.windowing import instantiate_windowed, is_windowed_factory
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM
 
 __all__ = ["BoltSpec", "Topology", "TopologyBuilder", "BoltDeclarer", "TopologyError",
@@ -42,9 +45,14 @@ class BoltSpec:
     kind: Optional[str] = None
     inputs: List[Grouping] = field(default_factory=list)
     output_fields: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    #: the tick period its CONFIG entry or declarer sets (s); None: the bolt's own
+    #: configuration, else the topology's
+    tick_freq_secs: Optional[float] = None
 
     def new_instance(self) -> Any:
-        """A fresh bolt instance for one task."""
+        """A fresh bolt instance for one task (a windowed bolt inside its executor)."""
+        if is_windowed_factory(self.factory):
+            return WindowedBoltExecutor(instantiate_windowed(self.factory, self.name))
         return instantiate_bolt(self.factory, self.kind, name=self.name,
                                 fields=self.output_fields or None)
 
@@ -78,15 +86,53 @@ class BoltDeclarer:
         """Every task receives a copy."""
         return self._add(Grouping("all", source, stream))
 
+    def local_or_shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM
+                                  ) -> "BoltDeclarer":
+        """Storm's local-or-shuffle: a shuffle here (every task is local to its stage)."""
+        return self._add(Grouping("local_or_shuffle", source, stream))
+
+    def none_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """Storm's none grouping: a shuffle."""
+        return self._add(Grouping("none", source, stream))
+
+    def partial_key_grouping(self, source: str, fields: Sequence[str],
+                             stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """A key goes to one of two tasks, the less loaded (Storm's two choices)."""
+        if isinstance(fields, str):
+            fields = (fields,)
+        return self._add(Grouping("partial_key", source, stream, tuple(fields)))
+
+    def direct_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
+        """The emitter picks the task (``collector.emit_direct(task, values)``)."""
+        return self._add(Grouping("direct", source, stream))
+
+    def custom_grouping(self, source: str, grouping: str, stream: str = DEFAULT_STREAM
+                        ) -> "BoltDeclarer":
+        """``grouping`` (``module:Class``, a CustomStreamGrouping) picks the tasks."""
+        return self._add(Grouping("custom", source, stream, custom=str(grouping)))
+
+    def tick_freq_secs(self, secs: Optional[float]) -> "BoltDeclarer":
+        """This bolt's tick period (Storm: ``addConfiguration(TOPOLOGY_TICK_TUPLE_FREQ_SECS,
+        secs)`` on the declarer)."""
+        self._spec.tick_freq_secs = check_freq(secs, f"bolts.{self._spec.name}.tick_freq_secs")
+        return self
+
     def grouping(self, kind: str, source: str, fields: Sequence[str] = (),
-                 stream: str = DEFAULT_STREAM) -> "BoltDeclarer":
-        """Any grouping by name (``shuffle``, ``fields``, ``global``, ``all``)."""
+                 stream: str = DEFAULT_STREAM, custom: Optional[str] = None) -> "BoltDeclarer":
+        """Any grouping by name (one of :data:`~.grouping.GROUPINGS`; Storm's spellings
+        such as ``localOrShuffle`` are accepted)."""
+        kind = canonical_grouping(kind)
         if kind not in GROUPINGS:
             raise TopologyError(
                 f"bolt {self._spec.name!r}: grouping {kind!r} is not one of "
                 f"{', '.join(GROUPINGS)}", key=f"bolts.{self._spec.name}.inputs.grouping",
                 value=kind, allowed=GROUPINGS)
-        return self._add(Grouping(kind, source, stream, tuple(fields)))
+        if kind == "custom" and not custom:
+            raise TopologyError(
+                f"bolt {self._spec.name!r}: a custom grouping on {source!r} needs "
+                f"'custom: module:Class' (a CustomStreamGrouping)",
+                key=f"bolts.{self._spec.name}.inputs.custom")
+        return self._add(Grouping(kind, source, stream, tuple(fields), custom=custom))
 
 
 @dataclass
@@ -276,7 +322,11 @@ class TopologyBuilder:
                         f"stream's fields or subscribe to a declared one",
                         key=f"bolts.{spec.name}.inputs.stream", value=g.stream,
                         allowed=sorted(streams))
-                if g.kind == "fields":
+                if g.kind == "partial_key" and not g.fields:
+                    raise TopologyError(
+                        f"bolt {spec.name!r}: partial-key grouping on {g.source!r} needs fields",
+                        key=f"bolts.{spec.name}.inputs.fields")
+                if g.kind in ("fields", "partial_key"):
                     if not g.fields:
                         raise TopologyError(
                             f"bolt {spec.name!r}: fields grouping on {g.source!r} needs fields",
@@ -289,6 +339,7 @@ class TopologyBuilder:
                             f"{list(streams[g.stream])}", key=f"bolts.{spec.name}.inputs.fields",
                             value=unknown, allowed=streams[g.stream])
                 subscribers.setdefault((g.source, g.stream), []).append((spec.name, g))
+        _check_direct_streams(subscribers)
         order = self._topological_order()
         return Topology(spout, dict(self._spout_streams), dict(self._bolts), order, subscribers)
 
@@ -313,6 +364,22 @@ class TopologyBuilder:
         return order
 
 
+def _check_direct_streams(subscribers: Mapping[Tuple[str, str], List[Tuple[str, Grouping]]]
+                          ) -> None:
+    """A stream that one bolt takes with a direct grouping is a direct stream: every
+    subscriber must take it so (Storm declares a stream direct or not)."""
+    for (source, stream), subs in subscribers.items():
+        kinds = {g.kind == "direct" for _name, g in subs}
+        if len(kinds) > 1:
+            direct = [n for n, g in subs if g.kind == "direct"]
+            other = [n for n, g in subs if g.kind != "direct"]
+            raise TopologyError(
+                f"stream {stream!r} of {source!r} is taken with a direct grouping by "
+                f"{direct} and with another grouping by {other}; a direct stream takes only "
+                f"direct groupings (emit it to a second stream for the others)",
+                key=f"bolts.{other[0]}.inputs.grouping", value=stream)
+
+
 def _find_cycle(deps: Mapping[str, Set[str]]) -> List[str]:
     start = next(iter(deps))
     path: List[str] = []
@@ -328,7 +395,7 @@ def _find_cycle(deps: Mapping[str, Set[str]]) -> List[str]:
 # --- CONFIG form ---------------------------------------------------------------------
 
 _BOLT_KEYS = BOLT_ENTRY_KEYS
-_INPUT_KEYS = ("from", "grouping", "fields", "stream")
+_INPUT_KEYS = ("from", "grouping", "fields", "stream", "custom")
 
 
 def from_spec(spec: Mapping[str, Any], *, spout_name: str = "spout",
@@ -405,6 +472,8 @@ def _add_bolt(builder: TopologyBuilder, b: Any, i: int, spout_name: str) -> None
                or load_object(str(b["bolt"]), key=f"{key}.bolt"))
     declarer = builder.set_bolt(str(name), factory, b.get("parallelism", 1), kind=b.get("kind"),
                                 output_fields=b.get("output_fields"))
+    if b.get("tick_freq_secs") is not None:
+        declarer.tick_freq_secs(b["tick_freq_secs"])
     inputs = b.get("inputs") or [{"from": spout_name, "grouping": "shuffle"}]
     for j, inp in enumerate(inputs):
         _add_input(declarer, inp, f"{key}.inputs", j, spout_name)
@@ -424,8 +493,10 @@ def _add_input(declarer: BoltDeclarer, inp: Any, key: str, j: int, spout_name: s
     fields = inp.get("fields") or ()
     if isinstance(fields, str):
         fields = (fields,)
+    custom = inp.get("custom")
     declarer.grouping(str(inp.get("grouping", "shuffle")), str(inp["from"]),
-                      fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)))
+                      fields=tuple(fields), stream=str(inp.get("stream", DEFAULT_STREAM)),
+                      custom=None if custom is None else str(custom))
 
 
 def _shell_bolt(entry: Mapping[str, Any], key: str) -> Any:

@@ -7,18 +7,59 @@ same in every process, so a Spark worker routes a tuple as any other would.
 
 from __future__ import annotations
 
+import copy
 import random
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
 
-__all__ = ["GROUPINGS", "Grouping", "route", "stable_hash"]
+__all__ = ["GROUPINGS", "Grouping", "CustomStreamGrouping", "route", "stable_hash",
+           "PartialKeyBalance", "ROUTED_BY_EMITTER"]
 
-GROUPINGS = ("shuffle", "fields", "global", "all")
+GROUPINGS = ("shuffle", "fields", "global", "all", "local_or_shuffle", "partial_key", "direct",
+             "custom", "none")
+#: Storm's spellings of the grouping names (Flux's ``type`` and the Java methods)
+GROUPING_ALIASES = {"localOrShuffle": "local_or_shuffle", "local_or_shuffle": "local_or_shuffle",
+                    "LOCAL_OR_SHUFFLE": "local_or_shuffle", "partialKey": "partial_key",
+                    "PARTIAL_KEY": "partial_key", "SHUFFLE": "shuffle", "FIELDS": "fields",
+                    "GLOBAL": "global", "ALL": "all", "DIRECT": "direct", "NONE": "none",
+                    "CUSTOM": "custom", "customGrouping": "custom", "noneGrouping": "none"}
+#: groupings whose task the emitter picks (``emit_direct``), not the tuple
+ROUTED_BY_EMITTER = ("direct",)
+
+
+class CustomStreamGrouping:
+    """Storm's ``CustomStreamGrouping``: ``prepare`` once per emitting task, then
+    ``choose_tasks(task_id, values)`` gives the target task indexes (0-based within the
+    subscribing component) of each tuple."""
+
+    def prepare(self, context: Any, stream: Tuple[str, str], target_tasks: List[int]) -> None:
+        """``stream`` is (source component, stream id); ``target_tasks`` the indexes."""
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> List[int]:
+        raise NotImplementedError
+
+
+class PartialKeyBalance:
+    """Storm's partial-key grouping (the "power of two choices"): a key may go to two
+    tasks, picked by two independent hashes of its values; each tuple goes to the one
+    of the two that this emitter has sent fewer tuples to so far. Load balances, and a
+    key's tuples meet in at most two tasks (a downstream step joins the two halves)."""
+
+    def __init__(self, n_tasks: int) -> None:
+        self.sent = [0] * n_tasks
+
+    def choose(self, values: Sequence[Any]) -> int:
+        n = len(self.sent)
+        first = stable_hash(values) % n
+        second = zlib.crc32(b"second" + b"".join(_frame(v) for v in values)) % n
+        pick = first if self.sent[first] <= self.sent[second] else second
+        self.sent[pick] += 1
+        return pick
 
 
 @dataclass(frozen=True)
@@ -29,6 +70,8 @@ class Grouping:
     source: str
     stream: str = DEFAULT_STREAM
     fields: Tuple[str, ...] = ()
+    #: ``module:Class`` of a custom grouping (a :class:`CustomStreamGrouping`)
+    custom: Optional[str] = None
 
 
 def _encode(value: Any) -> bytes:
@@ -92,7 +135,8 @@ def key_hash(value: Any) -> int:
 
 
 def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
-          rng: Optional[random.Random] = None, seq: int = 0) -> List[int]:
+          rng: Optional[random.Random] = None, seq: int = 0,
+          chooser: Any = None) -> List[int]:
     """The task indexes of a component that receive ``tup``.
 
     Parameters
@@ -107,12 +151,26 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         Shuffle grouping draws from it when given.
     seq : int
         Shuffle grouping without ``rng``: deterministic round-robin, task ``seq % n``.
+    chooser : object, optional
+        The emitter's :class:`PartialKeyBalance` (partial key) or prepared
+        :class:`CustomStreamGrouping` (custom) of this subscription.
+
+    ``local_or_shuffle`` and ``none`` route as ``shuffle``: every task of a stage runs
+    where the Spark task runs, so every task is local. ``direct`` is routed by the
+    emitter (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_direct`).
     """
     kind = grouping.kind
+    if kind == "custom":
+        return _custom_tasks(grouping, chooser, tup, n_tasks)
     if n_tasks == 1:
         return [0]
-    if kind == "shuffle":
+    if kind in ("shuffle", "local_or_shuffle", "none"):
         return [rng.randrange(n_tasks) if rng is not None else seq % n_tasks]
+    if kind == "partial_key":
+        index = fields_index(tup.fields)
+        values = tup.values
+        key = [values[index[f]] for f in grouping.fields] if grouping.fields else list(values)
+        return [chooser.choose(key)]
     if kind == "fields":
         index = fields_index(tup.fields)
         values = tup.values
@@ -127,12 +185,14 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
                         value=kind, allowed=GROUPINGS)
 
 
-#: groupings that need the tuples of every partition in one place
-CROSSING_GROUPINGS = ("fields", "global", "all")
+#: groupings that need the tuples of every partition in one place, or send a tuple
+#: to a task picked by the emitter or by user code
+CROSSING_GROUPINGS = ("fields", "global", "all", "partial_key", "direct", "custom")
 
 
 def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, str]]],
-                 spout: str) -> Tuple[Dict[str, int], Dict[str, bool]]:
+                 spout: str, hosted: AbstractSet[str] = frozenset()
+                 ) -> Tuple[Dict[str, int], Dict[str, bool]]:
     """Each bolt's stage and whether it is fed across stages (its tasks then live in
     bolt hosts, one instance per task: :mod:`storm_kafka_compat.hosts`).
 
@@ -144,6 +204,8 @@ def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, 
         Bolt -> its ``(source, grouping kind)`` subscriptions.
     spout : str
         The spout's name.
+    hosted : set of str
+        Bolts that start a stage whatever their grouping (they take ticks or windows).
 
     Stage 0 holds the bolts reachable from the spout through shuffles only (they run in
     the fetching Spark task); a crossing grouping (:data:`CROSSING_GROUPINGS`) starts a
@@ -155,9 +217,40 @@ def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, 
         lv = 0
         for source, kind in inputs.get(name, ()):
             src = 0 if source == spout else level.get(source, 0)
-            lv = max(lv, src + (1 if kind in CROSSING_GROUPINGS else 0))
+            lv = max(lv, src + (1 if kind in CROSSING_GROUPINGS or name in hosted else 0))
         level[name] = lv
     crossing = {name: level[name] > 0 and any(
         (0 if source == spout else level.get(source, 0)) < level[name]
         for source, _kind in inputs.get(name, ())) for name in order}
     return level, crossing
+
+
+def _custom_tasks(grouping: Grouping, chooser: Any, tup: StormTuple, n_tasks: int
+                  ) -> List[int]:
+    tasks = [int(t) for t in chooser.choose_tasks(tup.source_task, list(tup.values))]
+    bad = [t for t in tasks if not 0 <= t < n_tasks]
+    if bad:
+        raise TopologyError(f"custom grouping {grouping.custom} chose task(s) {bad} of a "
+                            f"component with {n_tasks} tasks; choose indexes 0..{n_tasks - 1}",
+                            value=bad)
+    return tasks
+
+
+def canonical_grouping(kind: str) -> str:
+    """A grouping name as this project spells it (Storm's spellings accepted)."""
+    return GROUPING_ALIASES.get(kind, kind)
+
+
+def new_custom_grouping(grouping: Grouping, source_task: int, n_tasks: int) -> Any:
+    """The custom grouping object of ``grouping`` for one emitting task, prepared."""
+    from storm_kafka_compat.config.objects import load_object
+    factory = load_object(str(grouping.custom), key=f"grouping {grouping.custom}")
+    obj = factory() if isinstance(factory, type) else copy.deepcopy(factory)
+    prepare = getattr(obj, "prepare", None)
+    if callable(prepare):
+        prepare(None, (grouping.source, grouping.stream), list(range(n_tasks)))
+    if not callable(getattr(obj, "choose_tasks", None)):
+        raise TopologyError(f"custom grouping {grouping.custom} gave {obj!r}, which has no "
+                            f"choose_tasks(task_id, values); subclass CustomStreamGrouping",
+                            value=grouping.custom)
+    return obj

@@ -13,19 +13,23 @@ offsets it reflects at each commit. What is saved of a task:
 * any other bolt: its instance attributes, each pickled on its own, except what the
   runtime gives it (collector, context, configuration); an attribute that cannot be
   pickled (a socket, a client) is left out, named once in the log, and is whatever
-  ``prepare`` makes of it after a restore.
+  ``prepare`` makes of it after a restore. So is an attribute holding tuples of open
+  tuple trees (a sink's buffer of unacked input): their offsets are not committed, so a
+  restart replays them, and the bolt must not get them twice.
 
 Pure: no I/O beyond pickling.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import pickle
 from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Set, Tuple
 
 from storm_kafka_compat.topology.bolts import (BasicOutputCollector, OutputCollector,
                                                TopologyContext)
+from storm_kafka_compat.topology.tuples import StormTuple
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +109,15 @@ class TaskState:
         ``component[task]``, for the log.
     bolt : object
         The prepared bolt instance.
+    skip : tuple of str
+        Attributes that are configuration, never saved.
     """
 
-    def __init__(self, name: str, bolt: Any) -> None:
+    def __init__(self, name: str, bolt: Any, skip: Tuple[str, ...] = ()) -> None:
         self.name = name
         self.bolt = bolt
+        #: attributes that are configuration, not state (a windowed bolt's window)
+        self.skip = frozenset(skip)
         self.kv: Optional[KeyValueState] = None
         self._unsaved: Set[str] = set()
         if is_stateful(bolt):
@@ -125,13 +133,33 @@ class TaskState:
                 pre_commit(txid)
             return pickle.dumps(("kv", self.kv.items_copy()), protocol=pickle.HIGHEST_PROTOCOL)
         if callable(getattr(bolt, "get_state", None)):
+            pre_commit = getattr(bolt, "pre_commit", None)
+            if callable(pre_commit):
+                pre_commit(txid)
             return pickle.dumps(("custom", bolt.get_state()), protocol=pickle.HIGHEST_PROTOCOL)
         return pickle.dumps(("attrs", self._attributes()), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _attributes(self) -> Dict[str, bytes]:
-        own = {key: value for key, value in vars(self.bolt).items()
-               if not isinstance(value, RUNTIME_GIVEN) and key not in ("conf", "storm_conf")}
-        return picklable_attributes(own, self.name, self._unsaved)
+        saved: Dict[str, bytes] = {}
+        for key, value in vars(self.bolt).items():
+            if (isinstance(value, RUNTIME_GIVEN) or getattr(type(value), "runtime_given", False)
+                    or key in ("conf", "storm_conf") or key in self.skip):
+                continue
+            try:
+                saved[key] = dumps_untracked(value)
+            except HeldTupleError:
+                if key not in self._unsaved:
+                    self._unsaved.add(key)
+                    log.info("bolt task %s: attribute %r holds tuples of open tuple trees; "
+                             "it is not saved (after a restart those tuples come back by "
+                             "replay, their offsets were not committed)", self.name, key)
+            except Exception as exc:  # noqa: BLE001 - any pickling error leaves it out
+                if key not in self._unsaved:
+                    self._unsaved.add(key)
+                    log.warning("bolt task %s: attribute %r cannot be saved with the offsets "
+                                "(%s: %s); after a restart it is what prepare() makes of it",
+                                self.name, key, type(exc).__name__, exc)
+        return saved
 
     def restore(self, data: bytes) -> None:
         """Put back what :meth:`save` returned (after ``prepare``)."""
@@ -167,6 +195,26 @@ def picklable_attributes(values: Mapping[str, Any], name: str,
 
 #: attribute names already named in the log, per task, for callers without their own set
 _UNSAVED: Dict[str, Set[str]] = {}
+
+
+class HeldTupleError(Exception):
+    """An attribute holds a tuple of a tuple tree (a buffer of unacked input)."""
+
+
+class _UntrackedPickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> None:
+        if isinstance(obj, StormTuple) and obj.anchors:
+            raise HeldTupleError()
+        return None
+
+
+def dumps_untracked(value: Any) -> bytes:
+    """``pickle.dumps(value)``, raising :class:`HeldTupleError` when it holds a tuple
+    that belongs to a tuple tree: such a tuple's offset is not committed, so a restart
+    replays it; saving it too would give the bolt its copy twice."""
+    buf = io.BytesIO()
+    _UntrackedPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buf.getvalue()
 
 
 def slot_name(slot: Tuple[str, int]) -> str:

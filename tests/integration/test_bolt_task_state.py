@@ -88,7 +88,8 @@ def test_the_same_final_counts_as_storm_on_the_same_topic(
         kafka39.produce(topic, as_messages(lines, PARTITIONS))
         in_storm = storm(kafka39.bootstrap, topic, tmp_path / f"storm-{name}",
                          messages=len(lines))
-        job = make_job(topic, zk_server, zk_root, kafka39.bootstrap, spec,
+        # a zkRoot per topology: the second must not resume from the first's offsets
+        job = make_job(topic, zk_server, f"{zk_root}/{name}", kafka39.bootstrap, spec,
                        tmp_path / f"state-{name}")
         run_to_end(job, spark)
         ours = stateful_bolts.final_values(spark_records(topic))

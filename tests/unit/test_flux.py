@@ -246,16 +246,39 @@ def test_bolts_streams_and_groupings() -> None:
                                                  "fields": ["k"]}]},
         {"name": "b", "bolt": "x.y:B", "parallelism": 3,
          "inputs": [{"from": "a", "grouping": "all", "stream": "side"}]},
-        {"name": "c", "bolt": "ported:C", "inputs": [{"from": "b", "grouping": "shuffle"}]},
+        {"name": "c", "bolt": "ported:C", "inputs": [{"from": "b", "grouping": "custom",
+                                                      "custom": "x:MyGrouping"}]},
     ]
     joined = "\n".join(result.unmapped)
-    assert "grouping CUSTOM x.MyGrouping not mapped" in joined
+    assert ("grouping CUSTOM x.MyGrouping not mapped: port it to Python as a "
+            "CustomStreamGrouping (placeholder 'x:MyGrouping')") in joined
     assert "source 'nowhere' (unknown) not mapped" in joined
     assert "bolt" not in result.config
     for bolt in result.config["topology"]["bolts"]:
         assert set(bolt) <= {"name", "bolt", "parallelism", "inputs"}
         for inp in bolt.get("inputs", []):
-            assert set(inp) <= {"from", "grouping", "fields", "stream"}
+            assert set(inp) <= {"from", "grouping", "fields", "stream", "custom"}
+
+
+def test_every_storm_grouping_and_the_tick_period_are_converted() -> None:
+    doc = flux([], bolts=[{"id": "a", "className": "x.A"}, {"id": "b", "className": "x.B"},
+                          {"id": "c", "className": "x.C"}, {"id": "d", "className": "x.D"}],
+               streams=[{"from": "ks", "to": "a", "grouping": {"type": "NONE"}},
+                        {"from": "a", "to": "b",
+                         "grouping": {"type": "PARTIAL_KEY", "args": ["user"]}},
+                        {"from": "b", "to": "c", "grouping": {"type": "DIRECT"}},
+                        {"from": "c", "to": "d", "grouping": {"type": "LOCAL_OR_SHUFFLE"}}],
+               config={"topology.tick.tuple.freq.secs": 10, "topology.workers": 2})
+    result = run(doc)
+    bolts = {b["name"]: b.get("inputs") for b in result.config["topology"]["bolts"]}
+    assert bolts == {"a": None,                    # NONE on the spout: the default input
+                     "b": [{"from": "a", "grouping": "partial_key", "fields": ["user"]}],
+                     "c": [{"from": "b", "grouping": "direct"}],
+                     "d": [{"from": "c", "grouping": "local_or_shuffle"}]}
+    assert result.config["topology"]["topology.tick.tuple.freq.secs"] == 10
+    assert any(u.startswith("config.topology.workers 2 not mapped: Storm's worker processes")
+               for u in result.unmapped)
+    assert not [u for u in result.unmapped if "grouping" in u]
 
 
 def test_single_bolt_on_the_spout_becomes_the_simple_form() -> None:

@@ -498,3 +498,51 @@ public class W {
 }
 """)
     assert one(tmp_path).config["spout"]["topic"] == "wired"
+
+
+TIMED = '''package acme.timed;
+
+import org.apache.storm.Config;
+import org.apache.storm.StormSubmitter;
+import org.apache.storm.kafka.*;
+import org.apache.storm.spout.SchemeAsMultiScheme;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.tuple.Fields;
+
+public class TimedTopology {
+    public static void main(String[] args) throws Exception {
+        SpoutConfig cfg = new SpoutConfig(new ZkHosts("zk:2181"), "clicks", "/offsets", "timed");
+        cfg.scheme = new SchemeAsMultiScheme(new StringScheme());
+        TopologyBuilder builder = new TopologyBuilder();
+        builder.setSpout("kafka", new KafkaSpout(cfg), 1);
+        builder.setBolt("parse", new Parse(), 2).noneGrouping("kafka");
+        builder.setBolt("count", new Count(), 4).partialKeyGrouping("parse", new Fields("user"))
+               .addConfiguration(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS, 5);
+        builder.setBolt("route", new Route(), 1).customGrouping("count", new UserGrouping());
+        builder.setBolt("task", new Task(), 3).directGrouping("route");
+        Config conf = new Config();
+        conf.put(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS, 60);
+        StormSubmitter.submitTopology("timed", conf, builder.createTopology());
+    }
+}
+'''
+
+
+def test_ticks_and_every_grouping_from_java(tmp_path: Path) -> None:
+    """addConfiguration(TOPOLOGY_TICK_TUPLE_FREQ_SECS) on a declarer and in the topology's
+    Config; none, partial-key, custom and direct groupings."""
+    src = tmp_path / "TimedTopology.java"
+    src.write_text(TIMED)
+    conv = one(src)
+    topology = conv.config["topology"]
+    assert topology["topology.tick.tuple.freq.secs"] == 60
+    bolts = {b["name"]: b for b in topology["bolts"]}
+    assert "inputs" not in bolts["parse"]                       # none on the spout
+    assert bolts["count"]["tick_freq_secs"] == 5
+    assert bolts["count"]["inputs"] == [{"from": "parse", "grouping": "partial_key",
+                                         "fields": ["user"]}]
+    assert bolts["route"]["inputs"] == [{"from": "count", "grouping": "custom",
+                                         "custom": "acme.timed:UserGrouping"}]
+    assert bolts["task"]["inputs"] == [{"from": "route", "grouping": "direct"}]
+    assert lines_about(conv, "grouping CUSTOM acme.timed.UserGrouping not mapped: port it to "
+                             "Python as a CustomStreamGrouping")

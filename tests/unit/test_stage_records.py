@@ -33,11 +33,14 @@ def test_only_roots_that_did_not_complete_come_back():
     bucket = {1: (0, False, ("t", 0, 1)),            # complete: stays on the executors
               2: (9, False, ("t", 0, 2)),            # an open tree
               3: (0, True, ("t", 1, 3)),             # failed
-              4: (5, True, None)}                    # no spout-stage origin in this batch
+              4: (5, True, None),                    # no spout-stage origin in this batch:
+              6: (7, False, None),                   # late acks and fails of earlier trees
+              8: (0, False, None)}                   # nothing to say
     result = PartitionResult(FetchPlan("t", 0, 0))
     out = list(unresolved_roots((("a", 0), bucket))) + list(
         unresolved_roots((("r", "t", 0), result)))
-    assert out == [(("a", 2), bucket[2]), (("a", 3), bucket[3]), (("r", "t", 0), result)]
+    assert out == [(("a", 2), bucket[2]), (("a", 3), bucket[3]), (("l", 4), (5, True)),
+                   (("l", 6), (7, False)), (("r", "t", 0), result)]
 
 
 @settings(max_examples=200, deadline=None)

@@ -66,7 +66,10 @@ def test_builder_orders_stages_and_subscribers() -> None:
     (lambda b: b.set_bolt("x", Sink, 0), "parallelism 0"),
     (lambda b: b.set_bolt("kafka", Sink), "used twice"),
     (lambda b: b.set_bolt("x", Sink, kind="weird"), "kind 'weird'"),
-    (lambda b: b.set_bolt("x", Sink).grouping("direct", "kafka"), "grouping 'direct'"),
+    (lambda b: b.set_bolt("x", Sink).grouping("sideways", "kafka"), "grouping 'sideways'"),
+    (lambda b: b.set_bolt("x", Sink).grouping("custom", "kafka"), "needs 'custom: module:Class'"),
+    (lambda b: b.set_bolt("x", Split).partial_key_grouping("kafka", ["word"]),
+     "fields grouping on ['word']"),
 ])
 def test_validation_errors(build: Any, fragment: str) -> None:
     b = TopologyBuilder().set_spout("kafka", ("str",))
