@@ -134,7 +134,7 @@ def test_convert_flux_to_stdout(tmp_path: Path) -> None:
     assert conf["hosts"]["zk"] == "zk1.example.com:2181,zk2.example.com:2181/kafka"
     assert "convert: bolts[parse] com.example.clicks.ParseClickBolt not mapped: port the bolt " \
         "to Python" in res.stderr
-    assert "convert: config.topology.workers not mapped" in res.stderr
+    assert "convert: config.topology.workers 2 not mapped" in res.stderr
     assert "does not validate" not in res.stderr
     # the output is accepted by config check; the Java bolt's placeholder is to port
     out = tmp_path / "converted.yaml"

@@ -79,8 +79,10 @@ def test_converted_java_topology_resumes_from_storm_documents(tmp_path, kafka09,
     done = cli("config", "convert", str(source.parent), "--filter", str(prod), "-o", str(job))
     assert done.returncode == 0, done.stderr
     converted = yaml.safe_load(job.read_text())
+    # a one-element list read from a property is written as that property's value (a
+    # comma-separated string the CONFIG splits, so "zk1,zk2" in the file gives two hosts)
     assert converted["spout"] == {"topic": topic, "zkRoot": zk_root, "id": "clicks-spout",
-                                  "scheme": "string", "zkServers": ["127.0.0.1"],
+                                  "scheme": "string", "zkServers": "127.0.0.1",
                                   "zkPort": kafka09.zookeeper.port, "startOffsetTime": -2}
     assert converted["hosts"] == {"zk": kafka09.zk_connect}
     assert converted["bolt"] == "com.acme.clicks:RecordBolt"
