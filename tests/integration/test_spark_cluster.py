@@ -452,7 +452,7 @@ def test_word_count_on_the_cluster_counts_every_word_exactly(
     from storm_kafka_compat.servers.kafka_clients import produce
     from tests.faults.harness import process_table
     from tests.stateful_inputs import as_messages, sentences, word_counts
-    lines = sentences(1200, seed=36)
+    lines = sentences(600, seed=36)
     topic = kafka09_topic(PARTITIONS, [])
     produce(kafka09.bootstrap, topic, as_messages(lines, PARTITIONS))
     record = tmp_path / "record.jsonl"
@@ -463,7 +463,7 @@ def test_word_count_on_the_cluster_counts_every_word_exactly(
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if kill_executor:
         deadline = time.monotonic() + 240
-        while len(_records(record)) < 1500 and time.monotonic() < deadline:
+        while len(_records(record)) < 800 and time.monotonic() < deadline:
             time.sleep(0.2)
         executors = [pid for pid, (_, cmd) in process_table().items()
                      if b"CoarseGrainedExecutorBackend" in cmd]
