@@ -532,3 +532,54 @@ def test_the_streamparse_quickstart_on_the_cluster_counts_every_word(
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert _final_counts(record) == quickstart_counts(words)
+
+
+def test_a_pyleus_topology_on_the_cluster_counts_every_word(
+        cluster, kafka09, kafka09_topic, tmp_path) -> None:
+    """Issue 36 on the standalone cluster: a Pyleus topology YAML (a storm.py module bolt
+    as a multilang subprocess per task, a streamparse module bolt behind a fields
+    grouping), converted by ``config convert``, its package shipped with spark.pyFiles;
+    every word's count is the truth."""
+    pytest.importorskip("streamparse")
+    import shutil
+
+    from storm_kafka_compat.flux.convert import convert_file
+    from storm_kafka_compat.servers.kafka_clients import produce
+    from tests.peers import multilang
+    from tests.stateful_inputs import as_messages, sentences, word_counts
+    why = multilang.why_not()
+    if why is not None:
+        pytest.skip(f"Storm's storm.py (multilang-python 2.8.3) cannot be had: {why}")
+    data = Path(__file__).resolve().parents[1] / "data" / "python_storm" / "pyleus"
+    project = tmp_path / "pyleus"
+    shutil.copytree(data, project, ignore=shutil.ignore_patterns("__pycache__"))
+    multilang.storm_py_into(project)
+    (project / "wcreport.py").write_text(WORD_COUNT_BOLTS)
+    lines = sentences(300, seed=39)
+    topic = kafka09_topic(PARTITIONS, [])
+    produce(kafka09.bootstrap, topic, as_messages(lines, PARTITIONS))
+    conv = convert_file(str(project / "pyleus_topology.yaml"))
+    config = conv.config
+    config["topology"]["bolts"].append(
+        {"name": "report", "bolt": "wcreport:Report", "kind": "basic",
+         "inputs": [{"from": "count-words", "grouping": "shuffle"}]})
+    config["spout"] = {**config["spout"], "topic": topic, "zkRoot": "/cluster-pyleus",
+                       "stateUpdateIntervalMs": 500}
+    config["hosts"] = {"bootstrap": kafka09.bootstrap}
+    config["topology"] = {**config["topology"], "topology.id": f"{topic}-py",
+                          "storm.zookeeper.servers": ["127.0.0.1"],
+                          "storm.zookeeper.port": kafka09.zookeeper.port,
+                          "topology.state.dir": str(tmp_path / "state")}
+    config["spark"] = {"master": cluster.master_url,
+                       "pyFiles": [str(project / "word_count"), str(project / "wcreport.py")],
+                       "conf": {"spark.executor.memory": "512m"}}
+    config["kafka"] = dict(KAFKA_09)
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(config))
+    record = tmp_path / "records.jsonl"
+    done = subprocess.run(
+        [str(CLI), "run", str(job), "--until-caught-up"], cwd=project,
+        env={**_env(), "CLUSTER_TEST_RECORD": str(record), "PYTHONPATH": str(project)},
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert _final_counts(record) == word_counts(lines)
