@@ -228,11 +228,12 @@ class Outbox:
 
 def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int,
                index: Optional[int] = None) -> Iterator[Record]:
-    """Stage ``stage`` >= 1 of batch ``batch``: run this stage's tuples on their bolt
-    tasks (in their bolt hosts when the job has them, :mod:`storm_kafka_compat.hosts`)
-    and forward every other record unchanged. ``index`` is the Spark partition: the
-    bolt task ``layout.slots[stage][index]`` is called even without input (its host
-    delivers its ticks and moves its windows' time); the last one is the pass-through."""
+    """Stage ``stage`` >= 1 of batch ``batch`` for a job without bolt hosts (each worker
+    its own instances; a job with hosts runs :mod:`~storm_kafka_compat.engine.hosted`):
+    run this stage's tuples on their bolt tasks and forward every other record
+    unchanged. ``index`` is the Spark partition: the bolt task
+    ``layout.slots[stage][index]`` is called even without input (its ticks); the last
+    one is the pass-through."""
     assert job.layout is not None
     names = frozenset(job.layout.stages[stage])
     slots = job.layout.slots[stage]
@@ -245,14 +246,11 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
         else:
             yield key, value
     for slot, tuples in inputs.items():
-        if job.hosts is not None:
-            res = job.hosts.run(batch, stage, slot, tuples)
-        else:
-            period = _worker_ticks(job).due(slot)
-            if period is not None:
-                tuples = [tick_tuple(period), *tuples]
-            res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
-                                  topology=_stage_runtime(job), local=names)
+        period = _worker_ticks(job).due(slot)
+        if period is not None:
+            tuples = [tick_tuple(period), *tuples]
+        res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
+                              topology=_stage_runtime(job), local=names)
         yield from _group_records(res)
 
 

@@ -20,13 +20,9 @@ _LOCK = threading.Lock()
 
 
 class TaskHosts(Protocol):
-    """Where a stage's Spark task runs the tuples of a bolt task: the bolt hosts'
+    """Where the bolt tasks of the crossing stages run: the bolt hosts'
     :class:`HostDirectory`, or an in-process double
     (:class:`~storm_kafka_compat.testing.hosts.InProcessBoltState`)."""
-
-    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
-        """Run ``tuples`` on bolt task ``slot``; its GroupResult."""
-        ...
 
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
                 tuples: Mapping[Slot, Any]) -> None:
@@ -105,10 +101,6 @@ class HostDirectory:
             return [self.call(self.addresses[0], request)]
         with ThreadPoolExecutor(len(self.addresses), thread_name_prefix="bolt-hosts") as ex:
             return list(ex.map(lambda address: self.call(address, request), self.addresses))
-
-    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> Any:
-        """Run ``tuples`` on bolt task ``slot`` in its host; the host's GroupResult."""
-        return self.call(self.address_of(slot), ("run", batch, stage, slot, tuples))
 
 
 def slot_table(slot_host: Mapping[Slot, int]) -> Tuple[Tuple[Slot, int], ...]:

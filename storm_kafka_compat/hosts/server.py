@@ -8,7 +8,7 @@ serves requests until told to stop or until the driver that started it is gone.
 Requests, each a tuple, answered ``("ok", value)`` or ``("error", text)``:
 ``("deposit", batch, source, attempt, {slot: tuples})`` -> tuples kept;
 ``("run_stage", batch, stage, {source: attempt})`` -> StageAnswer;
-``("run", batch, stage, slot, tuples)`` -> GroupResult; ``("dirty",)`` -> whether a
+``("dirty",)`` -> whether a
 task ran since the last save; ``("save", txid)`` ->
 {slot: bytes}; ``("restore", {slot: bytes})`` -> restored slots; ``("stop",)``.
 """
@@ -93,9 +93,6 @@ class HostServer:
 
     def _handle(self, request: Tuple[Any, ...]) -> Any:
         what = request[0]
-        if what == "run":
-            _, batch, stage, slot, tuples = request
-            return self.host.run(batch, stage, tuple(slot), tuples)
         if what == "deposit":
             _, batch, source, attempt, tuples = request
             return self.host.deposit(batch, tuple(source), attempt, tuples)

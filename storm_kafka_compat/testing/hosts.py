@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout
+from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.hosts.host import BoltHost, Slot, all_slots
 from storm_kafka_compat.structs import TopicPartition
 
@@ -50,9 +50,6 @@ class InProcessBoltState:
     @property
     def directory(self) -> "InProcessBoltState":
         return self
-
-    def run(self, batch: int, stage: int, slot: Slot, tuples: List[Any]) -> GroupResult:
-        return self.host.run(batch, stage, tuple(slot), tuples)  # type: ignore[arg-type]
 
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
                 tuples: Mapping[Slot, Any]) -> None:
