@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS
 from storm_kafka_compat.config.objects import load_object
-from storm_kafka_compat.topology.bolts import (BOLT_KINDS, OutputFields, instantiate_bolt,
-                                               normalize_output_fields)
+from storm_kafka_compat.topology.bolts import BOLT_KINDS, OutputFields, normalize_output_fields
+from storm_kafka_compat.topology.instances import instantiate_bolt
 from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping, canonical_grouping
 from storm_kafka_compat.topology.ticks import check_freq
 from storm_kafka_compat.topology.windowed_executor import WindowedBoltExecutor

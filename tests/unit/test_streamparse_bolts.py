@@ -18,7 +18,8 @@ from storm_kafka_compat.engine.dag import LocalRuntime  # noqa: E402
 from storm_kafka_compat.engine.process import process_batch  # noqa: E402
 from storm_kafka_compat.kafka.client import KafkaMessage  # noqa: E402
 from storm_kafka_compat.spout.batch import FetchPlan  # noqa: E402
-from storm_kafka_compat.topology.bolts import RichBolt, instantiate_bolt  # noqa: E402
+from storm_kafka_compat.topology.bolts import RichBolt  # noqa: E402
+from storm_kafka_compat.topology.instances import instantiate_bolt  # noqa: E402
 from storm_kafka_compat.topology.builder import from_spec  # noqa: E402
 from storm_kafka_compat.topology.state import TaskState  # noqa: E402
 from storm_kafka_compat.topology.tuples import StormTuple  # noqa: E402

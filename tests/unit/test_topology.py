@@ -234,7 +234,8 @@ def test_spout_fields_bound_later_from_the_scheme(bolts_module: str) -> None:
 # --- bolt instantiation ------------------------------------------------------------------
 
 def test_instantiation_kinds() -> None:
-    from storm_kafka_compat.topology.bolts import bolt_kind, instantiate_bolt
+    from storm_kafka_compat.topology.bolts import bolt_kind
+    from storm_kafka_compat.topology.instances import instantiate_bolt
 
     proto = Split()
     proto.marker = [1]  # type: ignore[attr-defined]
