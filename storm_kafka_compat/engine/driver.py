@@ -37,7 +37,9 @@ from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasks
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
                                               with_batch_in_flight)
-from storm_kafka_compat.engine.runner import Runner, runner_for, spark_gone
+from storm_kafka_compat.engine.dataframe import DataFrameRunner
+from storm_kafka_compat.engine.runner import (Runner, SparkGetter, SparkRunner, StagedSparkRunner,
+                                              spark_gone)
 from storm_kafka_compat.engine.signals import (StopBeforeStart, install_stop_handlers,
                                                take_stop_signals)
 from storm_kafka_compat.engine.stage_tasks import StageLayout
@@ -381,3 +383,12 @@ class Pipeline:
             if self._owns_runtime:
                 self.runtime.close()
 
+
+def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:
+    """The runner ``job`` calls for: the DataFrame mode for ``dataframe:``, the
+    staged runner for a topology cut into stages, else single-stage tasks."""
+    if job.dataframe is not None:
+        return DataFrameRunner.from_config(job, spark)
+    if staged:
+        return StagedSparkRunner(spark, tasks=job.spark.tasks)
+    return SparkRunner(spark, tasks=job.spark.tasks)

@@ -24,7 +24,6 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
-from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import Record, run_stages_spark
@@ -206,14 +205,3 @@ def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
     hosts = job.value.hosts
     assert hosts is not None
     return run_hosted(records, layout, batch, hosts)
-
-
-def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:
-    """The runner ``job`` calls for: the DataFrame mode for ``dataframe:``, the
-    staged runner for a topology cut into stages, else single-stage tasks."""
-    if job.dataframe is not None:
-        from storm_kafka_compat.engine.dataframe import DataFrameRunner
-        return DataFrameRunner.from_config(job, spark)
-    if staged:
-        return StagedSparkRunner(spark, tasks=job.spark.tasks)
-    return SparkRunner(spark, tasks=job.spark.tasks)

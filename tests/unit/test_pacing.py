@@ -131,7 +131,7 @@ def test_a_multi_stage_topology_is_paced_and_a_single_stage_one_is_not() -> None
 
 def test_the_dataframe_mode_is_paced() -> None:
     from storm_kafka_compat.engine.dataframe import DataFrameRunner
-    from storm_kafka_compat.engine.runner import runner_for
+    from storm_kafka_compat.engine.driver import runner_for
 
     dataframe = JobConfig(spout=job().spout, topology=job().topology, bolt=None,
                           dataframe="tests.bolts:record")
