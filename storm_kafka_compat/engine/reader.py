@@ -237,6 +237,43 @@ class PartitionReader:
         self.count += len(messages)
         return messages
 
+    @property
+    def answered(self) -> bool:
+        """The first fetch (or the idle check standing in for it) has answered."""
+        return self._fetches > 0
+
+    def take(self, batch: RecordBatch, log_end: Optional[int] = None) -> RecordBatch:
+        """What :meth:`fetch` would return of ``batch``, records of this partition that
+        another client call fetched (a group consumer holding all of a task's
+        partitions): bounded by :attr:`position`, the cap and the offset bound, and
+        counted. ``log_end`` is the log end the client reported with a first answer.
+        Reading is done once the cap, the bound or the first answer's log end is
+        reached."""
+        if self.done:
+            return batch.slice(0, 0)
+        if self._fetches == 0 and self.stop_at_log_end:
+            self.log_end = log_end
+        self._fetches += 1
+        limit = None if self.max_messages is None else self.max_messages - self.count
+        got = batch.bounded(self.position, max_messages=limit, max_offset=self.max_offset)
+        if len(got):
+            self.position = got.offsets[-1] + 1
+            self.count += len(got)
+        if self._finished():
+            self.done = True
+        return got
+
+    def ended(self, stands: Optional[int]) -> None:
+        """The client answered that this partition has nothing more (its log end), and
+        stands at ``stands`` (past entries no consumer receives when beyond
+        :attr:`position`): as an empty answer of :meth:`fetch`."""
+        if self._fetches == 0 and self.stop_at_log_end:
+            self.log_end = self.position
+        self._fetches += 1
+        self.done = True
+        if stands is not None and stands > self.position:
+            self.passed_to = stands
+
     def _still_at_log_end(self) -> bool:
         """The idle check: True when the log end is :attr:`position` (nothing new);
         False when the log grew, when the position is past the end (the fetch's

@@ -22,13 +22,13 @@ import gc
 import os
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.engine.process import BatchOutcome, process_batch
 from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.kafka.client import GroupKafka, KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
 from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
@@ -140,20 +140,36 @@ def _read_and_process(reader: PartitionReader, result: PartitionResult,
     until the reading ends or ``deadline``."""
     per_message: Optional[float] = None
     while messages:
-        i, n = 0, len(messages)
-        while i < n:
-            now = clock()
-            chunk = FIRST_CHUNK if per_message is None else \
-                max(1, int((deadline - now) / per_message))
-            part = messages[i:i + chunk]
-            add_outcome(result, proc(part, plan))
-            i += len(part)
-            done = clock()
-            per_message = max((done - now) / len(part), 1e-7)
-            if done >= deadline:
-                return result
+        _n, per_message, spent = process_chunks(result, messages, proc, plan, deadline, clock,
+                                                per_message)
+        if spent:
+            return result
         messages = reader.fetch_more()
     return passed(reader, result)
+
+
+def process_chunks(result: PartitionResult, messages: Sequence[MessageLike], proc: Processor,
+                   plan: FetchPlan, deadline: float, clock: Callable[[], float],
+                   per_message: Optional[float]) -> Tuple[int, Optional[float], bool]:
+    """Process ``messages`` under ``plan`` in chunks sized from the measured cost per
+    message (``per_message`` seconds, None before the first chunk), folding each
+    chunk's outcome into ``result``, until they are done or ``deadline`` passed.
+
+    Returns the messages processed, the cost per message measured, and whether the
+    deadline passed."""
+    i, n = 0, len(messages)
+    while i < n:
+        now = clock()
+        chunk = FIRST_CHUNK if per_message is None else \
+            max(1, int((deadline - now) / per_message))
+        part = messages[i:i + chunk]
+        add_outcome(result, proc(part, plan))
+        i += len(part)
+        done = clock()
+        per_message = max((done - now) / len(part), 1e-7)
+        if done >= deadline:
+            return i, per_message, True
+    return i, per_message, False
 
 
 def passed(reader: PartitionReader, result: PartitionResult) -> PartitionResult:
@@ -188,9 +204,24 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
               clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
     """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
     as far as it goes until the task budget is spent, the rest left for the next batch
-    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`)."""
+    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`).
+
+    When the worker's client fetches groups
+    (:class:`~storm_kafka_compat.kafka.client.GroupKafka`, both shipped adapters) and
+    the task holds several new-data plans, those are read together by one consumer
+    (:func:`~storm_kafka_compat.engine.group_task.run_group`), after the retry plans."""
     budget = TaskBudget(job.budget_s, clock)
+    plans = list(plans)
+    fresh: List[FetchPlan] = []
+    if len(plans) > 1:
+        kafka = job.kafka()
+        if isinstance(kafka, GroupKafka):
+            fresh = [p for p in plans if not p.retry]
+            if len(fresh) < 2:
+                fresh = []
     for plan in plans:
+        if fresh and not plan.retry:
+            continue
         deadline = budget.deadline()
         if deadline is None:
             yield PartitionResult(plan, reached=False)
@@ -199,6 +230,14 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
             yield run_task(plan, job, clock=clock, deadline=deadline)
         except Exception as exc:  # never lose the other partitions' results
             yield bolt_error(plan, exc)
+    if fresh:
+        from storm_kafka_compat.engine.group_task import run_group
+        deadline = budget.deadline()
+        if deadline is None:
+            for plan in fresh:
+                yield PartitionResult(plan, reached=False)
+            return
+        yield from run_group(fresh, job, deadline=deadline, clock=clock)
 
 
 def bolt_error(plan: FetchPlan, exc: BaseException) -> PartitionResult:

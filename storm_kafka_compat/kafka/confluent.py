@@ -53,9 +53,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from itertools import compress, repeat
+from operator import is_
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Set, Tuple, cast
+from typing import (Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple,
+                    cast)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -65,8 +68,10 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT
                                              DEFAULT_ISOLATION_LEVEL, NO_TIMESTAMP,
                                              NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
                                              TIMESTAMP_CREATE_TIME,
-                                             TIMESTAMP_LOG_APPEND_TIME, KafkaMessage,
-                                             RecordBatch, warn_oversized)
+                                             TIMESTAMP_LOG_APPEND_TIME, GroupAnswer,
+                                             GroupFetchBase, HeldRecords, KafkaMessage,
+                                             PartitionKey, RecordBatch, split_by_partition,
+                                             warn_oversized)
 
 log = logging.getLogger(__name__)
 
@@ -299,6 +304,11 @@ class ConfluentAccess:
                                     fetch_timeout_ms or spout.socket_timeout_ms)
         self.last_client_error: Optional[str] = None
         self._oversized: Set[Tuple[str, int]] = set()   # partitions already warned about
+        #: the consumer of fetch groups (all of a task's partitions), the partitions it
+        #: holds, and what it handed out
+        self._group: Any = None
+        self._group_assigned: Set[PartitionKey] = set()
+        self._held = HeldRecords()
 
     # --- KafkaAccess --------------------------------------------------------
 
@@ -386,6 +396,63 @@ class ConfluentAccess:
             entry[1] = batch.offsets[-1] + 1
             return batch.bounded(offset, max_messages=max_messages, max_offset=max_offset)
 
+    def fetch_group(self, positions: Mapping[PartitionKey, int]) -> "ConfluentGroup":
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.fetch_group`: one
+        ``Consumer`` (kept for the next task) with every partition of ``positions``
+        assigned incrementally: a partition it already holds at that offset keeps
+        librdkafka's prefetched records, one at another offset is sought there, one of
+        an earlier task that this one does not read stays assigned, paused (Spark deals
+        a batch's partitions over its tasks anew each batch: a partition comes back to a
+        worker a few batches later, where it continues)."""
+        from confluent_kafka import TopicPartition
+        with self._lock:
+            try:
+                if self._group is None:
+                    self._group = self._new_consumer()
+                c = self._group
+                other = [k for k in self._group_assigned if k not in positions]
+                moved = [k for k, o in positions.items()
+                         if k in self._group_assigned and not self._held.start(k, o)]
+                new = [k for k in positions if k not in self._group_assigned]
+                for k in new:
+                    self._held.forget(k)
+                    self._held.start(k, positions[k])
+                if other:        # kept, paused: a partition comes back to a worker often
+                    c.pause([TopicPartition(*k) for k in other])
+                if new:
+                    c.incremental_assign([TopicPartition(k[0], k[1], positions[k])
+                                          for k in new])
+                held = [TopicPartition(*k) for k in positions if k not in new]
+                if held:
+                    c.resume(held)
+                for k in moved:      # re-assigning in one call is ignored; a seek is not
+                    c.seek(TopicPartition(k[0], k[1], positions[k]))
+                self._group_assigned.update(positions)
+            except Exception as exc:
+                self._group_assigned = set()
+                self._held = HeldRecords()
+                self._mapped(exc, None, None, None, "fetch")
+        return ConfluentGroup(self, c, self._held, positions)
+
+    def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends`
+        (``offsets_for_times`` at the latest time, -1: one ListOffsets per leader)."""
+        from confluent_kafka import TopicPartition
+        if not keys:
+            return {}
+        with self._lock:
+            try:
+                found = self._get_consumer().offsets_for_times(
+                    [TopicPartition(t, p, LATEST_TIME) for t, p in keys],
+                    timeout=self._timeout_s)
+            except Exception as exc:
+                self._mapped(exc, keys[0][0], None, None, "offset lookup")
+        out: Dict[PartitionKey, int] = {}
+        for tp in found:
+            if tp.error is None and tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = int(tp.offset)
+        return out
+
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (librdkafka's cached watermark,
         updated by every fetch response)."""
@@ -450,6 +517,11 @@ class ConfluentAccess:
             consumers = [e[0] for e in self._fetchers.values()]
             if self._consumer is not None:
                 consumers.append(self._consumer)
+            if self._group is not None:
+                consumers.append(self._group)
+                self._group = None
+                self._group_assigned = set()
+                self._held = HeldRecords()
             self._fetchers.clear()
             self._consumer = None
             for c in consumers:
@@ -575,3 +647,97 @@ class ConfluentAccess:
             f"{self.fetch_timeout_ms} ms although the log end is beyond it{extra}; the "
             "leader may have moved or be unreachable (the coordinator refreshes)",
             topic=topic, partition=partition, offset=offset)
+
+
+class ConfluentGroup(GroupFetchBase):
+    """A task's partitions on the access object's group consumer
+    (:meth:`ConfluentAccess.fetch_group`): ``consume`` hands back the partitions'
+    records interleaved, split here by ``Message.partition()`` (in C, ``map`` over the
+    records); librdkafka's end-of-partition event ends a partition."""
+
+    def __init__(self, owner: ConfluentAccess, consumer: Any, held: HeldRecords,
+                 keys: Mapping[PartitionKey, int]) -> None:
+        super().__init__(held, keys, settle_s=owner._slice_s, clock=owner._clock)
+        self.owner = owner
+        self.consumer = consumer
+        topics = {t for t, _p in keys}
+        #: the one topic of the group, when it has one (records keyed by partition alone)
+        self.topic = next(iter(topics)) if len(topics) == 1 else None
+
+    def receive(self, timeout_s: float, answer: GroupAnswer) -> None:
+        from confluent_kafka import Message
+        owner = self.owner
+        with owner._lock:
+            try:
+                records = self._consume(timeout_s)
+                if not records:
+                    return
+                errors = list(map(Message.error, records))
+                if any(errors):
+                    records = self._events(records, errors, answer)
+                partitions: List[Any] = list(map(Message.partition, records))
+                if self.topic is None:
+                    partitions = list(zip(map(Message.topic, records), partitions))
+                for part, recs in split_by_partition(partitions, records):
+                    key = (self.topic, part) if self.topic is not None else part
+                    self.hand(answer, key, record_batch(list(recs), key[0], key[1]))
+            except KafkaAccessError as exc:
+                for key in self.live:
+                    answer.errors[key] = exc
+            except Exception as exc:  # noqa: BLE001 - mapped, then answered per partition
+                try:
+                    owner._mapped(exc, self.topic, None, None, "fetch")
+                except Exception as mapped:  # noqa: BLE001
+                    for key in self.live:
+                        answer.errors[key] = mapped
+
+    def _consume(self, timeout_s: float) -> List[Any]:
+        """What librdkafka holds, at most DEFAULT_MAX_MESSAGES: the first record waited
+        for (at most ``timeout_s``), the rest taken without waiting (``consume(n, t)``
+        waits out ``t`` whenever fewer than ``n`` are queued)."""
+        c = self.consumer
+        records: List[Any] = c.consume(1, max(0.0, timeout_s))
+        while records and len(records) < DEFAULT_MAX_MESSAGES:
+            more = c.consume(DEFAULT_MAX_MESSAGES - len(records), 0)
+            if not more:
+                break
+            records.extend(more)
+        return records
+
+    def _events(self, records: List[Any], errors: List[Any], answer: GroupAnswer
+                ) -> List[Any]:
+        """The records without librdkafka's events (``errors``: each record's): an end
+        of partition ends its partition (and says where the client stands), an error is
+        that partition's."""
+        from confluent_kafka import KafkaError
+        for m in compress(records, errors):
+            err = m.error()
+            key = (m.topic(), m.partition())
+            if err.code() == KafkaError._PARTITION_EOF:
+                if m.offset() is not None and m.offset() >= 0:
+                    self.held.passed(key, m.offset())
+                answer.ended[key] = self.held.handed.get(key)
+            elif m.partition() is not None and m.partition() >= 0:
+                answer.errors[key] = map_error(err, topic=key[0], partition=key[1],
+                                               offset=self.held.handed.get(key), what="fetch")
+            else:
+                log.debug("librdkafka: %s", err)
+        return list(compress(records, map(is_, errors, repeat(None))))
+
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.FetchGroup.fetched_log_end`
+        (librdkafka's cached watermark)."""
+        from confluent_kafka import TopicPartition
+        try:
+            _low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                             cached=True)
+        except Exception:  # noqa: BLE001 - unknown is an answer here
+            return None
+        return int(high) if high is not None and high >= 0 else None
+
+    def pause(self, key: PartitionKey) -> None:
+        from confluent_kafka import TopicPartition
+        try:
+            self.consumer.pause([TopicPartition(*key)])
+        except Exception:  # noqa: BLE001 - an unassigned partition: nothing to pause
+            log.debug("pausing %s/%d failed", key[0], key[1], exc_info=True)

@@ -53,7 +53,8 @@ from operator import attrgetter
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Set, Tuple
+from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence,
+                    Set, Tuple)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
@@ -62,7 +63,8 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT
                                              MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
                                              NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
                                              DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
-                                             KafkaMessage, RecordBatch,
+                                             GroupAnswer, GroupFetchBase, HeldRecords,
+                                             KafkaMessage, PartitionKey, RecordBatch,
                                              warn_oversized)
 
 log = logging.getLogger(__name__)
@@ -174,6 +176,10 @@ class KafkaPythonAccess:
         self._lock = threading.RLock()
         self._slice_ms = self.config["fetch_max_wait_ms"] + POLL_SLICE_MARGIN_MS
         self._oversized: Set[Tuple[str, int]] = set()   # partitions already warned about
+        #: the consumer of fetch groups (all of a task's partitions), and what it handed out
+        self._group: Any = None
+        self._group_tps: Dict[PartitionKey, Any] = {}
+        self._held = HeldRecords()
 
     # --- KafkaAccess --------------------------------------------------------
 
@@ -274,6 +280,41 @@ class KafkaPythonAccess:
                 if self._clock() >= deadline:
                     raise _timeout(topic, partition, offset, self.fetch_timeout_ms)
 
+    def fetch_group(self, positions: Mapping[PartitionKey, int]) -> "KafkaPythonGroup":
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.fetch_group`: one
+        ``KafkaConsumer`` (kept for the next task) assigned every partition of
+        ``positions``; a partition it already holds at that offset keeps its buffered
+        records, the others are sought. Partitions of earlier tasks stay assigned,
+        paused (they come back to the worker a few batches later)."""
+        from kafka import TopicPartition
+        tps = {key: TopicPartition(*key) for key in positions}
+        with self._lock, self._errors(None, None, None, "fetch"):
+            if self._group is None:
+                from kafka import KafkaConsumer
+                self._group = KafkaConsumer(**self.config)
+            c = self._group
+            self._group_tps.update(tps)
+            c.assign(list(self._group_tps.values()))
+            other = [tp for key, tp in self._group_tps.items() if key not in tps]
+            if other:
+                c.pause(*other)
+            c.resume(*tps.values())
+            for key, offset in positions.items():
+                if not self._held.start(key, offset):
+                    c.seek(tps[key], offset)
+        return KafkaPythonGroup(self, c, self._held, tps)
+
+    def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends` (one
+        ListOffsets request per leader)."""
+        from kafka import TopicPartition
+        if not keys:
+            return {}
+        tps = [TopicPartition(*key) for key in keys]
+        with self._lock, self._errors(keys[0][0], None, None, "offset lookup"):
+            ends = self._get_consumer().end_offsets(tps, timeout_ms=self.spout.socket_timeout_ms)
+        return {(tp.topic, tp.partition): int(end) for tp, end in ends.items()}
+
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (``KafkaConsumer.highwater``)."""
         from kafka import TopicPartition
@@ -334,6 +375,11 @@ class KafkaPythonAccess:
             consumers = list(self._fetchers.values())
             if self._consumer is not None:
                 consumers.append(self._consumer)
+            if self._group is not None:
+                consumers.append(self._group)
+                self._group = None
+                self._group_tps = {}
+                self._held = HeldRecords()
             self._fetchers.clear()
             self._positions.clear()
             self._consumer = None
@@ -440,6 +486,81 @@ class KafkaPythonAccess:
     def _errors(self, topic: Optional[str], partition: Optional[int], offset: Optional[int],
                 what: str) -> "_ErrorMap":
         return _ErrorMap(self, topic, partition, offset, what)
+
+
+class KafkaPythonGroup(GroupFetchBase):
+    """A task's partitions on the access object's group consumer
+    (:meth:`KafkaPythonAccess.fetch_group`): kafka-python's ``poll`` hands back records
+    already split by partition; a partition has ended when its position reached the
+    high watermark its latest fetch reported."""
+
+    def __init__(self, owner: KafkaPythonAccess, consumer: Any, held: HeldRecords,
+                 tps: Mapping[PartitionKey, Any]) -> None:
+        super().__init__(held, tps, settle_s=owner._slice_ms / 1000.0, clock=owner._clock)
+        self.owner = owner
+        self.consumer = consumer
+        self.tps = dict(tps)
+
+    def receive(self, timeout_s: float, answer: GroupAnswer) -> None:
+        import kafka.errors as Errors
+        c = self.consumer
+        with self.owner._lock:
+            try:
+                with self.owner._errors(None, None, None, "fetch"):
+                    try:
+                        got = c.poll(timeout_ms=max(0, int(timeout_s * 1000)),
+                                     max_records=DEFAULT_MAX_POLL_RECORDS)
+                    except Errors.OffsetOutOfRangeError as exc:
+                        self._out_of_range(exc, answer)
+                        return
+            except KafkaAccessError as exc:
+                for key in self.live:
+                    answer.errors[key] = exc
+                return
+            for tp, records in got.items():
+                if records:
+                    self.hand(answer, (tp.topic, tp.partition), RecordBatch(
+                        tp.topic, tp.partition, list(map(_OFFSET, records)),
+                        list(map(_VALUE, records)), records))
+
+    def _out_of_range(self, exc: Exception, answer: GroupAnswer) -> None:
+        """kafka-python raised OFFSET_OUT_OF_RANGE for the partitions its argument maps
+        to their offsets (all the live ones when it does not say)."""
+        where = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {
+            tp: self.held.handed.get(key) for key, tp in self.tps.items() if key in self.live}
+        for tp, offset in where.items():
+            key = (tp.topic, tp.partition)
+            answer.errors[key] = OffsetOutOfRangeError(
+                f"offset {offset} for {tp.topic}/{tp.partition} is out of range "
+                "(OFFSET_OUT_OF_RANGE); restart from startOffsetTime or a valid offset",
+                topic=tp.topic, partition=tp.partition, offset=offset)
+
+    def at_log_end(self, answer: GroupAnswer) -> None:
+        """As the base says, and also the partitions whose position passed entries no
+        consumer receives up to the high watermark (transaction markers, aborted records
+        under read_committed): kafka-python hands out nothing for them."""
+        super().at_log_end(answer)
+        c = self.consumer
+        for key in self.live:
+            if key in answer.ended or key in answer.errors:
+                continue
+            tp = self.tps[key]
+            end = c.highwater(tp)
+            if end is None:
+                continue
+            position = int(c.position(tp))
+            if position >= end:
+                self.held.passed(key, position)
+                answer.ended[key] = position
+
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.FetchGroup.fetched_log_end`."""
+        tp = self.tps.get((topic, partition))
+        end = None if tp is None else self.consumer.highwater(tp)
+        return None if end is None else int(end)
+
+    def pause(self, key: PartitionKey) -> None:
+        self.consumer.pause(self.tps[key])
 
 
 class _ErrorMap:

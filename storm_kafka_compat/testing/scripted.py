@@ -41,14 +41,15 @@ import threading
 import time as _time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker
 from storm_kafka_compat.errors import (FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
-from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, KafkaMessage,
-                                             RecordBatch, slice_messages)
+from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, GroupAnswer,
+                                             GroupFetchBase, HeldRecords, KafkaMessage,
+                                             PartitionKey, RecordBatch, slice_messages)
 
 Payload = Union[bytes, str, None]
 
@@ -386,3 +387,58 @@ class ScriptedKafka:
                     if exc.partition is None:
                         exc.partition = partition
                 raise exc
+
+
+class ScriptedGroupKafka(ScriptedKafka):
+    """A :class:`ScriptedKafka` that also fetches groups
+    (:class:`~storm_kafka_compat.kafka.client.GroupKafka`), as both shipped adapters do:
+    each poll hands out up to ``per_poll`` records of every partition the group still
+    reads, interleaved as one consumer's fetch brings them. Errors scripted with
+    :meth:`fail_next` for ``"fetch"`` are the partition's answer."""
+
+    def __init__(self, *, per_poll: int = 3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.per_poll = per_poll
+        self.held = HeldRecords()
+
+    def fetch_group(self, positions: Mapping[PartitionKey, int]) -> "ScriptedGroup":
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.fetch_group`."""
+        with self._lock:
+            self.calls.append(("fetch_group", tuple(sorted(positions.items()))))
+        for key, offset in positions.items():
+            self.held.start(key, offset)
+        return ScriptedGroup(self, positions)
+
+    def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends`."""
+        with self._lock:
+            self.calls.append(("log_ends", tuple(keys)))
+        return {key: self.offset_for(key[0], key[1], LATEST_TIME) for key in keys}
+
+
+class ScriptedGroup(GroupFetchBase):
+    """The group of a :class:`ScriptedGroupKafka`."""
+
+    def __init__(self, kafka: ScriptedGroupKafka, positions: Mapping[PartitionKey, int]) -> None:
+        super().__init__(kafka.held, positions)
+        self.kafka = kafka
+
+    def receive(self, timeout_s: float, answer: GroupAnswer) -> None:
+        for key in sorted(self.live):
+            offset = self.held.handed[key]
+            try:
+                batch = self.kafka.fetch_batch(key[0], key[1], offset,
+                                               max_messages=self.kafka.per_poll)
+            except KafkaAccessError as exc:
+                answer.errors[key] = exc
+                continue
+            if len(batch):
+                self.hand(answer, key, batch)
+            elif self.kafka.log_end(*key) <= offset:
+                answer.ended[key] = offset
+
+    def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
+        return self.kafka.fetched_log_end(topic, partition)
+
+    def pause(self, key: PartitionKey) -> None:
+        self.kafka.calls.append(("pause", key))
