@@ -11,6 +11,12 @@ from typing import Any, Dict, List, Optional
 BACKENDS = ("kafka-python", "confluent")
 
 
+#: how each row of Spark's own Kafka source reads (report key -> label)
+SOURCE_LABELS = {"arrow": "batch, mapInArrow", "batch": "batch, Row by Row",
+                 "count": "batch, JVM-only count()",
+                 "streaming": "Structured Streaming, mapInArrow"}
+
+
 def summarize(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     """One figure over ``repeat`` rounds: the median round's fields, plus
     ``runs`` (each round's rate) and ``min``/``median``/``max`` msg/s."""
@@ -44,10 +50,12 @@ def compute_ratios(report: Dict[str, Any]) -> Dict[str, Any]:
                                          for b in BACKENDS},
         "plain_over_plain_defaults": {b: _ratio(_rate(plain, b), _rate(defaults, b))
                                       for b in BACKENDS},
-        "pipeline_over_spark_batch": {b: _ratio(_rate(pipe, b), _rate(source, "batch"))
-                                      for b in BACKENDS},
-        "pipeline_over_spark_streaming": {b: _ratio(_rate(pipe, b), _rate(source, "streaming"))
-                                          for b in BACKENDS},
+        **{f"pipeline_over_spark_{kind}": {b: _ratio(_rate(pipe, b), _rate(source, kind))
+                                           for b in BACKENDS} for kind in SOURCE_LABELS},
+        **{f"{front}_over_spark_arrow": {
+            b: _ratio(_rate(report.get("frontends", {}).get(front, {}), b),
+                      _rate(source, "arrow")) for b in BACKENDS}
+           for front in ("storm_source", "dataframe")},
         "pipeline_over_raw": {b: _ratio(_rate(pipe, b), _rate(raw, b)) for b in BACKENDS},
         "plain_over_raw": {b: _ratio(_rate(plain, b), _rate(raw, b)) for b in BACKENDS},
         "adapter_over_raw": {b: _ratio(_rate(adapter, b), _rate(raw, b)) for b in BACKENDS},
@@ -103,10 +111,11 @@ def check_targets(report: Dict[str, Any]) -> List[Dict[str, Any]]:
         add(f"pipeline {backend} / plain PySpark job {backend} (the pipeline's consumer "
             "settings)", f">= {least}", v, judged(v, v is not None and v >= least),
             "" if v is None else where)
-    for kind in ("batch", "streaming"):
+    for kind in ("arrow", "batch", "streaming"):
         v = ratios[f"pipeline_over_spark_{kind}"].get("confluent")
-        add(f"pipeline confluent / Spark's Kafka source ({kind}), same per-message function",
-            ">= 1.0", v, judged(v, v is not None and v >= 1.0), "" if v is None else where)
+        add(f"pipeline confluent / Spark's Kafka source ({SOURCE_LABELS[kind]}), same "
+            "per-message function", ">= 1.0", v, judged(v, v is not None and v >= 1.0),
+            "" if v is None else where)
     v = ratios["pipeline_over_raw"].get("confluent")
     add("pipeline confluent / raw confluent consumer", ">= 1.0", v,
         judged(v, v is not None and v >= 1.0), "" if v is None else where)

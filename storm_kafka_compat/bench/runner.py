@@ -73,6 +73,9 @@ class BenchOptions:
         commit interval).
     spark_source : bool
         Measure Spark's own Kafka source beside the plain job (a 0.11+ broker).
+    frontends : bool
+        Measure the project's own Spark front ends (``format("storm-kafka")`` and the
+        DataFrame mode) on the main topic, per backend.
     scale_partitions, scale_sizes : tuple of int
         The cost as the work grows (:mod:`.scaling`): the main figure's messages over
         each of these partition counts, its bytes in values of each of these sizes.
@@ -100,6 +103,7 @@ class BenchOptions:
     spark_cluster: int = 0
     trigger_interval_ms: Optional[int] = None
     spark_source: bool = True
+    frontends: bool = True
     scale_partitions: Tuple[int, ...] = (64, 512)
     scale_sizes: Tuple[int, ...] = (10_000, 1_000_000)
     multi_stage: bool = True
@@ -117,8 +121,12 @@ class _Report:
     plain_defaults: Dict[str, Any] = field(default_factory=dict)
     #: the settings each backend's baseline ran with
     plain_settings: Dict[str, Any] = field(default_factory=dict)
-    #: Spark's own Kafka source: ``batch`` and ``streaming``
+    #: Spark's own Kafka source: ``arrow`` (batch, mapInArrow), ``batch`` (Row by Row),
+    #: ``count`` (JVM only) and ``streaming`` (mapInArrow per batch)
     spark_source: Dict[str, Any] = field(default_factory=dict)
+    #: the project's Spark front ends: ``storm_source`` (``format("storm-kafka")``) and
+    #: ``dataframe`` (the DataFrame mode), per backend
+    frontends: Dict[str, Any] = field(default_factory=dict)
     pipeline: Dict[str, Any] = field(default_factory=dict)
     #: the pipeline on a standalone cluster (``spark_cluster`` workers), per backend
     cluster: Dict[str, Any] = field(default_factory=dict)
@@ -335,7 +343,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
-    from storm_kafka_compat.bench.spark_kafka import batch_rate, source_options, streaming_rate
+    from storm_kafka_compat.bench.spark_kafka import source_options
 
     owned = False
     if spark is None:
@@ -362,7 +370,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                                  for b, c in careful.items()}
         runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
             name: {b: [] for b in backends} for name in ("plain", "defaults", "pipeline")}
-        source_runs: Dict[str, List[Dict[str, Any]]] = {"batch": [], "streaming": []}
+        source_runs: Dict[str, List[Dict[str, Any]]] = {k: [] for k in SOURCE_KINDS}
         options_source = source_options(bootstrap, spout)
         warm_s = _warm_up(options, backends, spark, servers, log_line, careful=careful,
                           warm_ends=warm_ends, stamp=stamp, trigger=trigger,
@@ -383,20 +391,15 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                     backend=backend, kafka=servers.kafka, trigger_interval_ms=trigger, expected=n,
                     spout_id=f"main-{backend}-{stamp}-{round_}"))
             if source:
-                log_line(f"Spark's Kafka source, batch and streaming (round {round_ + 1})")
-                source_runs["batch"].append(batch_rate(spark, topic=TOPIC, ends=ends,
-                                                       options=options_source))
-                source_runs["streaming"].append(streaming_rate(spark, topic=TOPIC, ends=ends,
-                                                               options=options_source))
-        for backend in backends:
-            report.plain[backend] = summarize(runs["plain"][backend])
-            report.plain_defaults[backend] = summarize(runs["defaults"][backend])
-            report.pipeline[backend] = dict(summarize(runs["pipeline"][backend]),
-                                            warmup_seconds=warm_s[backend])
-        if source:
-            report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
+                log_line(f"Spark's Kafka source: mapInArrow, Row by Row, count() and "
+                         f"streaming (round {round_ + 1})")
+                for kind, figure in _source_round(spark, ends, options_source).items():
+                    source_runs[kind].append(figure)
+        _summaries(report, runs, warm_s, source_runs if source else None)
+        if options.frontends:
+            _frontends(options, backends, report, spark, servers, log_line, stamp=stamp)
         _growth(options, backends, report, spark, servers, careful, warm_ends, trigger,
-                log_line)
+                log_line, source_options=options_source if source else None)
         if options.latency_seconds > 0:
             _latencies(options, backends, report, spark, servers, log_line,
                        stamp=stamp, trigger=trigger)
@@ -408,7 +411,8 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
 def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
             servers: EmbeddedServers, careful: Dict[str, Dict[str, Any]],
             warm_ends: Dict[int, int], trigger: Optional[int],
-            log_line: Callable[[str], None]) -> None:
+            log_line: Callable[[str], None], *,
+            source_options: Optional[Dict[str, str]]) -> None:
     """The cost as the work grows (:mod:`.scaling`) and the two-stage figure with its
     state kept (:mod:`.wordcount`)."""
     from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
@@ -421,7 +425,7 @@ def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: 
                                   {"plain": report.plain, "pipeline": report.pipeline}),
             more=more, backends=backends, repeat=options.repeat, careful=careful,
             main_topic=TOPIC, warmup_topic=WARMUP_TOPIC, warmup_ends=warm_ends,
-            trigger_interval_ms=trigger, log_line=log_line)
+            trigger_interval_ms=trigger, log_line=log_line, source_options=source_options)
     if options.word_count:
         report.word_count = _word_count(options, backends, spark, servers, careful,
                                         trigger, log_line)
@@ -442,6 +446,67 @@ def _word_count(options: BenchOptions, backends: List[str], spark: Any,
         trigger_interval_ms=trigger, log_line=log_line)
 
 
+def _summaries(report: _Report, runs: Dict[str, Dict[str, List[Dict[str, Any]]]],
+               warm_s: Dict[str, float],
+               source_runs: Optional[Dict[str, List[Dict[str, Any]]]]) -> None:
+    """The main figures' rounds summarized into the report."""
+    for backend in runs["plain"]:
+        report.plain[backend] = summarize(runs["plain"][backend])
+        report.plain_defaults[backend] = summarize(runs["defaults"][backend])
+        report.pipeline[backend] = dict(summarize(runs["pipeline"][backend]),
+                                        warmup_seconds=warm_s[backend])
+    if source_runs is not None:
+        report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
+
+
+#: the rows of Spark's own Kafka source (:mod:`.spark_kafka`)
+SOURCE_KINDS = ("arrow", "batch", "count", "streaming")
+
+
+def _source_round(spark: Any, ends: Dict[int, int], options: Dict[str, str]
+                  ) -> Dict[str, Dict[str, Any]]:
+    """One round of Spark's own source over the main topic, each way it is read."""
+    from storm_kafka_compat.bench.spark_kafka import (arrow_rate, batch_rate, count_rate,
+                                                      streaming_rate)
+    return {"arrow": arrow_rate(spark, topic=TOPIC, ends=ends, options=options),
+            "batch": batch_rate(spark, topic=TOPIC, ends=ends, options=options),
+            "count": count_rate(spark, topic=TOPIC, ends=ends, options=options),
+            "streaming": streaming_rate(spark, topic=TOPIC, ends=ends, options=options)}
+
+
+def _frontends(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
+               servers: EmbeddedServers, log_line: Callable[[str], None], *,
+               stamp: int) -> None:
+    """The project's Spark front ends over the main topic, per backend, ``repeat`` rounds
+    alternating, after one warm-up run of each over the warm-up topic."""
+    from storm_kafka_compat.bench.frontends import (dataframe_rate, source_options,
+                                                    storm_source_rate)
+    p, n = options.partitions, options.messages
+    runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
+        k: {b: [] for b in backends} for k in ("storm_source", "dataframe")}
+
+    def one(backend: str, topic: str, expected: int, tag: str) -> Dict[str, Dict[str, Any]]:
+        opts = source_options(topic=topic, bootstrap=servers.bootstrap, zk_port=servers.zk.port,
+                              spout_id=f"source-{tag}-{backend}-{stamp}", backend=backend,
+                              kafka=servers.kafka)
+        return {"storm_source": storm_source_rate(spark, options=opts, expected=expected),
+                "dataframe": dataframe_rate(
+                    spark, topic=topic, partitions=p, bootstrap=servers.bootstrap,
+                    zk_port=servers.zk.port, backend=backend, kafka=servers.kafka,
+                    spout_id=f"dataframe-{tag}-{backend}-{stamp}", expected=expected)}
+
+    for backend in backends:
+        log_line(f"warm-up: format(\"storm-kafka\") and the DataFrame mode, {backend}")
+        one(backend, WARMUP_TOPIC, options.warmup_messages * p, "warmup")
+    for round_ in range(options.repeat):
+        for backend in backends:
+            log_line(f"format(\"storm-kafka\") and the DataFrame mode: {backend}, {n:,} "
+                     f"messages (round {round_ + 1})")
+            for kind, figure in one(backend, TOPIC, n, str(round_)).items():
+                runs[kind][backend].append(figure)
+    report.frontends = {k: {b: summarize(r) for b, r in by.items()} for k, by in runs.items()}
+
+
 def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: EmbeddedServers,
              log_line: Callable[[str], None], *, careful: Dict[str, Dict[str, Any]],
              warm_ends: Dict[int, int], stamp: int, trigger: Optional[int],
@@ -451,7 +516,7 @@ def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: Em
     each backend's warm-up run time."""
     from storm_kafka_compat.bench.pipeline import pipeline_rate
     from storm_kafka_compat.bench.plain import plain_rate
-    from storm_kafka_compat.bench.spark_kafka import batch_rate
+    from storm_kafka_compat.bench.spark_kafka import arrow_rate, batch_rate
 
     p = options.partitions
     warm_s: Dict[str, float] = {}
@@ -469,6 +534,7 @@ def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: Em
     if source_options_ is not None:
         log_line("warm-up: Spark's Kafka source")
         batch_rate(spark, topic=WARMUP_TOPIC, ends=warm_ends, options=source_options_)
+        arrow_rate(spark, topic=WARMUP_TOPIC, ends=warm_ends, options=source_options_)
     return warm_s
 
 

@@ -74,15 +74,19 @@ Base = Tuple[Case, Mapping[str, Mapping[str, Dict[str, Any]]]]
 
 
 def row_figures(case: Case, plain: Mapping[str, Dict[str, Any]],
-                pipeline: Mapping[str, Dict[str, Any]], base: Optional[Base] = None
-                ) -> Dict[str, Any]:
+                pipeline: Mapping[str, Dict[str, Any]], base: Optional[Base] = None,
+                spark_arrow: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """A case's row: per backend the two rates (msg/s and MB/s), the pipeline / plain
     ratio, the microseconds per message and, against the main figure ``base`` of the
     same run, how much the cost per message (``partitions``, ``multi_stage``) or per
-    byte (``size``) grew (``*_growth``: 1.0 = in proportion to the work)."""
+    byte (``size``) grew (``*_growth``: 1.0 = in proportion to the work). With
+    ``spark_arrow`` (Spark's Kafka source read with ``mapInArrow`` on the same topic):
+    ``pipeline_over_spark_arrow``."""
     row: Dict[str, Any] = {"case": case.kind, "name": case.name, "partitions": case.partitions,
                            "messages": case.messages, "size": case.size,
                            "plain": dict(plain), "pipeline": dict(pipeline), "backends": {}}
+    if spark_arrow is not None:
+        row["spark_arrow"] = dict(spark_arrow)
     for backend in pipeline:
         if backend not in plain:
             continue
@@ -100,6 +104,9 @@ def row_figures(case: Case, plain: Mapping[str, Dict[str, Any]],
                     figures[f"{name}_growth"] = (base_rate / rate) / unit
         p, q = figures["pipeline_msgs_per_s"], figures["plain_msgs_per_s"]
         figures["pipeline_over_plain"] = p / q if q else None
+        if spark_arrow is not None:
+            a = spark_arrow.get("msgs_per_s")
+            figures["pipeline_over_spark_arrow"] = p / a if a else None
         row["backends"][backend] = figures
     return row
 
@@ -107,12 +114,22 @@ def row_figures(case: Case, plain: Mapping[str, Dict[str, Any]],
 def run_case(case: Case, *, backends: List[str], repeat: int,
              plain: Callable[[Case, str], Dict[str, Any]],
              pipeline: Callable[[Case, str, int], Dict[str, Any]],
-             log_line: Callable[[str], None]) -> Dict[str, Dict[str, Any]]:
-    """``repeat`` rounds of the plain job and the pipeline per backend, alternating;
-    ``{"plain": {backend: summary}, "pipeline": {backend: summary}}``."""
+             log_line: Callable[[str], None],
+             source: Optional[Callable[[Case], Dict[str, Any]]] = None
+             ) -> Dict[str, Dict[str, Any]]:
+    """``repeat`` rounds of the plain job and the pipeline per backend, alternating (and
+    of ``source``, Spark's Kafka source, once a round);
+    ``{"plain": {backend: summary}, "pipeline": {backend: summary}}`` (and
+    ``"spark_arrow": {"source": summary}``)."""
     runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
         "plain": {b: [] for b in backends}, "pipeline": {b: [] for b in backends}}
+    if source is not None:
+        runs["spark_arrow"] = {"source": []}
     for round_ in range(repeat):
+        if source is not None:
+            log_line(f"scaling, {case.name}: Spark's Kafka source, mapInArrow "
+                     f"(round {round_ + 1})")
+            runs["spark_arrow"]["source"].append(source(case))
         for backend in backends:
             log_line(f"scaling, {case.name}: plain job {backend} (round {round_ + 1})")
             runs["plain"][backend].append(plain(case, backend))
@@ -125,10 +142,12 @@ def scaling_rows(spark: Any, servers: Any, *, base: Base, more: List[Case],
                  backends: List[str], repeat: int, careful: Mapping[str, Mapping[str, Any]],
                  main_topic: str, warmup_topic: str,
                  warmup_ends: Mapping[int, int], trigger_interval_ms: Optional[int],
-                 log_line: Callable[[str], None]) -> List[Dict[str, Any]]:
+                 log_line: Callable[[str], None],
+                 source_options: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
     """Every case of ``more`` on the embedded ``servers``: its topic written by the
     batching producer (the multi-stage case reads ``main_topic``, the main figure's),
-    then :func:`run_case`; the rows, the main figure's first."""
+    then :func:`run_case` (with Spark's Kafka source read with ``mapInArrow`` when
+    ``source_options`` are given); the rows, the main figure's first."""
     from storm_kafka_compat.bench.pipeline import pipeline_rate
     from storm_kafka_compat.bench.plain import plain_multi_stage_rate, plain_rate
 
@@ -153,6 +172,11 @@ def scaling_rows(spark: Any, servers: Any, *, base: Base, more: List[Case],
             multi_stage=case.kind == "multi_stage", expected=case.messages,
             spout_id=f"scale-{case.kind}-{case.partitions}-{case.size}-{backend}-{stamp}-"
                      f"{round_}")
+
+    def arrow(case: Case) -> Dict[str, Any]:
+        from storm_kafka_compat.bench.spark_kafka import arrow_rate
+        return arrow_rate(spark, topic=topic_of[case], ends=ends_of(case),
+                          options=source_options or {})
 
     topic_of: Dict[Case, str] = {}
     for case in more:
@@ -184,6 +208,8 @@ def scaling_rows(spark: Any, servers: Any, *, base: Base, more: List[Case],
                               expected=sum(warmup_ends.values()),
                               spout_id=f"scale-warmup-{backend}-{stamp}")
         figures = run_case(case, backends=backends, repeat=repeat, plain=plain,
-                           pipeline=pipeline, log_line=log_line)
-        rows.append(row_figures(case, figures["plain"], figures["pipeline"], base))
+                           pipeline=pipeline, log_line=log_line,
+                           source=arrow if source_options is not None else None)
+        rows.append(row_figures(case, figures["plain"], figures["pipeline"], base,
+                                figures.get("spark_arrow", {}).get("source")))
     return rows

@@ -1,12 +1,18 @@
 """Spark's own Kafka source beside the pipeline: what a Spark user would pick instead.
 
 ``spark.read.format("kafka")`` with ``startingOffsets``/``endingOffsets`` JSON (one
-Spark partition per Kafka partition), and a Structured Streaming query
-(``spark.readStream.format("kafka")``, ``trigger(availableNow=True)``, a checkpoint so
-that Spark keeps its offsets, ``foreachBatch``), each handing every message's value to
-the plain job's per-message function (:func:`storm_kafka_compat.bench.plain.handle`)
-in a ``mapPartitions`` over the rows, as a user writes it. The source needs a 0.11+
-broker and its jars on ``spark.jars`` (``spark-sql-kafka-0-10``, from Maven Central).
+Spark partition per Kafka partition), read the fastest way a Spark user would: the
+value column crosses to Python in Arrow batches (``mapInArrow``,
+:func:`arrow_rate`), where the plain job's per-message function
+(:func:`storm_kafka_compat.bench.plain.handle`) is called once per value. Beside it, as
+labelled second rows: the same read Row by Row (``rdd.mapPartitions`` over pickled
+rows, :func:`batch_rate`), and the source's JVM-only ``count()``
+(:func:`count_rate`): no Python at all, the machine's ceiling for the source. A
+Structured Streaming query (``spark.readStream.format("kafka")``,
+``trigger(availableNow=True)``, a checkpoint so that Spark keeps its offsets,
+``foreachBatch``) hands each batch's values to the same function through
+``mapInArrow`` (:func:`streaming_rate`). The source needs a 0.11+ broker and its jars on
+``spark.jars`` (``spark-sql-kafka-0-10``, from Maven Central).
 
 Its consumer is configured like the pipeline's: the same byte budget per fetch
 (``fetchSizeBytes``), fetch wait and isolation level (:func:`source_options`).
@@ -43,28 +49,72 @@ def count_values(rows: Iterable[Any]) -> Iterator[int]:
     yield sum(handle(row.value) for row in rows)
 
 
+def count_arrow(batches: Iterable[Any]) -> Iterator[Any]:
+    """The ``mapInArrow`` function: the per-message function over every value of each
+    Arrow batch of the value column; one row, the count, per Spark partition."""
+    import pyarrow as pa
+    total = 0
+    for batch in batches:
+        total += sum(map(handle, batch.column(0).to_pylist()))
+    yield pa.RecordBatch.from_pydict({"n": [total]}, schema=pa.schema([("n", pa.int64())]))
+
+
+def arrow_count(df: Any) -> int:
+    """``df``'s values through :func:`count_arrow`, summed on the driver."""
+    rows = df.select("value").mapInArrow(count_arrow, "n long").collect()
+    return int(sum(r["n"] for r in rows))
+
+
+def _batch_frame(spark: Any, topic: str, ends: Mapping[int, int],
+                 options: Mapping[str, str]) -> Any:
+    return (spark.read.format("kafka").options(**options).option("subscribe", topic)
+            .option("startingOffsets", _offsets(topic, {p: 0 for p in ends}))
+            .option("endingOffsets", _offsets(topic, ends)).load())
+
+
+def arrow_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+               clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """``spark.read.format("kafka")`` from offset 0 to ``ends``, the values handed to the
+    per-message function through ``mapInArrow``; its rate."""
+    t0 = clock()
+    messages = arrow_count(_batch_frame(spark, topic, ends, options))
+    return rate_of("Spark's Kafka source (batch, mapInArrow)", messages, sum(ends.values()),
+                   clock() - t0)
+
+
+def count_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+               clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """``spark.read.format("kafka")`` from offset 0 to ``ends`` and ``count()``: the JVM
+    reads and counts, no Python; its rate (the source's ceiling on this machine)."""
+    t0 = clock()
+    messages = _batch_frame(spark, topic, ends, options).count()
+    return rate_of("Spark's Kafka source (batch, JVM-only count())", messages,
+                   sum(ends.values()), clock() - t0)
+
+
 def batch_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
-    """``spark.read.format("kafka")`` from offset 0 to ``ends``; its rate."""
+    """``spark.read.format("kafka")`` from offset 0 to ``ends``, every row pickled to
+    Python (``rdd.mapPartitions``, the slowest way; a labelled second row); its rate."""
     t0 = clock()
-    df = (spark.read.format("kafka").options(**options).option("subscribe", topic)
-          .option("startingOffsets", _offsets(topic, {p: 0 for p in ends}))
-          .option("endingOffsets", _offsets(topic, ends)).load())
+    df = _batch_frame(spark, topic, ends, options)
     messages = df.select("value").rdd.mapPartitions(count_values).sum()
-    return rate_of("Spark's Kafka source (batch)", messages, sum(ends.values()), clock() - t0)
+    return rate_of("Spark's Kafka source (batch, Row by Row)", messages, sum(ends.values()),
+                   clock() - t0)
 
 
 def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
                    options: Mapping[str, str],
                    clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """A Structured Streaming query over ``topic`` from offset 0 until it has read
-    everything available (``availableNow``), its offsets in a checkpoint; its rate."""
+    everything available (``availableNow``), its offsets in a checkpoint, each batch's
+    values through ``mapInArrow``; its rate."""
     counts: List[int] = []
     batches: List[float] = []
 
     def each_batch(frame: Any, batch_id: int) -> None:
         started = clock()
-        counts.append(frame.select("value").rdd.mapPartitions(count_values).sum())
+        counts.append(arrow_count(frame))
         batches.append(round(clock() - started, 3))
 
     with tempfile.TemporaryDirectory(prefix="skc-bench-checkpoint-") as checkpoint:
@@ -75,7 +125,7 @@ def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
                  .trigger(availableNow=True).start())
         query.awaitTermination()
         seconds = clock() - t0
-    result = rate_of("Spark's Kafka source (Structured Streaming)", sum(counts),
+    result = rate_of("Spark's Kafka source (Structured Streaming, mapInArrow)", sum(counts),
                    sum(ends.values()), seconds)
     result["batches"] = len(batches)
     result["batch_seconds"] = batches

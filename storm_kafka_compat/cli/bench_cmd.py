@@ -62,6 +62,7 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         return (f"min/median/max {f['min']:,.0f}/{f['median']:,.0f}/{f['max']:,.0f} over "
                 f"{len(f['runs'])} rounds; ")
 
+    from storm_kafka_compat.bench.analysis import SOURCE_LABELS
     for kind in ("raw", "adapter"):
         for backend, f in r["fetch"][kind].items():
             add(f"fetch {kind} {backend}", f["msgs_per_s"], "msg/s",
@@ -73,8 +74,13 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         add(f"plain PySpark job {backend} (library defaults)", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s", 0)
     for kind, f in r.get("spark_source", {}).items():
-        add(f"Spark's Kafka source ({kind})", f["msgs_per_s"], "msg/s",
+        add(f"Spark's Kafka source ({SOURCE_LABELS.get(kind, kind)})", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s", 0)
+    for front, label in (("storm_source", 'format("storm-kafka"), mapInArrow'),
+                         ("dataframe", "DataFrame mode, mapInArrow")):
+        for backend, f in r.get("frontends", {}).get(front, {}).items():
+            add(f"{label} {backend}", f["msgs_per_s"], "msg/s",
+                f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s", 0)
     for backend, f in r["pipeline"].items():
         add(f"pipeline {backend}", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s, {f['batches']} batches, "
@@ -84,16 +90,7 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         vs = f"; {f['median'] / local:.2f}x local[2]" if local else ""
         add(f"pipeline {backend} on {f['workers']} workers", f["msgs_per_s"], "msg/s",
             f"{spread(f)}{f['messages']:,} in {f['seconds']:.2f} s{vs}", 0)
-    for row in r.get("scaling", []):
-        for backend, f in row["backends"].items():
-            growth = f.get("pipeline_growth")
-            add(f"scaling {row['name']}: pipeline {backend} / plain job", f["pipeline_over_plain"],
-                "x", f"{row['messages']:,} x {row['size']:,} B over {row['partitions']:,} "
-                f"partitions: pipeline {f['pipeline_msgs_per_s']:,.0f} msg/s "
-                f"({f['pipeline_mb_per_s']:,.1f} MB/s), plain {f['plain_msgs_per_s']:,.0f} msg/s"
-                + ("" if growth is None else
-                   f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
-                   f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
+    _scaling_rows(r, add)
     _word_count_rows(r, add, spread)
     for backend, lat in r.get("latency", {}).items():
         note = (f"at {lat['rate_msgs_per_s']:,.0f} msg/s for {lat['seconds']:.0f} s, "
@@ -129,6 +126,24 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
             verdict = t["note"]
         add(f"target: {t['name']}", t["value"], t["target"], verdict, 2)
     return rows
+
+
+def _scaling_rows(r: Dict[str, Any], add: Any) -> None:
+    """The scaling rows of :func:`figure_rows`."""
+    for row in r.get("scaling", []):
+        for backend, f in row["backends"].items():
+            growth = f.get("pipeline_growth")
+            add(f"scaling {row['name']}: pipeline {backend} / plain job", f["pipeline_over_plain"],
+                "x", f"{row['messages']:,} x {row['size']:,} B over {row['partitions']:,} "
+                f"partitions: pipeline {f['pipeline_msgs_per_s']:,.0f} msg/s "
+                f"({f['pipeline_mb_per_s']:,.1f} MB/s), plain {f['plain_msgs_per_s']:,.0f} msg/s"
+                + ("" if growth is None else
+                   f"; cost per {'byte' if row['case'] == 'size' else 'message'} "
+                   f"{growth:.2f}x the main figure's (plain {f['plain_growth']:.2f}x)"), 2)
+            if f.get("pipeline_over_spark_arrow") is not None:
+                add(f"scaling {row['name']}: pipeline {backend} / Spark's Kafka source "
+                    "(mapInArrow)", f["pipeline_over_spark_arrow"], "x",
+                    f"Spark's source {row['spark_arrow']['msgs_per_s']:,.0f} msg/s", 2)
 
 
 def _trigger_ms(value: Optional[str]) -> Optional[int]:
@@ -172,6 +187,9 @@ def _trigger_ms(value: Optional[str]) -> Optional[int]:
               "falls back to the next, and the report says so.")
 @click.option("--no-spark-source", is_flag=True,
               help="Skip Spark's own Kafka source (batch and Structured Streaming).")
+@click.option("--no-frontends", is_flag=True,
+              help="Skip the project's own Spark front ends (format(\"storm-kafka\") and the "
+                   "DataFrame mode) on the main topic.")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds of the raw, plain-job and pipeline figures (min/median/max).")
 @click.option("--latency-seconds", type=click.FloatRange(min=0), default=10.0,
@@ -203,7 +221,7 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
           memory_window: int, zk_partitions: Tuple[int, ...], plan_partitions: Tuple[int, ...],
           warmup_messages: int, no_pipeline: bool, broker: str, repeat: int,
           latency_seconds: float, spark_cluster: int, trigger_interval: Optional[str],
-          no_spark_source: bool, scale_partitions: Tuple[int, ...],
+          no_spark_source: bool, no_frontends: bool, scale_partitions: Tuple[int, ...],
           scale_sizes: Tuple[int, ...], no_multi_stage: bool, no_scaling: bool,
           word_count: int) -> int:
     """Measure fetch, plain-job, pipeline, latency, memory, ZooKeeper and planning
@@ -238,7 +256,7 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
                            pipeline=not no_pipeline, broker=broker, repeat=repeat,
                            latency_seconds=latency_seconds, spark_cluster=spark_cluster,
                            trigger_interval_ms=_trigger_ms(trigger_interval),
-                           spark_source=not no_spark_source,
+                           spark_source=not no_spark_source, frontends=not no_frontends,
                            scale_partitions=() if no_scaling else scale_partitions,
                            scale_sizes=() if no_scaling else scale_sizes,
                            multi_stage=not (no_scaling or no_multi_stage),

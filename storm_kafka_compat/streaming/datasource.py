@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from operator import attrgetter
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
                     Tuple)
 
@@ -59,9 +60,10 @@ from pyspark.sql.streaming.datasource import (
 
 from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.engine.reader import KAFKA_SCHEMA_DDL, PartitionReader, kafka_row
+from storm_kafka_compat.engine.reader import (KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, PartitionReader,
+                                              kafka_row)
 from storm_kafka_compat.errors import DataLossError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage
+from storm_kafka_compat.kafka.client import NO_TIMESTAMP, KafkaAccess, KafkaMessage, RecordBatch
 from storm_kafka_compat.kafka.lazy import KafkaFactory
 from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.offsets.store import DocumentStore
@@ -76,6 +78,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: a record's columns, read in C over a fetch (kafka-python's records and KafkaMessage
+#: have these attributes)
+_KEY = attrgetter("key")
+_TIMESTAMP = attrgetter("timestamp")
+_TIMESTAMP_TYPE = attrgetter("timestamp_type")
+_HEADERS = attrgetter("headers")
+
 # --- executor side -----------------------------------------------------------------------
 
 def read_range(kafka: KafkaAccess, topic: str, partition: int, start: int, end: int, *,
@@ -87,8 +96,18 @@ def read_range(kafka: KafkaAccess, topic: str, partition: int, start: int, end: 
     retention raise :class:`DataLossError` unless ``fail_on_data_loss`` is false,
     which skips to the log start.
     """
+    for fetched in read_fetches(kafka, topic, partition, start, end,
+                                fail_on_data_loss=fail_on_data_loss, batch=False):
+        yield from fetched
+
+
+def read_fetches(kafka: KafkaAccess, topic: str, partition: int, start: int, end: int, *,
+                 fail_on_data_loss: bool = True, batch: bool = True) -> Iterator[Sequence[Any]]:
+    """:func:`read_range` one fetch at a time: each a
+    :class:`~storm_kafka_compat.kafka.client.RecordBatch` (``batch``) or a list of
+    messages."""
     reader = PartitionReader(kafka, topic, partition, start, max_offset=end,
-                             stop_at_log_end=False)
+                             stop_at_log_end=False, batch=batch)
     while reader.position < end:
         try:
             messages = reader.fetch()
@@ -108,7 +127,37 @@ def read_range(kafka: KafkaAccess, topic: str, partition: int, start: int, end: 
             log.warning("%s/%d: the log ends at %d, before the batch end %d; the rest is "
                         "not read", topic, partition, reader.position, end)
             return
-        yield from messages
+        yield messages
+
+
+def _or_none(value: Optional[int]) -> int:
+    return NO_TIMESTAMP if value is None else value
+
+
+def arrow_batch(fetched: RecordBatch, topic: str, partition: int) -> Any:
+    """One fetch as a ``pyarrow.RecordBatch`` of :data:`KAFKA_SCHEMA_DDL`: the offsets and
+    values are the fetch's own columns, the rest read off its records (a record of message
+    format v0 has no timestamp: -1, as :func:`~storm_kafka_compat.engine.reader.kafka_row`
+    gives)."""
+    import pyarrow as pa
+    records = fetched.messages()
+    n = len(fetched)
+    stamps = list(map(_or_none, map(_TIMESTAMP, records)))
+    return pa.RecordBatch.from_arrays([
+        pa.array(list(map(_KEY, records)), pa.binary()),
+        pa.array(fetched.values, pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(fetched.offsets, pa.int64()),
+        pa.array([t * 1000 for t in stamps], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        pa.array(list(map(_or_none, map(_TIMESTAMP_TYPE, records))), pa.int32()),
+        pa.array([list(h) if h else [] for h in map(_HEADERS, records)], _headers_type()),
+    ], names=list(KAFKA_COLUMNS))
+
+
+def _headers_type() -> Any:
+    import pyarrow as pa
+    return pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 class KafkaRange(InputPartition):
@@ -216,14 +265,23 @@ class StormKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 out.append(KafkaRange(key[0], key[1], begin, stop, bootstrap))
         return out
 
-    def read(self, partition: InputPartition) -> Iterator[Tuple[Any, ...]]:
+    #: ``read`` yields ``pyarrow.RecordBatch`` es, one a fetch (PySpark 4's Python Data
+    #: Source API takes them), instead of a Python tuple a row
+    arrow = True
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaRange)
         settings = self.job.kafka_settings
         kafka = worker_kafka(settings.backend, partition.bootstrap, self.job.spout,
                              tuple(sorted(settings.for_backend().items())))
-        for m in read_range(kafka, partition.topic, partition.partition, partition.start,
-                            partition.end, fail_on_data_loss=self.source.fail_on_data_loss):
-            yield kafka_row(m)
+        for fetched in read_fetches(kafka, partition.topic, partition.partition,
+                                    partition.start, partition.end,
+                                    fail_on_data_loss=self.source.fail_on_data_loss,
+                                    batch=self.arrow):
+            if isinstance(fetched, RecordBatch):
+                yield arrow_batch(fetched, partition.topic, partition.partition)
+            else:
+                yield from map(kafka_row, fetched)
 
     def commit(self, end: Dict[str, Any]) -> None:
         """Write the documents for ``end`` (one batch late; see :func:`with_zk_commit`)."""

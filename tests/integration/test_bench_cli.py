@@ -21,11 +21,11 @@ def test_bench_json_tiny() -> None:
         "--memory-window", "1000", "--zk-partitions", "1,3", "--plan-partitions", "2,20",
         "--warmup-messages", "5", "--repeat", "2", "--latency-seconds", "2",
         "--scale-partitions", "5", "--scale-sizes", "1000000", "--word-count", "400"],
-        capture_output=True, text=True, env=env, timeout=900)
+        capture_output=True, text=True, env=env, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"machine", "options", "fetch", "plain", "plain_defaults", "plain_settings",
-            "spark_source", "pipeline", "latency", "memory", "zookeeper", "planning", "ratios",
+            "spark_source", "frontends", "pipeline", "latency", "memory", "zookeeper", "planning", "ratios",
             "targets", "skipped", "command"} <= set(report)
     # a real Apache Kafka 3.9 broker unless Java or Maven is missing (then it says so)
     assert report["machine"]["broker"] == "kafka39" or any(
@@ -74,9 +74,15 @@ def test_bench_json_tiny() -> None:
     assert ("pipeline kafka-python / plain PySpark job kafka-python (the pipeline's consumer "
             "settings)") in names
     if report["machine"]["broker"] == "kafka39":
-        for kind in ("batch", "streaming"):
+        for kind in ("arrow", "batch", "count", "streaming"):
             assert report["spark_source"][kind]["messages"] == 200
             assert len(report["spark_source"][kind]["runs"]) == 2
+        assert rows["5 partitions"]["spark_arrow"]["messages"] == 200
+        assert rows["5 partitions"]["backends"]["kafka-python"]["pipeline_over_spark_arrow"] > 0
+    # the project's own front ends beside Spark's source, on the main topic
+    for front in ("storm_source", "dataframe"):
+        figure = report["frontends"][front]["kafka-python"]
+        assert figure["messages"] == 200 and len(figure["runs"]) == 2
     try:
         import confluent_kafka  # noqa: F401
     except ImportError:

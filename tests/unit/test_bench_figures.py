@@ -109,6 +109,14 @@ def test_a_scaling_row_says_how_the_cost_per_message_or_per_byte_grew():
     assert f["pipeline_growth"] == pytest.approx(3.0)       # 3x the time per message
     assert f["plain_growth"] == pytest.approx(2.0)
     assert f["pipeline_us_per_message"] == pytest.approx(5.0)
+    assert "pipeline_over_spark_arrow" not in f
+    # beside Spark's source read with mapInArrow on the same topic
+    beside = row_figures(Case("partitions", 512, 4_000_000, 100),
+                         {"confluent": {"msgs_per_s": 400_000.0}},
+                         {"confluent": {"msgs_per_s": 200_000.0}}, base,
+                         {"msgs_per_s": 160_000.0})
+    assert beside["spark_arrow"]["msgs_per_s"] == 160_000.0
+    assert beside["backends"]["confluent"]["pipeline_over_spark_arrow"] == pytest.approx(1.25)
     # values 100x larger at 1/50 of the message rate: each byte costs half as much
     big = row_figures(Case("size", 4, 40_000, 10_000), {"confluent": {"msgs_per_s": 16_000.0}},
                       {"confluent": {"msgs_per_s": 12_000.0}}, base)["backends"]["confluent"]
@@ -139,21 +147,45 @@ def test_spark_source_and_default_settings_rows_have_ratios_and_targets():
     r = _report()
     r["plain_defaults"] = {"confluent": {"msgs_per_s": 100_000.0, "messages": 10,
                                          "seconds": 1.0}}
-    r["spark_source"] = {"batch": {"msgs_per_s": 400_000.0, "messages": 10, "seconds": 1.0},
+    r["spark_source"] = {"arrow": {"msgs_per_s": 250_000.0, "messages": 10, "seconds": 1.0},
+                         "batch": {"msgs_per_s": 400_000.0, "messages": 10, "seconds": 1.0},
+                         "count": {"msgs_per_s": 800_000.0, "messages": 10, "seconds": 1.0},
                          "streaming": {"msgs_per_s": 160_000.0, "messages": 10, "seconds": 1.0}}
     r["ratios"] = compute_ratios(r)
     assert r["ratios"]["pipeline_over_plain_defaults"]["confluent"] == 2.0
     assert r["ratios"]["plain_over_plain_defaults"]["confluent"] == 2.5
+    assert r["ratios"]["pipeline_over_spark_arrow"]["confluent"] == 0.8
     assert r["ratios"]["pipeline_over_spark_batch"]["confluent"] == 0.5
+    assert r["ratios"]["pipeline_over_spark_count"]["confluent"] == 0.25
     assert r["ratios"]["pipeline_over_spark_streaming"]["confluent"] == 1.25
     met = {t["name"]: t["met"] for t in check_targets(r)}
-    assert met["pipeline confluent / Spark's Kafka source (batch), same per-message "
-               "function"] is False
-    assert met["pipeline confluent / Spark's Kafka source (streaming), same per-message "
-               "function"] is True
+    assert met["pipeline confluent / Spark's Kafka source (batch, mapInArrow), same "
+               "per-message function"] is False
+    assert met["pipeline confluent / Spark's Kafka source (batch, Row by Row), same "
+               "per-message function"] is False
+    assert met["pipeline confluent / Spark's Kafka source (Structured Streaming, "
+               "mapInArrow), same per-message function"] is True
     rows = {row["FIGURE"]: row for row in figure_rows({**r, "targets": check_targets(r)})}
-    assert rows["Spark's Kafka source (streaming)"]["VALUE"] == "160,000"
+    assert rows["Spark's Kafka source (Structured Streaming, mapInArrow)"]["VALUE"] == "160,000"
+    assert rows["Spark's Kafka source (batch, JVM-only count())"]["VALUE"] == "800,000"
+    assert rows["Spark's Kafka source (batch, Row by Row)"]["VALUE"] == "400,000"
     assert rows["plain PySpark job confluent (library defaults)"]["VALUE"] == "100,000"
+
+
+def test_the_projects_front_ends_are_set_beside_sparks_source_read_with_arrow():
+    r = _report()
+    r["spark_source"] = {"arrow": {"msgs_per_s": 250_000.0, "messages": 10, "seconds": 1.0}}
+    r["frontends"] = {
+        "storm_source": {"confluent": {"msgs_per_s": 500_000.0, "messages": 10,
+                                       "seconds": 1.0}},
+        "dataframe": {"confluent": {"msgs_per_s": 125_000.0, "messages": 10, "seconds": 1.0}}}
+    r["ratios"] = compute_ratios(r)
+    assert r["ratios"]["storm_source_over_spark_arrow"]["confluent"] == 2.0
+    assert r["ratios"]["dataframe_over_spark_arrow"]["confluent"] == 0.5
+    assert r["ratios"]["storm_source_over_spark_arrow"]["kafka-python"] is None
+    rows = {row["FIGURE"]: row for row in figure_rows({**r, "targets": check_targets(r)})}
+    assert rows['format("storm-kafka"), mapInArrow confluent']["VALUE"] == "500,000"
+    assert rows["DataFrame mode, mapInArrow confluent"]["VALUE"] == "125,000"
 
 
 def _report(pipe_kp=60_000.0, confluent=True):
@@ -237,8 +269,11 @@ def test_scaling_rows_render_with_their_growth():
     base = (Case("main", 4, 4_000_000, 100), {"plain": r["plain"], "pipeline": r["pipeline"]})
     r["scaling"] = [row_figures(Case("partitions", 512, 4_000_000, 100),
                                 {"confluent": {"msgs_per_s": 125_000.0}},
-                                {"confluent": {"msgs_per_s": 100_000.0}}, base)]
+                                {"confluent": {"msgs_per_s": 100_000.0}}, base,
+                                {"msgs_per_s": 50_000.0})]
     rows = {row["FIGURE"]: row for row in figure_rows(r)}
+    arrow = rows["scaling 512 partitions: pipeline confluent / Spark's Kafka source (mapInArrow)"]
+    assert arrow["VALUE"] == "2.00" and "50,000 msg/s" in arrow["NOTE"]
     row = rows["scaling 512 partitions: pipeline confluent / plain job"]
     assert row["VALUE"] == "0.80"
     assert "cost per message 2.00x the main figure's (plain 2.00x)" in row["NOTE"]

@@ -110,6 +110,28 @@ def test_read_range_stops_at_the_end_offset():
     assert got == list(range(5, 17))
 
 
+def test_a_fetch_becomes_an_arrow_batch_of_sparks_kafka_schema():
+    pa = pytest.importorskip("pyarrow")
+    from storm_kafka_compat.streaming.datasource import arrow_batch, read_fetches
+    k = _scripted(6, 1)
+    k.append("orders", 0, b"with-key", key=b"k1")
+    fetches = list(read_fetches(k, "orders", 0, 2, 7))
+    batches = [arrow_batch(f, "orders", 0) for f in fetches]
+    table = pa.Table.from_batches(batches)
+    assert table.column_names == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                  "timestampType", "headers"]
+    assert table.column("offset").to_pylist() == [2, 3, 4, 5, 6]
+    assert table.column("value").to_pylist()[:2] == [b"m0-2", b"m0-3"]
+    assert table.column("key").to_pylist()[-1] == b"k1"
+    assert set(table.column("topic").to_pylist()) == {"orders"}
+    assert table.schema.field("partition").type == pa.int32()
+    assert table.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
+    # the same rows as the Row-by-Row form
+    rows = [kafka_row(m) for m in read_range(k, "orders", 0, 2, 7)]
+    assert table.column("timestamp").to_pylist() == [r[5] for r in rows]
+    assert table.column("headers").to_pylist() == [[] for _ in rows]
+
+
 def test_reader_starts_from_documents_and_commit_writes_storm_bytes():
     storm_doc = encode_document(topology_id="orders-topo-1-1", topology_name="orders-topo",
                                 offset=12, partition=0, broker_host="old", broker_port=9092,

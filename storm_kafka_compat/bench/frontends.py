@@ -1,0 +1,109 @@
+"""The project's own Spark front ends beside Spark's ``format("kafka")``.
+
+Two ways a Spark user reaches this project's reading without the Storm engine:
+
+* ``spark.readStream.format("storm-kafka")`` (:mod:`storm_kafka_compat.streaming.datasource`),
+  a Python Data Source whose ``read()`` yields Arrow batches, run as Spark's own source is
+  in :func:`~storm_kafka_compat.bench.spark_kafka.streaming_rate`: ``availableNow``, a
+  checkpoint, ``foreachBatch``, each batch's values through ``mapInArrow``
+  (:func:`storm_source_rate`);
+* the DataFrame mode (:mod:`storm_kafka_compat.engine.dataframe`): the pipeline's driver
+  loop handing each batch to a user function as a DataFrame, here the same ``mapInArrow``
+  count (:func:`dataframe_rate`).
+
+Both read the main topic from offset 0 under a new spout id, with the configured
+backend, and call the plain job's per-message function once per value.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from storm_kafka_compat.bench.plain import rate_of
+from storm_kafka_compat.bench.spark_kafka import arrow_count
+from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
+
+
+def source_options(*, topic: str, bootstrap: str, zk_port: int, spout_id: str,
+                   backend: str, kafka: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
+    """The ``format("storm-kafka")`` options of the benchmark topic: the pipeline's
+    settings (zkRoot, the ZooKeeper of the run, the backend and its client settings)."""
+    options = {"topic": topic, "zkRoot": "/skc-bench-source", "id": spout_id,
+               "zkServers": "127.0.0.1", "zkPort": str(zk_port), "bootstrap": bootstrap,
+               "topology.name": "bench", "kafka.backend": backend}
+    for key, value in (kafka or {}).items():
+        options[f"kafka.{key}"] = value if isinstance(value, str) else repr(value)
+    return options
+
+
+def storm_source_rate(spark: Any, *, options: Dict[str, str], expected: int,
+                      clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """A Structured Streaming query over ``format("storm-kafka")`` from the start until
+    it has read everything available (``availableNow``), each batch's values through
+    ``mapInArrow``; its rate."""
+    from storm_kafka_compat.streaming.datasource import register
+    register(spark)
+    counts: List[int] = []
+    batches: List[float] = []
+
+    def each_batch(frame: Any, batch_id: int) -> None:
+        started = clock()
+        counts.append(arrow_count(frame))
+        batches.append(round(clock() - started, 3))
+
+    with tempfile.TemporaryDirectory(prefix="skc-bench-storm-source-") as checkpoint:
+        t0 = clock()
+        query = (spark.readStream.format("storm-kafka").options(**options).load()
+                 .writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        seconds = clock() - t0
+    result = rate_of(f"format(\"storm-kafka\") {options.get('kafka.backend')}", sum(counts),
+                     expected, seconds)
+    result["batches"] = len(batches)
+    result["batch_seconds"] = batches
+    return result
+
+
+def count_batch(df: Any) -> None:
+    """The DataFrame mode's function: the batch's values through ``mapInArrow`` (returning
+    None acks the batch)."""
+    arrow_count(df)
+
+
+def dataframe_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
+                   backend: str, spout_id: str, expected: int,
+                   kafka: Optional[Dict[str, Any]] = None,
+                   clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """The DataFrame mode over ``topic`` from offset 0 until caught up, its function
+    :func:`count_batch`; the rate from the first batch to the end of the last batch
+    with data, as the pipeline's."""
+    from storm_kafka_compat.bench.pipeline import bench_job
+    from storm_kafka_compat.engine.dataframe import DataFrameRunner
+    from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+
+    class Timed(DataFrameRunner):
+        started = 0.0
+        last_data = 0.0
+
+        def run(self, plan: BatchPlan) -> BatchResult:
+            t0 = clock()
+            self.started = self.started or t0
+            result = super().run(plan)
+            if sum(r.taken_count for r in result):
+                self.last_data = clock()
+            return result
+
+    job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
+                    spout_id=spout_id, backend=backend, kafka=kafka)
+    runner = Timed(spark, count_batch)
+    summary = Pipeline(job, spark=spark, runner=runner).run(RunOptions(until_caught_up=True))
+    if summary.messages != expected:
+        raise RuntimeError(f"the {backend} DataFrame mode processed {summary.messages} "
+                           f"messages of {expected} (stopped: {summary.stopped_by})")
+    seconds = runner.last_data - runner.started
+    return {"messages": summary.messages, "seconds": seconds,
+            "msgs_per_s": summary.messages / seconds if seconds > 0 else 0.0,
+            "batches": summary.batches}
