@@ -8,7 +8,10 @@ group membership and no Kafka-side commits. librdkafka prefetches in its own
 threads (at most PREFETCH_FETCHES x fetchSizeBytes per partition), so when the
 next call continues where the previous one stopped the records are already in
 memory and no request waits. (One consumer re-assigned from partition to
-partition throws its prefetch away at every switch: measured 2k msgs/s.)
+partition throws its prefetch away at every switch: measured 2k msgs/s.) A task
+holding several partitions reads them all with one more consumer instead
+(:meth:`ConfluentAccess.fetch_group`, :class:`ConfluentGroup`): assigned
+incrementally, its interleaved records split by partition.
 
 Storm fields and the librdkafka settings they become:
 

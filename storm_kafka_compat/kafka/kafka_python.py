@@ -3,7 +3,8 @@
 One consumer per access object, reused across partitions: ``assign`` +
 ``seek`` + ``poll``; no group, no Kafka-side commits. When the next call asks
 for the offset the consumer is already at, the seek is skipped and records
-already buffered are served.
+already buffered are served. A task holding several partitions reads them all with
+one more consumer (:meth:`KafkaPythonAccess.fetch_group`, :class:`KafkaPythonGroup`).
 
 Storm fields and the kafka-python settings they become:
 
