@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.kafka.settings import KafkaSettings
+from storm_kafka_compat.config.kafka_settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

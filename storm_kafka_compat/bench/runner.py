@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
 from storm_kafka_compat.embedded import (BROKERS, EmbeddedServers, missing_broker, spark_cluster,
                                          spark_kafka_jars)
-from storm_kafka_compat.kafka.settings import KafkaSettings, kafka_settings_from_dict
+from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
 
 log = logging.getLogger(__name__)
 

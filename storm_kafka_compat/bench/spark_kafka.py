@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping
 
 from storm_kafka_compat.bench.plain import handle, rate_of
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL, MIN_FETCH_MAX_WAIT_MS
+from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
+from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL
 
 
 def source_options(bootstrap: str, spout: SpoutConfig) -> Dict[str, str]:

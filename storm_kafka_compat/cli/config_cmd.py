@@ -56,7 +56,7 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
 
     from storm_kafka_compat.config.objects import check_references
     job = load_config(config_path)
-    from storm_kafka_compat.kafka.settings import check_client_settings
+    from storm_kafka_compat.config.kafka_settings import check_client_settings
     check_client_settings(job.kafka_settings)       # each key known to its client
     checked = [] if no_imports else check_references(
         job, (os.path.dirname(os.path.abspath(config_path)), os.getcwd()))

@@ -119,7 +119,7 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
         out["dataframe"] = job.dataframe
     out["kafka"] = mask_secrets(job.kafka)
     if job.kafka_spout is not None:
-        from storm_kafka_compat.spout.client.config import kafka_spout_to_dict
+        from storm_kafka_compat.config.kafka_spout import kafka_spout_to_dict
         client = kafka_spout_to_dict(job.kafka_spout)
         client["consumer"] = mask_secrets(client["consumer"])
         out["kafkaSpout"] = client
@@ -142,7 +142,7 @@ def config_warnings(job: JobConfig) -> List[str]:
                    f"({','.join(offset_store_servers(job.spout, job.topology))}), as "
                    "storm-kafka does (STORM-692).")
     if job.spout.fetch_max_wait == 0 and job.spout.min_fetch_byte == 0:
-        from storm_kafka_compat.kafka.client import MIN_FETCH_MAX_WAIT_MS
+        from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
         out.append("fetchMaxWait and minFetchByte are both 0 (Storm 1.0.1+ defaults): Storm "
                    "busy-polls an idle partition; here a fetch waits at least "
                    f"{MIN_FETCH_MAX_WAIT_MS} ms for data (docs/deviations.md).")

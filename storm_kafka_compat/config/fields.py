@@ -362,3 +362,11 @@ def parse_interval_ms(value: Any, key: str) -> int:
                           "the default (half the commit interval, 100 ms to 1 s)",
                           key=key, value=value)
     return ms
+
+
+#: Storm class names a CONFIG topology or a Flux file may name for the KafkaBolt
+#: (:mod:`storm_kafka_compat.topology.kafka_bolt`)
+STORM_KAFKA_BOLT_CLASSES = (
+    "org.apache.storm.kafka.bolt.KafkaBolt",      # storm-kafka 1.x and storm-kafka-client
+    "storm.kafka.bolt.KafkaBolt",                 # storm-kafka 0.9.x/0.10.x
+)

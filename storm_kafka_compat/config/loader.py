@@ -155,7 +155,7 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     if not group:
         # the section's own validation names the problem (an unknown key such as
         # 'groupid', or the missing group) before a derived section could hide it
-        from storm_kafka_compat.spout.client.config import (kafka_spout_config_from_dict,
+        from storm_kafka_compat.config.kafka_spout import (kafka_spout_config_from_dict,
                                                             missing_group_error)
         kafka_spout_config_from_dict(section, default_servers=("unused:0",))
         raise missing_group_error()
@@ -176,7 +176,7 @@ def _kafka_spout_config(section: Any, spout: SpoutConfig, topology: TopologyConf
                         kafka: Mapping[str, Any]) -> Tuple[Any, SpoutConfig]:
     """The ``kafkaSpout`` section (its ``offsetCommitPeriodMs`` is the client spout's
     commit interval; the ``spout`` section's ``stateUpdateIntervalMs`` is left as given)."""
-    from storm_kafka_compat.spout.client.config import kafka_spout_config_from_dict
+    from storm_kafka_compat.config.kafka_spout import kafka_spout_config_from_dict
     hosts = spout.hosts
     servers: Tuple[str, ...] = ()
     if isinstance(hosts, BootstrapHosts):

@@ -8,6 +8,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
+from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
+from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig
+
 
 #: ``kafka.api.OffsetRequest.EarliestTime()``
 EARLIEST_TIME = -2
@@ -206,17 +209,14 @@ class JobConfig:
     #: :attr:`kafka_settings` splits it by client
     kafka: Mapping[str, Any] = field(default_factory=dict)
     #: storm-kafka-client's KafkaSpoutConfig (the ``kafkaSpout`` section), or None
-    #: (:class:`storm_kafka_compat.spout.client.config.KafkaSpoutConfig`)
-    kafka_spout: Optional[Any] = None
+    kafka_spout: Optional[KafkaSpoutConfig] = None
     #: ``module:callable`` of a DataFrame-mode batch function (instead of bolts), or None
     dataframe: Optional[str] = None
 
     @functools.cached_property
-    def kafka_settings(self) -> Any:
-        """The ``kafka`` mapping split by client
-        (:class:`storm_kafka_compat.kafka.settings.KafkaSettings`); split once, as the
-        driver asks for it every batch."""
-        from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
+    def kafka_settings(self) -> KafkaSettings:
+        """The ``kafka`` mapping split by client; split once, as the driver asks for it
+        every batch."""
         return kafka_settings_from_dict(self.kafka)
 
     @property

@@ -16,6 +16,7 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
                                              STORM_SCHEME_CLASSES, SparkConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
 from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
+                                              STORM_KAFKA_BOLT_CLASSES,
                                               FieldSpec, HOSTS_KEYS,
                                               MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
                                               SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
@@ -479,7 +480,6 @@ def kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
 
 def _storm_bolt_class(value: Any) -> bool:
     """True for a Storm bolt class the pipeline provides (``KafkaBolt``)."""
-    from storm_kafka_compat.topology.kafka_bolt import STORM_KAFKA_BOLT_CLASSES
     return value in STORM_KAFKA_BOLT_CLASSES
 
 
@@ -516,7 +516,7 @@ def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[
 
 
 def kafka_settings_section(value: Any, section: str = "kafka") -> Dict[str, Any]:
-    from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
+    from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
     mapping = dict(require_mapping(value, section))
     kafka_settings_from_dict(mapping, section)          # raises ConfigError when malformed
     return mapping

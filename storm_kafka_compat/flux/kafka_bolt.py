@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Set
 
-from storm_kafka_compat.topology.kafka_bolt import STORM_KAFKA_BOLT_CLASSES
+from storm_kafka_compat.config.fields import STORM_KAFKA_BOLT_CLASSES
 
 __all__ = ["kafka_bolt_entry"]
 

@@ -47,14 +47,6 @@ NO_TIMESTAMP_TYPE = -1
 DEFAULT_ISOLATION_LEVEL = "read_uncommitted"
 #: client id used when SpoutConfig.clientId is empty
 DEFAULT_CLIENT_ID = "storm-kafka-compat"
-#: floor of the fetch wait (kafka-python fetch_max_wait_ms, librdkafka
-#: fetch.wait.max.ms). Kafka waits this long only when less than the minimum bytes
-#: are available, so with data nothing is delayed; an idle partition is then asked
-#: once per 100 ms instead of busy-polled as storm-kafka does with fetchMaxWait 0 and
-#: minFetchByte 0 (STORM-1680/STORM-1674). Some Kafka-protocol brokers need it too:
-#: one measured returned no partition data at 0 ms, one record per fetch at 1 ms and
-#: everything available at 100 ms (docs/testing.md).
-MIN_FETCH_MAX_WAIT_MS = 100
 #: the shortest deadline of one executor-side fetch (ms): a partition whose leader
 #: moved or does not answer fails its fetch after this (the spout refreshes its
 #: leaders and the next batch reads it again) instead of holding the whole batch

@@ -37,7 +37,7 @@ joined nor committed to, since partitions are assigned, not subscribed),
 OffsetOutOfRangeError instead of jumping silently) and ``enable.partition.eof``
 (true: the log end is detected without waiting). ``isolation.level`` is
 ``read_uncommitted`` unless the ``kafka`` mapping says otherwise (librdkafka's own
-default is ``read_committed``; see :mod:`storm_kafka_compat.kafka.settings`). Other keys of
+default is ``read_committed``; see :mod:`storm_kafka_compat.config.kafka_settings`). Other keys of
 the job's ``kafka`` mapping are passed to librdkafka; a key written kafka-python style
 (``security_protocol``) is read as its librdkafka name (``security.protocol``).
 librdkafka's own log lines go to this module's logger.
@@ -64,10 +64,11 @@ from typing import (Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequ
                     cast)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
+from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
+                                             MAX_FETCH_CONSUMERS,
                                              DEFAULT_ISOLATION_LEVEL, NO_TIMESTAMP,
                                              NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
                                              TIMESTAMP_CREATE_TIME,

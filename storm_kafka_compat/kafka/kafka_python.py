@@ -25,7 +25,7 @@ clientId              client_id                        empty -> ``storm-kafka-co
 ====================  ===============================  ===================================
 
 ``isolation_level`` is ``read_uncommitted`` unless the ``kafka`` mapping says
-``read_committed`` (:mod:`storm_kafka_compat.kafka.settings`). Offsets no consumer
+``read_committed`` (:mod:`storm_kafka_compat.config.kafka_settings`). Offsets no consumer
 receives (transaction markers, aborted records under ``read_committed``) leave gaps;
 a fetch that meets only such entries before the log end returns ``[]`` at once and
 its position (:meth:`KafkaPythonAccess.fetched_position`) is past them.
@@ -58,10 +58,11 @@ from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Seque
                     Set, Tuple)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
+from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS, MIN_FETCH_MAX_WAIT_MS,
+                                             MAX_FETCH_CONSUMERS,
                                              NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
                                              DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
                                              GroupAnswer, GroupFetchBase, HeldRecords,

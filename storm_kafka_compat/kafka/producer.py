@@ -17,13 +17,14 @@ clients Storm 1.x/2.x shipped with did not.
 
 from __future__ import annotations
 
+import struct
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.topology.kafka_mapping import serializer_for
 
-__all__ = ["producer_config", "shared_producer", "close_shared_producers", "IDEMPOTENCE_SINCE"]
+__all__ = ["producer_config", "shared_producer", "close_shared_producers", "IDEMPOTENCE_SINCE",
+           "SERIALIZERS", "serializer_for"]
 
 #: the first broker version with idempotent produce (KIP-98)
 IDEMPOTENCE_SINCE = (0, 11)
@@ -123,3 +124,60 @@ def close_shared_producers(timeout_s: float = 10.0) -> None:
         _PRODUCERS.clear()
     for p in producers:
         p.close(timeout=timeout_s)
+
+
+# --- Java serializer classes and their Python counterparts --------------------------
+
+def _string(value: Any) -> Optional[bytes]:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+def _bytes(value: Any) -> Optional[bytes]:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"ByteArraySerializer needs bytes, got {type(value).__name__} {value!r}; "
+                    f"use org.apache.kafka.common.serialization.StringSerializer for text")
+
+
+def _int32(value: Any) -> Optional[bytes]:
+    return None if value is None else struct.pack(">i", int(value))
+
+
+def _int64(value: Any) -> Optional[bytes]:
+    return None if value is None else struct.pack(">q", int(value))
+
+
+_PKG = "org.apache.kafka.common.serialization."
+#: Java serializer class -> Python function with the same bytes on the wire
+SERIALIZERS: Dict[str, Callable[[Any], Optional[bytes]]] = {
+    _PKG + "StringSerializer": _string,
+    _PKG + "ByteArraySerializer": _bytes,
+    _PKG + "IntegerSerializer": _int32,
+    _PKG + "LongSerializer": _int64,
+}
+
+
+def serializer_for(class_name: Optional[str], key: str) -> Callable[[Any], Optional[bytes]]:
+    """The Python serializer for a Java ``key.serializer``/``value.serializer`` class.
+
+    None (not set) gives bytes as they are and anything else as UTF-8 text.
+
+    Raises
+    ------
+    ConfigError
+        The class is not one of :data:`SERIALIZERS`.
+    """
+    if class_name is None:
+        return _string
+    fn = SERIALIZERS.get(str(class_name))
+    if fn is None:
+        raise ConfigError(f"{key}={class_name!r} has no Python counterpart; use one of "
+                          f"{', '.join(sorted(SERIALIZERS))}", key=key, value=class_name,
+                          allowed=tuple(sorted(SERIALIZERS)))
+    return fn

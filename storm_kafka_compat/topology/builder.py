@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.errors import TopologyError
-from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS
+from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS, STORM_KAFKA_BOLT_CLASSES
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.topology.bolts import BOLT_KINDS, OutputFields, normalize_output_fields
 from storm_kafka_compat.topology.instances import instantiate_bolt
@@ -521,8 +521,7 @@ def _shell_bolt(entry: Mapping[str, Any], key: str) -> Any:
 
 def _storm_bolt(entry: Mapping[str, Any], name: str, key: str) -> Any:
     """A factory for a bolt named by its Storm class (``KafkaBolt``), else None."""
-    from storm_kafka_compat.topology.kafka_bolt import (STORM_KAFKA_BOLT_CLASSES,
-                                                        kafka_bolt_from_properties)
+    from storm_kafka_compat.topology.kafka_bolt import kafka_bolt_from_properties
     props = entry.get("properties")
     if str(entry["bolt"]) not in STORM_KAFKA_BOLT_CLASSES:
         if props is not None:

@@ -31,7 +31,7 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.settings import kafka_settings_from_dict
+from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
 from storm_kafka_compat.topology.bolts import OutputCollector, RichBolt, TopologyContext
 from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldIndexTopicSelector,
@@ -42,17 +42,10 @@ from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KafkaBolt", "STORM_KAFKA_BOLT_CLASSES", "kafka_bolt_from_properties",
-           "TOPIC_CONF_KEY"]
+__all__ = ["KafkaBolt", "kafka_bolt_from_properties", "TOPIC_CONF_KEY"]
 
 #: storm-kafka 1.x's topology config key for the topic when no selector is set
 TOPIC_CONF_KEY = "topic"
-
-#: Storm class names a CONFIG topology or a Flux file may name for this bolt
-STORM_KAFKA_BOLT_CLASSES = (
-    "org.apache.storm.kafka.bolt.KafkaBolt",      # storm-kafka 1.x and storm-kafka-client
-    "storm.kafka.bolt.KafkaBolt",                 # storm-kafka 0.9.x/0.10.x
-)
 
 
 class KafkaBolt(RichBolt):

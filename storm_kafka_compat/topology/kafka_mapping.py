@@ -20,18 +20,15 @@ A selector returning None makes the bolt skip the tuple and ack it (Storm's
 from __future__ import annotations
 
 import logging
-import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Protocol
+from typing import Any, Optional, Protocol
 
-from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TupleToKafkaMapper", "KafkaTopicSelector", "FieldNameBasedTupleToKafkaMapper",
-           "DefaultTopicSelector", "FieldIndexTopicSelector", "FieldNameTopicSelector",
-           "SERIALIZERS", "serializer_for"]
+           "DefaultTopicSelector", "FieldIndexTopicSelector", "FieldNameTopicSelector"]
 
 
 class TupleToKafkaMapper(Protocol):
@@ -105,58 +102,3 @@ class FieldNameTopicSelector:
         logger.warning("field %r not in the tuple's fields %s; using the default topic %r",
                        self.field_name, list(tup.fields), self.default_topic_name)
         return self.default_topic_name
-
-
-def _string(value: Any) -> Optional[bytes]:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
-def _bytes(value: Any) -> Optional[bytes]:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise TypeError(f"ByteArraySerializer needs bytes, got {type(value).__name__} {value!r}; "
-                    f"use org.apache.kafka.common.serialization.StringSerializer for text")
-
-
-def _int32(value: Any) -> Optional[bytes]:
-    return None if value is None else struct.pack(">i", int(value))
-
-
-def _int64(value: Any) -> Optional[bytes]:
-    return None if value is None else struct.pack(">q", int(value))
-
-
-_PKG = "org.apache.kafka.common.serialization."
-#: Java serializer class -> Python function with the same bytes on the wire
-SERIALIZERS: Dict[str, Callable[[Any], Optional[bytes]]] = {
-    _PKG + "StringSerializer": _string,
-    _PKG + "ByteArraySerializer": _bytes,
-    _PKG + "IntegerSerializer": _int32,
-    _PKG + "LongSerializer": _int64,
-}
-
-
-def serializer_for(class_name: Optional[str], key: str) -> Callable[[Any], Optional[bytes]]:
-    """The Python serializer for a Java ``key.serializer``/``value.serializer`` class.
-
-    None (not set) gives bytes as they are and anything else as UTF-8 text.
-
-    Raises
-    ------
-    ConfigError
-        The class is not one of :data:`SERIALIZERS`.
-    """
-    if class_name is None:
-        return _string
-    fn = SERIALIZERS.get(str(class_name))
-    if fn is None:
-        raise ConfigError(f"{key}={class_name!r} has no Python counterpart; use one of "
-                          f"{', '.join(sorted(SERIALIZERS))}", key=key, value=class_name,
-                          allowed=tuple(sorted(SERIALIZERS)))
-    return fn

@@ -2,9 +2,9 @@
 
 import pytest
 
-from storm_kafka_compat.spout.client.config import (KafkaSpoutConfig, kafka_spout_config_from_dict,
+from storm_kafka_compat.config.kafka_spout import (KafkaSpoutConfig, kafka_spout_config_from_dict,
                                               migration_hint)
-from storm_kafka_compat.spout.client.retry import INT_MAX, RetrySettings, TimeInterval
+from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 from storm_kafka_compat.errors import ConfigError
 
 BASE = {"groupId": "g", "bootstrapServers": "127.0.0.1:9092", "topics": ["a"]}

@@ -15,7 +15,8 @@ from storm_kafka_compat.topology.kafka_bolt import KafkaBolt, kafka_bolt_from_pr
 from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
                                                        FieldIndexTopicSelector,
                                                        FieldNameBasedTupleToKafkaMapper,
-                                                       FieldNameTopicSelector, serializer_for)
+                                                       FieldNameTopicSelector)
+from storm_kafka_compat.kafka.producer import serializer_for
 from storm_kafka_compat.engine.process import process_batch
 from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme

@@ -1,11 +1,11 @@
-"""The ``kafka`` mapping split by client (storm_kafka_compat.kafka.settings)."""
+"""The ``kafka`` mapping split by client (storm_kafka_compat.config.kafka_settings)."""
 
 from __future__ import annotations
 
 import pytest
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.settings import (KafkaSettings, check_client_settings,
+from storm_kafka_compat.config.kafka_settings import (KafkaSettings, check_client_settings,
                                                kafka_settings_from_dict, parse_api_version)
 
 

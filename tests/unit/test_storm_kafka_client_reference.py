@@ -10,12 +10,12 @@ from typing import List, Optional
 
 import pytest
 
-from storm_kafka_compat.spout.client.config import KafkaSpoutConfig, kafka_spout_config_from_dict
+from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig, kafka_spout_config_from_dict
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
-from storm_kafka_compat.spout.client.retry import (INT_MAX, RetryService, RetrySettings,
-                                                   TimeInterval)
+from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
+from storm_kafka_compat.spout.client.retry import RetryService
 from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets

@@ -25,16 +25,14 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
+from storm_kafka_compat.config.kafka_spout import (EARLIEST, LATEST, STRATEGIES,
+                                                 UNCOMMITTED_EARLIEST)
 from storm_kafka_compat.errors import NoOffsetResetError
 
 log = logging.getLogger(__name__)
 
-EARLIEST = "EARLIEST"
-LATEST = "LATEST"
-UNCOMMITTED_EARLIEST = "UNCOMMITTED_EARLIEST"
-UNCOMMITTED_LATEST = "UNCOMMITTED_LATEST"
-#: the strategies of a (non-Trident) KafkaSpout
-STRATEGIES: Tuple[str, ...] = (EARLIEST, LATEST, UNCOMMITTED_EARLIEST, UNCOMMITTED_LATEST)
+#: the strategies of a (non-Trident) KafkaSpout are read at config time
+#: (:mod:`storm_kafka_compat.config.kafka_spout`)
 
 # decision names (``offsets explain``-style)
 RESUME = "resume"                  # our own commit

@@ -36,7 +36,7 @@ from storm_kafka_compat.config import Broker
 from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.spout.manager import PartitionCounters
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range, overlap
-from storm_kafka_compat.spout.client.config import (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE,
+from storm_kafka_compat.config.kafka_spout import (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE,
                                                     KafkaSpoutConfig)
 from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager

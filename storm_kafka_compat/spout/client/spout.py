@@ -25,7 +25,7 @@ from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.store import GroupStore
-from storm_kafka_compat.spout.client.config import AT_LEAST_ONCE, KafkaSpoutConfig
+from storm_kafka_compat.config.kafka_spout import AT_LEAST_ONCE, KafkaSpoutConfig
 from storm_kafka_compat.spout.client.first_poll import (CommitMetadata, FirstPollDecision,
                                                         decide_first_poll)
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager

@@ -51,6 +51,15 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
 
+#: floor of the fetch wait (kafka-python fetch_max_wait_ms, librdkafka
+#: fetch.wait.max.ms). Kafka waits this long only when less than the minimum bytes
+#: are available, so with data nothing is delayed; an idle partition is then asked
+#: once per 100 ms instead of busy-polled as storm-kafka does with fetchMaxWait 0 and
+#: minFetchByte 0 (STORM-1680/STORM-1674). Some Kafka-protocol brokers need it too:
+#: one measured returned no partition data at 0 ms, one record per fetch at 1 ms and
+#: everything available at 100 ms (docs/testing.md).
+MIN_FETCH_MAX_WAIT_MS = 100
+
 BACKENDS = ("kafka-python", "confluent")
 #: keys of the ``kafka`` mapping that are ours, not a client's
 OWN_KEYS = ("backend", "bootstrap_servers", "bootstrap.servers", "api_version",

@@ -18,10 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.spout.client.first_poll import STRATEGIES, UNCOMMITTED_EARLIEST
-from storm_kafka_compat.spout.client.retry import INT_MAX, RetrySettings, TimeInterval
+from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 
 log = logging.getLogger(__name__)
+
+#: where a newly assigned partition starts (storm-kafka-client's ``FirstPollOffsetStrategy``;
+#: the rule is :mod:`storm_kafka_compat.spout.client.first_poll`)
+EARLIEST = "EARLIEST"
+LATEST = "LATEST"
+UNCOMMITTED_EARLIEST = "UNCOMMITTED_EARLIEST"
+UNCOMMITTED_LATEST = "UNCOMMITTED_LATEST"
+#: the strategies of a (non-Trident) KafkaSpout
+STRATEGIES: Tuple[str, ...] = (EARLIEST, LATEST, UNCOMMITTED_EARLIEST, UNCOMMITTED_LATEST)
 
 AT_LEAST_ONCE = "AT_LEAST_ONCE"
 AT_MOST_ONCE = "AT_MOST_ONCE"
