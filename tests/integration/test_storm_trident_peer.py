@@ -8,7 +8,7 @@ last batch (``trident.zk.write_trident_rollback``) is where Trident resumes."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 import yaml

@@ -13,7 +13,6 @@ import random
 import pytest
 
 from storm_kafka_compat.engine.driver import Pipeline
-from tests import windowed_bolts
 from tests.integration.conftest_spark import spark, spark_records  # noqa: F401
 from tests.peers.fixtures import storm2_ready  # noqa: F401
 from tests.peers.storm_windows import storm_window_results

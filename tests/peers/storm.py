@@ -23,7 +23,6 @@ localhost/<unresolved>:2000 because it's not resolvable", ZOOKEEPER-3779). Java 
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import time
 from dataclasses import dataclass, field

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from storm_kafka_compat.errors import OffsetOutOfRangeError, OwnershipConflictError
+from storm_kafka_compat.errors import OwnershipConflictError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.inprocess import InProcessRunner
