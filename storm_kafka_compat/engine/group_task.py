@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from storm_kafka_compat.engine.reader import PartitionReader
+from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
 from storm_kafka_compat.engine.task import (Processor, bolt_error, collection_paused, passed,
-                                            process_chunks, processor)
+                                            process_chunks, processor, run_task)
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import (MIN_FETCH_DEADLINE_MS, FetchGroup, GroupAnswer,
@@ -274,3 +274,41 @@ def _poll_until(state: GroupRead, group: FetchGroup, proc: Processor, deadline: 
     held: Dict[PartitionKey, RecordBatch] = dict(state.unprocessed)
     group.close(held)
 
+
+def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
+              clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
+    """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
+    as far as it goes until the task budget is spent, the rest left for the next batch
+    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`).
+
+    When the worker's client fetches groups
+    (:class:`~storm_kafka_compat.kafka.client.GroupKafka`, both shipped adapters) and
+    the task holds several new-data plans, those are read together by one consumer
+    (:func:`run_group`), after the retry plans."""
+    budget = TaskBudget(job.budget_s, clock)
+    plans = list(plans)
+    fresh: List[FetchPlan] = []
+    if len(plans) > 1:
+        kafka = job.kafka()
+        if isinstance(kafka, GroupKafka):
+            fresh = [p for p in plans if not p.retry]
+            if len(fresh) < 2:
+                fresh = []
+    for plan in plans:
+        if fresh and not plan.retry:
+            continue
+        deadline = budget.deadline()
+        if deadline is None:
+            yield PartitionResult(plan, reached=False)
+            continue
+        try:
+            yield run_task(plan, job, clock=clock, deadline=deadline)
+        except Exception as exc:  # never lose the other partitions' results
+            yield bolt_error(plan, exc)
+    if fresh:
+        deadline = budget.deadline()
+        if deadline is None:
+            for plan in fresh:
+                yield PartitionResult(plan, reached=False)
+            return
+        yield from run_group(fresh, job, deadline=deadline, clock=clock)

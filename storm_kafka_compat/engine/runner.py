@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protoc
 from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
 from storm_kafka_compat.engine.stage_tasks import StageLayout
 from storm_kafka_compat.engine.stages import Record, run_stages_spark
-from storm_kafka_compat.engine.task import run_tasks
+from storm_kafka_compat.engine.group_task import run_tasks
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
                                             TaskFailure)

@@ -22,13 +22,13 @@ import gc
 import os
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.engine.process import BatchOutcome, process_batch
-from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
+from storm_kafka_compat.engine.reader import PartitionReader
 from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.kafka.client import GroupKafka, KafkaAccess
+from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
 from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
@@ -198,46 +198,6 @@ def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
     result.tuples += outcome.stage_counts.get("spout", {}).get("emitted", 0)
     if outcome.errors:
         result.errors = merge_errors(result.errors + outcome.errors)
-
-
-def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
-              clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
-    """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
-    as far as it goes until the task budget is spent, the rest left for the next batch
-    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`).
-
-    When the worker's client fetches groups
-    (:class:`~storm_kafka_compat.kafka.client.GroupKafka`, both shipped adapters) and
-    the task holds several new-data plans, those are read together by one consumer
-    (:func:`~storm_kafka_compat.engine.group_task.run_group`), after the retry plans."""
-    budget = TaskBudget(job.budget_s, clock)
-    plans = list(plans)
-    fresh: List[FetchPlan] = []
-    if len(plans) > 1:
-        kafka = job.kafka()
-        if isinstance(kafka, GroupKafka):
-            fresh = [p for p in plans if not p.retry]
-            if len(fresh) < 2:
-                fresh = []
-    for plan in plans:
-        if fresh and not plan.retry:
-            continue
-        deadline = budget.deadline()
-        if deadline is None:
-            yield PartitionResult(plan, reached=False)
-            continue
-        try:
-            yield run_task(plan, job, clock=clock, deadline=deadline)
-        except Exception as exc:  # never lose the other partitions' results
-            yield bolt_error(plan, exc)
-    if fresh:
-        from storm_kafka_compat.engine.group_task import run_group
-        deadline = budget.deadline()
-        if deadline is None:
-            for plan in fresh:
-                yield PartitionResult(plan, reached=False)
-            return
-        yield from run_group(fresh, job, deadline=deadline, clock=clock)
 
 
 def bolt_error(plan: FetchPlan, exc: BaseException) -> PartitionResult:

@@ -181,11 +181,12 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
 def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
                per_message_s: float) -> List[Any]:
     """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
-    from storm_kafka_compat.engine import task
+    from storm_kafka_compat.engine import group_task, task
     job = _job()
     monkeypatch.setattr(WorkerJob, "kafka", lambda self: kafka)
-    monkeypatch.setattr(task, "processor", lambda job: _slow_processor(clock, per_message_s))
-    return list(task.run_tasks(plans, job, clock=clock))
+    for module in (task, group_task):
+        monkeypatch.setattr(module, "processor", lambda job: _slow_processor(clock, per_message_s))
+    return list(group_task.run_tasks(plans, job, clock=clock))
 
 
 def _scripted(partitions: int, messages: int) -> ScriptedKafka:
