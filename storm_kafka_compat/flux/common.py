@@ -11,8 +11,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import javaproperties
 import yaml
 
-from storm_kafka_compat.config import PLACEHOLDER_RE
-from storm_kafka_compat.config.traps import Evidence, Trap, TrapFacts, find_traps
+from storm_kafka_compat.config import (AUTH_KEYS, PLACEHOLDER_RE, TOPOLOGY_FIELDS,
+                                       find_placeholders, placeholder_fix)
+from storm_kafka_compat.config.traps import Evidence, Trap, TrapFacts, find_traps, workers_note
 from storm_kafka_compat.errors import ConfigError
 
 
@@ -107,3 +108,43 @@ def load_properties(text: str, *, source: str = "<properties>") -> Dict[str, str
     except Exception as exc:  # javaproperties raises ValueError and friends
         raise ConfigError(f"{source} is not a valid .properties file: {exc}.",
                           value=source) from None
+
+
+# --- the CONFIG a converter writes ----------------------------------------------------
+
+#: the topology keys of a Storm config the CONFIG's ``topology`` section takes
+_TOPOLOGY_KEY_NAMES = {s.storm_name for s in TOPOLOGY_FIELDS}
+
+
+def place_bolts(config: Dict[str, Any], bolts: List[Dict[str, Any]]) -> None:
+    """One bolt reading the spout becomes ``bolt``; several, ``topology.bolts``."""
+    if len(bolts) == 1 and set(bolts[0]) <= {"name", "bolt", "parallelism"}:
+        config["bolt"] = bolts[0]["bolt"]  # one bolt reading the spout: the simple form
+    elif bolts:
+        config.setdefault("topology", {})["bolts"] = bolts
+
+
+def placeholders_left(config: Mapping[str, Any]) -> List[str]:
+    """One line per ``${...}`` left in the CONFIG, with the flag that fills it."""
+    return [f"{where}: placeholder {placeholder} was not substituted; "
+            f"{placeholder_fix(placeholder)}." for where, placeholder in find_placeholders(config)]
+
+
+def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
+    """A Storm topology config's keys into the CONFIG's ``topology`` section; what has
+    no equivalent here is added to ``unmapped``."""
+    if not isinstance(conf, Mapping):
+        unmapped.append(f"config: {conf!r} is not a mapping; not mapped.")
+        return
+    for key, value in conf.items():
+        if key in _TOPOLOGY_KEY_NAMES or key in AUTH_KEYS:
+            if key == "topology.name" and "name" in topology:
+                if topology["name"] != value:
+                    unmapped.append(f"config.topology.name {value!r} ignored: Flux uses the "
+                                    f"top-level name {topology['name']!r}.")
+                continue
+            topology["name" if key == "topology.name" else key] = value
+        elif key == "topology.workers":
+            unmapped.append(workers_note(value))
+        else:
+            unmapped.append(f"config.{key} not mapped (no equivalent here).")

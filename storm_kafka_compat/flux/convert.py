@@ -16,13 +16,12 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import yaml
 
-from storm_kafka_compat.config.traps import workers_note
-from storm_kafka_compat.config import (AUTH_KEYS, TOPOLOGY_FIELDS, find_placeholders,
-                                       placeholder_fix, parse_yaml)
+from storm_kafka_compat.config import (parse_yaml)
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
 from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SHUFFLES, SPOUT_NAME,
-                                            load_properties, substitute)
+                                            load_properties, place_bolts, placeholders_left,
+                                            storm_config_into, substitute)
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
 from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
                                                 PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
@@ -33,7 +32,6 @@ from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAF
 # --- Flux to CONFIG ---------------------------------------------------------------------
 
 
-_TOPOLOGY_KEY_NAMES = {s.storm_name for s in TOPOLOGY_FIELDS}
 
 
 def convert_flux(text: str, *, properties: Optional[Mapping[str, str]] = None,
@@ -162,20 +160,6 @@ def spout_sections(built: Resolved, where: str, tasks: Any, config: Dict[str, An
                         f"not mapped: write hosts (zk, static or bootstrap) by hand.")
 
 
-def place_bolts(config: Dict[str, Any], bolts: List[Dict[str, Any]]) -> None:
-    """One bolt reading the spout becomes ``bolt``; several, ``topology.bolts``."""
-    if len(bolts) == 1 and set(bolts[0]) <= {"name", "bolt", "parallelism"}:
-        config["bolt"] = bolts[0]["bolt"]  # one bolt reading the spout: the simple form
-    elif bolts:
-        config.setdefault("topology", {})["bolts"] = bolts
-
-
-def placeholders_left(config: Mapping[str, Any]) -> List[str]:
-    """One line per ``${...}`` left in the CONFIG, with the flag that fills it."""
-    return [f"{where}: placeholder {placeholder} was not substituted; "
-            f"{placeholder_fix(placeholder)}." for where, placeholder in find_placeholders(config)]
-
-
 #: top-level keys of a Flux topology file
 FLUX_KEYS: Tuple[str, ...] = ("name", "config", "components", "spouts", "bolts", "streams",
                               "includes", "topologySource")
@@ -208,24 +192,6 @@ def _check_is_flux(doc: Any, source: str) -> None:
         raise ConfigError(f"{source} is a Flux fragment with {what} and no spouts section "
                           f"(an include of another file?); convert the topology file that "
                           f"defines the KafkaSpout under spouts.", key="spouts", value=source)
-
-
-def storm_config_into(conf: Any, topology: Dict[str, Any], unmapped: List[str]) -> None:
-    if not isinstance(conf, Mapping):
-        unmapped.append(f"config: {conf!r} is not a mapping; not mapped.")
-        return
-    for key, value in conf.items():
-        if key in _TOPOLOGY_KEY_NAMES or key in AUTH_KEYS:
-            if key == "topology.name" and "name" in topology:
-                if topology["name"] != value:
-                    unmapped.append(f"config.topology.name {value!r} ignored: Flux uses the "
-                                    f"top-level name {topology['name']!r}.")
-                continue
-            topology["name" if key == "topology.name" else key] = value
-        elif key == "topology.workers":
-            unmapped.append(workers_note(value))
-        else:
-            unmapped.append(f"config.{key} not mapped (no equivalent here).")
 
 
 #: Flux's wrapper of Storm's ShellBolt: constructorArgs [command list, output fields]

@@ -27,8 +27,8 @@ from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import Conversion, substitute
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved
 from storm_kafka_compat.java.shell_bolts import as_flux_shell_bolt
-from storm_kafka_compat.flux.convert import (flux_bolts, place_bolts, spout_sections,
-                                             storm_config_into)
+from storm_kafka_compat.flux.common import place_bolts, storm_config_into
+from storm_kafka_compat.flux.convert import flux_bolts, spout_sections
 from storm_kafka_compat.java.interpret import Interpreter
 from storm_kafka_compat.java.source import (JAVA_LANG, Method, SourceTree, load_tree,
                                             text_of)
