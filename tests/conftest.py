@@ -4,6 +4,8 @@ Sections:
 
 * environment: variables Spark needs, set at import so every test sees them;
 * helpers: ``unique`` names;
+* parallel runs: the xdist group of every test (a file's tests on one worker; Apache
+  Storm's LocalClusters one at a time);
 * ZooKeeper: a real server from pyspark's jars (session-scoped ``zk_server``,
   ``zk_server_factory`` for tests that stop, kill or restart a server of their
   own), a bounded kazoo client, a unique root path per test; the log tail of
@@ -49,6 +51,27 @@ def unique(request: pytest.FixtureRequest) -> Callable[..., str]:
         return f"{prefix}-{test}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
 
     return make
+
+
+# --- parallel runs --------------------------------------------------------------------
+
+
+#: fixtures that start Apache Storm's LocalCluster (tests/peers/fixtures.py), which binds
+#: its in-process ZooKeeper to port 2000 whatever the test asks: one at a time
+STORM_FIXTURES = frozenset({"storm1_ready", "storm2_ready"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Each test's ``xdist_group`` for ``--dist loadgroup`` (setup.cfg): the tests of one
+    file run on one worker, in order, sharing its module fixtures; the tests that start
+    Storm (:data:`STORM_FIXTURES`) all run on one worker, one after another."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        storm = bool(STORM_FIXTURES & set(getattr(item, "fixturenames", ())))
+        group = "storm" if storm else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 # --- ZooKeeper ----------------------------------------------------------------------

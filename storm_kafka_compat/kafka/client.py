@@ -253,6 +253,11 @@ class FetchGroup(Protocol):
 class GroupKafka(KafkaAccess, Protocol):
     """A :class:`KafkaAccess` that also fetches many partitions with one consumer."""
 
+    def reads_groups(self) -> bool:
+        """Whether a task's partitions are read by one consumer on these brokers (else
+        partition by partition, as a single-plan task always is)."""
+        ...
+
     def fetch_group(self, positions: Mapping[PartitionKey, int]) -> FetchGroup:
         """The group of ``positions``' partitions, each to be read from its offset (the
         next offset to read)."""

@@ -55,6 +55,7 @@ A broker that answers nothing beyond the log end instead of
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from itertools import compress, repeat
 from operator import is_
@@ -114,6 +115,16 @@ DEFAULT_MAX_MESSAGES = 10_000
 #: settings this adapter owns; the client mapping may not change them
 RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
             "enable.partition.eof", "bootstrap.servers")
+
+
+def answers_list_offsets_v1(config: Mapping[str, Any]) -> bool:
+    """Whether brokers of a librdkafka ``config`` answer ListOffsets v1 (Kafka 0.10.1+):
+    yes unless ``api.version.request`` is off and ``broker.version.fallback`` (librdkafka's
+    default 0.10.0) is older."""
+    if str(config.get("api.version.request", True)).strip().lower() not in ("false", "0"):
+        return True
+    fallback = str(config.get("broker.version.fallback", "0.10.0"))
+    return tuple(int(n) for n in re.findall(r"\d+", fallback)[:3]) >= (0, 10, 1)
 
 
 def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
@@ -313,6 +324,8 @@ class ConfluentAccess:
         self._group: Any = None
         self._group_assigned: Set[PartitionKey] = set()
         self._held = HeldRecords()
+        #: the brokers answer ListOffsets v1 (0.10.1+; :meth:`log_ends`)
+        self._offsets_by_time = answers_list_offsets_v1(self.config)
 
     # --- KafkaAccess --------------------------------------------------------
 
@@ -438,12 +451,25 @@ class ConfluentAccess:
                 self._mapped(exc, None, None, None, "fetch")
         return ConfluentGroup(self, c, self._held, positions)
 
+    def reads_groups(self) -> bool:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.reads_groups`: on
+        brokers of 0.10.1 on. On a Kafka 0.9 broker pinned as such, a partition whose
+        leader was killed stayed unanswered by the group consumer and its lookups timed
+        out batch after batch (tests/faults/test_kafka09_leaders.py); there each
+        partition keeps a consumer of its own."""
+        return self._offsets_by_time
+
     def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
         """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends`
-        (``offsets_for_times`` at the latest time, -1: one ListOffsets per leader)."""
+        (``offsets_for_times`` at the latest time, -1: one ListOffsets v1 per leader).
+        Brokers pinned below 0.10.1 (``api.version.request`` false) have no ListOffsets
+        v1: each partition's high watermark is asked instead, and a partition whose
+        lookup fails (its leader gone) is left out unless every lookup failed."""
         from confluent_kafka import TopicPartition
         if not keys:
             return {}
+        if not self._offsets_by_time:
+            return self._watermark_ends(keys)
         with self._lock:
             try:
                 found = self._get_consumer().offsets_for_times(
@@ -455,6 +481,26 @@ class ConfluentAccess:
         for tp in found:
             if tp.error is None and tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = int(tp.offset)
+        return out
+
+    def _watermark_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """:meth:`log_ends` a partition at a time (ListOffsets v0, every broker)."""
+        from confluent_kafka import TopicPartition
+        out: Dict[PartitionKey, int] = {}
+        failed: Optional[Exception] = None
+        with self._lock:
+            c = self._get_consumer()
+            for topic, partition in keys:
+                try:
+                    _low, high = c.get_watermark_offsets(TopicPartition(topic, partition),
+                                                         timeout=self._timeout_s, cached=False)
+                except Exception as exc:  # noqa: BLE001 - this partition left out
+                    failed = failed or exc
+                    continue
+                if high is not None and high >= 0:
+                    out[(topic, partition)] = int(high)
+            if not out and failed is not None:
+                self._mapped(failed, keys[0][0], None, None, "offset lookup")
         return out
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:

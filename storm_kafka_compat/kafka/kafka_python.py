@@ -306,6 +306,11 @@ class KafkaPythonAccess:
                     c.seek(tps[key], offset)
         return KafkaPythonGroup(self, c, self._held, tps)
 
+    def reads_groups(self) -> bool:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.reads_groups`
+        (every broker version)."""
+        return True
+
     def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
         """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends` (one
         ListOffsets request per leader)."""

@@ -409,6 +409,10 @@ class ScriptedGroupKafka(ScriptedKafka):
             self.held.start(key, offset)
         return ScriptedGroup(self, positions)
 
+    def reads_groups(self) -> bool:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.reads_groups` (always)."""
+        return True
+
     def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
         """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends`."""
         with self._lock:

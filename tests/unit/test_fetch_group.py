@@ -226,3 +226,44 @@ def test_an_end_counts_only_once_the_records_before_it_are_processed() -> None:
     results = state.finished(0.0)
     assert results[1].reached is False and results[1].taken == []
     assert results[0].taken and results[0].reached
+
+
+# --- librdkafka's log ends on brokers before 0.10.1 -----------------------------------
+
+def test_brokers_pinned_below_0_10_1_are_asked_each_high_watermark_and_a_dead_one_left_out(
+        ) -> None:
+    """Kafka 0.9 has no ListOffsets v1 (``offsets_for_times`` timed out for every
+    partition after a leader was killed): each partition's watermark is asked instead,
+    the partitions whose lookups fail are left out, and all failing is the error."""
+    from storm_kafka_compat.config import SpoutConfig, ZkHosts
+    from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
+    from storm_kafka_compat.errors import KafkaAccessError
+    from storm_kafka_compat.kafka.confluent import ConfluentAccess, answers_list_offsets_v1
+
+    pinned = kafka_settings_from_dict({"api_version": "0.9"}).for_backend("confluent")
+    assert not answers_list_offsets_v1(pinned)
+    assert answers_list_offsets_v1({})
+    assert answers_list_offsets_v1({"api.version.request": False,
+                                    "broker.version.fallback": "0.10.2"})
+
+    class Consumer:
+        dead = {1}
+        asked: List[Any] = []
+
+        def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> Any:
+            self.asked.append((tp.partition, cached))
+            if tp.partition in self.dead:
+                from confluent_kafka import KafkaError, KafkaException
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+            return 0, 100 + tp.partition
+
+        def offsets_for_times(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("ListOffsets v1 asked of a 0.9 broker")
+
+    spout = SpoutConfig(hosts=ZkHosts("127.0.0.1:1"), topic="t", zk_root="/r", id="i")
+    access = ConfluentAccess("127.0.0.1:1", spout, pinned, consumer_factory=lambda c: Consumer())
+    assert not access.reads_groups()      # its tasks read partition by partition
+    assert access.log_ends([("t", 0), ("t", 1), ("t", 2)]) == {("t", 0): 100, ("t", 2): 102}
+    assert Consumer.asked == [(0, False), (1, False), (2, False)]
+    with pytest.raises(KafkaAccessError):
+        access.log_ends([("t", 1)])
