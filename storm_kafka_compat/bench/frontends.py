@@ -17,12 +17,10 @@ backend, and call the plain job's per-message function once per value.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
-from storm_kafka_compat.bench.plain import rate_of
-from storm_kafka_compat.bench.spark_kafka import arrow_count
+from storm_kafka_compat.bench.spark_kafka import arrow_count, available_now_rate
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 
@@ -45,26 +43,9 @@ def storm_source_rate(spark: Any, *, options: Dict[str, str], expected: int,
     ``mapInArrow``; its rate."""
     from storm_kafka_compat.streaming.datasource import register
     register(spark)
-    counts: List[int] = []
-    batches: List[float] = []
-
-    def each_batch(frame: Any, batch_id: int) -> None:
-        started = clock()
-        counts.append(arrow_count(frame))
-        batches.append(round(clock() - started, 3))
-
-    with tempfile.TemporaryDirectory(prefix="skc-bench-storm-source-") as checkpoint:
-        t0 = clock()
-        query = (spark.readStream.format("storm-kafka").options(**options).load()
-                 .writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        seconds = clock() - t0
-    result = rate_of(f"format(\"storm-kafka\") {options.get('kafka.backend')}", sum(counts),
-                     expected, seconds)
-    result["batches"] = len(batches)
-    result["batch_seconds"] = batches
-    return result
+    stream = spark.readStream.format("storm-kafka").options(**options).load()
+    return available_now_rate(stream, f"format(\"storm-kafka\") {options.get('kafka.backend')}",
+                              expected, clock)
 
 
 def count_batch(df: Any) -> None:

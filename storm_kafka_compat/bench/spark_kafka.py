@@ -110,6 +110,17 @@ def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
     """A Structured Streaming query over ``topic`` from offset 0 until it has read
     everything available (``availableNow``), its offsets in a checkpoint, each batch's
     values through ``mapInArrow``; its rate."""
+    stream = (spark.readStream.format("kafka").options(**options).option("subscribe", topic)
+              .option("startingOffsets", _offsets(topic, {p: 0 for p in ends})).load())
+    return available_now_rate(stream, "Spark's Kafka source (Structured Streaming, mapInArrow)",
+                              sum(ends.values()), clock)
+
+
+def available_now_rate(stream: Any, name: str, expected: int,
+                       clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """The rate of a streaming DataFrame read until everything available is read
+    (``availableNow``, a checkpoint of its own), each batch's values through
+    ``mapInArrow``; the batches and each one's seconds with it."""
     counts: List[int] = []
     batches: List[float] = []
 
@@ -120,14 +131,11 @@ def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
 
     with tempfile.TemporaryDirectory(prefix="skc-bench-checkpoint-") as checkpoint:
         t0 = clock()
-        query = (spark.readStream.format("kafka").options(**options).option("subscribe", topic)
-                 .option("startingOffsets", _offsets(topic, {p: 0 for p in ends})).load()
-                 .writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
+        query = (stream.writeStream.foreachBatch(each_batch)
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
         query.awaitTermination()
         seconds = clock() - t0
-    result = rate_of("Spark's Kafka source (Structured Streaming, mapInArrow)", sum(counts),
-                   sum(ends.values()), seconds)
+    result = rate_of(name, sum(counts), expected, seconds)
     result["batches"] = len(batches)
     result["batch_seconds"] = batches
     return result
