@@ -65,6 +65,11 @@ class GroupRead:
         self.clock = clock
         self.kafka = kafka
         self.plans: Dict[PartitionKey, FetchPlan] = {(p.topic, p.partition): p for p in plans}
+        #: each partition's place among the plans: a poll's records are processed in this
+        #: order, so that a partition a batch did not reach, which the driver plans first,
+        #: is served first in the next (a slow bolt spending the budget on the partitions
+        #: whose records came first left another unread batch after batch)
+        self.order: Dict[PartitionKey, int] = {key: i for i, key in enumerate(self.plans)}
         self.readers: Dict[PartitionKey, PartitionReader] = {
             key: PartitionReader.for_plan(kafka, plan, client=client, clock=clock)
             for key, plan in self.plans.items()}
@@ -158,7 +163,9 @@ class GroupRead:
             if key in self.readers:
                 self.fail(key, exc)
         spent = False
-        for key, batch in answer.batches.items():
+        last = len(self.order)
+        for key in sorted(answer.batches, key=lambda k: self.order.get(k, last)):
+            batch = answer.batches[key]
             if spent or key not in self.readers:
                 self.hold(key, batch, batch.offsets[0])
             else:

@@ -267,3 +267,20 @@ def test_brokers_pinned_below_0_10_1_are_asked_each_high_watermark_and_a_dead_on
     assert Consumer.asked == [(0, False), (1, False), (2, False)]
     with pytest.raises(KafkaAccessError):
         access.log_ends([("t", 1)])
+
+
+def test_a_partition_the_budget_did_not_reach_is_served_first_in_the_next_task() -> None:
+    """A slow bolt spends a task's budget on the first partition of a poll; the driver
+    plans the one not reached first, and the next task processes the plans' order
+    whatever order the client hands the records in (here partition 0's come first)."""
+    kafka = _kafka(400, 400)
+    kafka.per_poll = 400
+    clock = _Clock()
+    first = _run(kafka, [FetchPlan("t", 0, 0), FetchPlan("t", 1, 0)], clock,
+                 budget_s=0.1, per_message_s=0.001)
+    assert first[0].taken and first[1].reached is False
+    end0 = first[0].taken[-1][1]
+    second = _run(kafka, [FetchPlan("t", 1, 0), FetchPlan("t", 0, end0)], clock,
+                  budget_s=0.1, per_message_s=0.001)
+    assert second[0].taken and second[0].taken[0][0] == 0        # partition 1, at last
+    assert second[1].reached is False
