@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
-from storm_kafka_compat.topology.grouping import stage_levels
+from storm_kafka_compat.config.stages import stage_levels
 from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION,
                                              DEFAULT_STORM_ZOOKEEPER, EARLIEST_TIME,
                                              LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)

@@ -16,7 +16,7 @@ from storm_kafka_compat.spout.batch import FetchPlan
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.topology.grouping import CROSSING_GROUPINGS, stage_levels
+from storm_kafka_compat.config.stages import CROSSING_GROUPINGS, stage_levels
 from storm_kafka_compat.topology.ticks import tick_freq_of
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.topology.windowing import is_windowed_factory

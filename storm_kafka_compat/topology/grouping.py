@@ -12,7 +12,7 @@ import random
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
@@ -183,46 +183,6 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         return list(range(n_tasks))
     raise TopologyError(f"grouping {kind!r} is not one of {', '.join(GROUPINGS)}",
                         value=kind, allowed=GROUPINGS)
-
-
-#: groupings that need the tuples of every partition in one place, or send a tuple
-#: to a task picked by the emitter or by user code
-CROSSING_GROUPINGS = ("fields", "global", "all", "partial_key", "direct", "custom")
-
-
-def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, str]]],
-                 spout: str, hosted: AbstractSet[str] = frozenset()
-                 ) -> Tuple[Dict[str, int], Dict[str, bool]]:
-    """Each bolt's stage and whether it is fed across stages (its tasks then live in
-    bolt hosts, one instance per task: :mod:`storm_kafka_compat.hosts`).
-
-    Parameters
-    ----------
-    order : sequence of str
-        The bolts, each after the bolts it reads.
-    inputs : mapping
-        Bolt -> its ``(source, grouping kind)`` subscriptions.
-    spout : str
-        The spout's name.
-    hosted : set of str
-        Bolts that start a stage whatever their grouping (they take ticks or windows).
-
-    Stage 0 holds the bolts reachable from the spout through shuffles only (they run in
-    the fetching Spark task); a crossing grouping (:data:`CROSSING_GROUPINGS`) starts a
-    new stage. Pure: the stage layout on the driver and the migration traps of ``config
-    check``/``convert`` both read it.
-    """
-    level: Dict[str, int] = {}
-    for name in order:
-        lv = 0
-        for source, kind in inputs.get(name, ()):
-            src = 0 if source == spout else level.get(source, 0)
-            lv = max(lv, src + (1 if kind in CROSSING_GROUPINGS or name in hosted else 0))
-        level[name] = lv
-    crossing = {name: level[name] > 0 and any(
-        (0 if source == spout else level.get(source, 0)) < level[name]
-        for source, _kind in inputs.get(name, ())) for name in order}
-    return level, crossing
 
 
 def _custom_tasks(grouping: Grouping, chooser: Any, tup: StormTuple, n_tasks: int
