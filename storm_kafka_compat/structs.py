@@ -23,6 +23,10 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}/{self.partition}"
 
 
+#: what a consumer group holds for a partition: the next offset and the commit metadata
+Committed = Tuple[int, str]
+
+
 def lag(log_end: Optional[int], offset: Optional[int]) -> Optional[int]:
     """The one definition of lag: the offsets from ``offset`` (a next offset to read) up
     to ``log_end`` (Kafka's next offset to write), None when either is unknown; negative

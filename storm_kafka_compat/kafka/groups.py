@@ -48,8 +48,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
 from storm_kafka_compat.errors import ActiveGroupError, ConfigError, GroupAccessError
-from storm_kafka_compat.offsets.store import Committed
-from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import Committed, TopicPartition
 
 log = logging.getLogger(__name__)
 

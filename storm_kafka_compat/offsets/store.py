@@ -24,7 +24,7 @@ from typing import (ContextManager, Dict, Iterable, List, Mapping, Optional, Pro
                     TypeVar, runtime_checkable)
 
 from storm_kafka_compat.offsets.document import StoredDocument
-from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import Committed, TopicPartition
 
 K = TypeVar("K")
 R = TypeVar("R")
@@ -119,8 +119,6 @@ class BoundedStore(Protocol):
         ...
 
 
-#: what a consumer group holds for a partition: the next offset and the commit metadata
-Committed = Tuple[int, str]
 
 
 @runtime_checkable
