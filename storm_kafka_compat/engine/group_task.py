@@ -35,9 +35,8 @@ from storm_kafka_compat.engine.task import (Processor, bolt_error, collection_pa
                                             process_chunks, processor, run_task)
 from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka.client import (MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS,
-                                             FetchGroup, GroupAnswer,
-                                             GroupKafka, PartitionKey, RecordBatch)
+from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch
+from storm_kafka_compat.kafka.fetch_group import FetchGroup, GroupAnswer, GroupKafka, PartitionKey
 from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
                                             TaskTiming)
 

@@ -69,14 +69,12 @@ from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS,
-                                             DEFAULT_ISOLATION_LEVEL, NO_TIMESTAMP,
-                                             NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
-                                             TIMESTAMP_CREATE_TIME,
-                                             TIMESTAMP_LOG_APPEND_TIME, GroupAnswer,
-                                             GroupFetchBase, HeldRecords, KafkaMessage,
-                                             PartitionKey, RecordBatch, split_by_partition,
-                                             warn_oversized)
+                                             MAX_FETCH_CONSUMERS, DEFAULT_ISOLATION_LEVEL,
+                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
+                                             TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
+                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
+                                                  PartitionKey, split_by_partition)
 
 log = logging.getLogger(__name__)
 

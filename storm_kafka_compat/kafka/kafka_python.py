@@ -62,12 +62,11 @@ from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
                                        OffsetOutOfRangeError)
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS,
-                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+                                             MAX_FETCH_CONSUMERS, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
                                              DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
-                                             GroupAnswer, GroupFetchBase, HeldRecords,
-                                             KafkaMessage, PartitionKey, RecordBatch,
-                                             warn_oversized)
+                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
+                                                  PartitionKey)
 
 log = logging.getLogger(__name__)
 
