@@ -18,8 +18,9 @@ backend, and call the plain job's per-message function once per value.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
+from storm_kafka_compat.bench.analysis import summarize
 from storm_kafka_compat.bench.spark_kafka import arrow_count, available_now_rate
 from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
@@ -88,3 +89,35 @@ def dataframe_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, z
     return {"messages": summary.messages, "seconds": seconds,
             "msgs_per_s": summary.messages / seconds if seconds > 0 else 0.0,
             "batches": summary.batches}
+
+
+def frontend_figures(spark: Any, servers: Any, *, backends: List[str], partitions: int,
+                     messages: int, warmup_messages: int, repeat: int, topic: str,
+                     warmup_topic: str, stamp: int, log_line: Callable[[str], None]
+                     ) -> Dict[str, Dict[str, Any]]:
+    """The project's Spark front ends over ``topic`` (the bench's embedded ``servers``),
+    per backend, ``repeat`` rounds alternating, after one warm-up run of each over
+    ``warmup_topic``: figure -> backend -> min/median/max."""
+    runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
+        k: {b: [] for b in backends} for k in ("storm_source", "dataframe")}
+
+    def one(backend: str, topic_: str, expected: int, tag: str) -> Dict[str, Dict[str, Any]]:
+        opts = source_options(topic=topic_, bootstrap=servers.bootstrap,
+                              zk_port=servers.zk.port, spout_id=f"source-{tag}-{backend}-{stamp}",
+                              backend=backend, kafka=servers.kafka)
+        return {"storm_source": storm_source_rate(spark, options=opts, expected=expected),
+                "dataframe": dataframe_rate(
+                    spark, topic=topic_, partitions=partitions, bootstrap=servers.bootstrap,
+                    zk_port=servers.zk.port, backend=backend, kafka=servers.kafka,
+                    spout_id=f"dataframe-{tag}-{backend}-{stamp}", expected=expected)}
+
+    for backend in backends:
+        log_line(f"warm-up: format(\"storm-kafka\") and the DataFrame mode, {backend}")
+        one(backend, warmup_topic, warmup_messages * partitions, "warmup")
+    for round_ in range(repeat):
+        for backend in backends:
+            log_line(f"format(\"storm-kafka\") and the DataFrame mode: {backend}, "
+                     f"{messages:,} messages (round {round_ + 1})")
+            for kind, figure in one(backend, topic, messages, str(round_)).items():
+                runs[kind][backend].append(figure)
+    return {k: {b: summarize(r) for b, r in by.items()} for k, by in runs.items()}

@@ -343,7 +343,8 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
-    from storm_kafka_compat.bench.spark_kafka import source_options
+    from storm_kafka_compat.bench.frontends import frontend_figures
+    from storm_kafka_compat.bench.spark_kafka import SOURCE_KINDS, source_options, source_round
 
     owned = False
     if spark is None:
@@ -393,11 +394,14 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
             if source:
                 log_line(f"Spark's Kafka source: mapInArrow, Row by Row, count() and "
                          f"streaming (round {round_ + 1})")
-                for kind, figure in _source_round(spark, ends, options_source).items():
+                for kind, figure in source_round(spark, TOPIC, ends, options_source).items():
                     source_runs[kind].append(figure)
         _summaries(report, runs, warm_s, source_runs if source else None)
         if options.frontends:
-            _frontends(options, backends, report, spark, servers, log_line, stamp=stamp)
+            report.frontends = frontend_figures(
+                spark, servers, backends=backends, partitions=p, messages=n,
+                warmup_messages=options.warmup_messages, repeat=options.repeat,
+                topic=TOPIC, warmup_topic=WARMUP_TOPIC, stamp=stamp, log_line=log_line)
         _growth(options, backends, report, spark, servers, careful, warm_ends, trigger,
                 log_line, source_options=options_source if source else None)
         if options.latency_seconds > 0:
@@ -457,54 +461,6 @@ def _summaries(report: _Report, runs: Dict[str, Dict[str, List[Dict[str, Any]]]]
                                         warmup_seconds=warm_s[backend])
     if source_runs is not None:
         report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
-
-
-#: the rows of Spark's own Kafka source (:mod:`.spark_kafka`)
-SOURCE_KINDS = ("arrow", "batch", "count", "streaming")
-
-
-def _source_round(spark: Any, ends: Dict[int, int], options: Dict[str, str]
-                  ) -> Dict[str, Dict[str, Any]]:
-    """One round of Spark's own source over the main topic, each way it is read."""
-    from storm_kafka_compat.bench.spark_kafka import (arrow_rate, batch_rate, count_rate,
-                                                      streaming_rate)
-    return {"arrow": arrow_rate(spark, topic=TOPIC, ends=ends, options=options),
-            "batch": batch_rate(spark, topic=TOPIC, ends=ends, options=options),
-            "count": count_rate(spark, topic=TOPIC, ends=ends, options=options),
-            "streaming": streaming_rate(spark, topic=TOPIC, ends=ends, options=options)}
-
-
-def _frontends(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
-               servers: EmbeddedServers, log_line: Callable[[str], None], *,
-               stamp: int) -> None:
-    """The project's Spark front ends over the main topic, per backend, ``repeat`` rounds
-    alternating, after one warm-up run of each over the warm-up topic."""
-    from storm_kafka_compat.bench.frontends import (dataframe_rate, source_options,
-                                                    storm_source_rate)
-    p, n = options.partitions, options.messages
-    runs: Dict[str, Dict[str, List[Dict[str, Any]]]] = {
-        k: {b: [] for b in backends} for k in ("storm_source", "dataframe")}
-
-    def one(backend: str, topic: str, expected: int, tag: str) -> Dict[str, Dict[str, Any]]:
-        opts = source_options(topic=topic, bootstrap=servers.bootstrap, zk_port=servers.zk.port,
-                              spout_id=f"source-{tag}-{backend}-{stamp}", backend=backend,
-                              kafka=servers.kafka)
-        return {"storm_source": storm_source_rate(spark, options=opts, expected=expected),
-                "dataframe": dataframe_rate(
-                    spark, topic=topic, partitions=p, bootstrap=servers.bootstrap,
-                    zk_port=servers.zk.port, backend=backend, kafka=servers.kafka,
-                    spout_id=f"dataframe-{tag}-{backend}-{stamp}", expected=expected)}
-
-    for backend in backends:
-        log_line(f"warm-up: format(\"storm-kafka\") and the DataFrame mode, {backend}")
-        one(backend, WARMUP_TOPIC, options.warmup_messages * p, "warmup")
-    for round_ in range(options.repeat):
-        for backend in backends:
-            log_line(f"format(\"storm-kafka\") and the DataFrame mode: {backend}, {n:,} "
-                     f"messages (round {round_ + 1})")
-            for kind, figure in one(backend, TOPIC, n, str(round_)).items():
-                runs[kind][backend].append(figure)
-    report.frontends = {k: {b: summarize(r) for b, r in by.items()} for k, by in runs.items()}
 
 
 def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: EmbeddedServers,

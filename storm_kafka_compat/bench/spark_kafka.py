@@ -139,3 +139,17 @@ def available_now_rate(stream: Any, name: str, expected: int,
     result["batches"] = len(batches)
     result["batch_seconds"] = batches
     return result
+
+
+#: the rows of Spark's own Kafka source, each way it is read
+SOURCE_KINDS = ("arrow", "batch", "count", "streaming")
+
+
+def source_round(spark: Any, topic: str, ends: Dict[int, int], options: Dict[str, str]
+                 ) -> Dict[str, Dict[str, Any]]:
+    """One round of Spark's own source over ``topic``, each way it is read
+    (:data:`SOURCE_KINDS`)."""
+    return {"arrow": arrow_rate(spark, topic=topic, ends=ends, options=options),
+            "batch": batch_rate(spark, topic=topic, ends=ends, options=options),
+            "count": count_rate(spark, topic=topic, ends=ends, options=options),
+            "streaming": streaming_rate(spark, topic=topic, ends=ends, options=options)}
