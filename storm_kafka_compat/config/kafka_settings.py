@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Literal, Mapping, Optional, Tuple, get_args
 
 from storm_kafka_compat.errors import ConfigError
 
@@ -60,7 +60,9 @@ from storm_kafka_compat.errors import ConfigError
 #: everything available at 100 ms (docs/testing.md).
 MIN_FETCH_MAX_WAIT_MS = 100
 
-BACKENDS = ("kafka-python", "confluent")
+#: the fetch backends: kafka-python, or librdkafka through confluent-kafka
+Backend = Literal["kafka-python", "confluent"]
+BACKENDS: Tuple[Backend, ...] = get_args(Backend)
 #: keys of the ``kafka`` mapping that are ours, not a client's
 OWN_KEYS = ("backend", "bootstrap_servers", "bootstrap.servers", "api_version",
             "kafkaPython", "librdkafka")
@@ -117,7 +119,7 @@ def version_string(version: Tuple[int, ...]) -> str:
 class KafkaSettings:
     """The ``kafka`` mapping, split by client (see the module docstring)."""
 
-    backend: str = "kafka-python"
+    backend: Backend = "kafka-python"
     #: the brokers' version, or None to let each client ask
     api_version: Optional[Tuple[int, ...]] = None
     #: extra ``host:port`` brokers to bootstrap from
@@ -154,6 +156,15 @@ class KafkaSettings:
         return self.for_kafka_python()
 
 
+def _backend(name: str, section: str) -> Backend:
+    """``name`` as a :data:`Backend`."""
+    for backend in BACKENDS:
+        if name == backend:
+            return backend
+    raise ConfigError(f"{section}.backend {name!r} is not a fetch backend; use one of "
+                      f"{', '.join(BACKENDS)}", key=f"{section}.backend", value=name)
+
+
 def kafka_settings_from_dict(value: Optional[Mapping[str, Any]],
                              section: str = "kafka") -> KafkaSettings:
     """Split and check a ``kafka`` mapping (structure only; see
@@ -171,10 +182,7 @@ def kafka_settings_from_dict(value: Optional[Mapping[str, Any]],
     if not isinstance(value, Mapping):
         raise ConfigError(f"{section} must be a mapping of Kafka client settings, got "
                           f"{type(value).__name__}", key=section, value=value)
-    backend = str(value.get("backend", "kafka-python"))
-    if backend not in BACKENDS:
-        raise ConfigError(f"{section}.backend {backend!r} is not a fetch backend; use one of "
-                          f"{', '.join(BACKENDS)}", key=f"{section}.backend", value=backend)
+    backend = _backend(str(value.get("backend", "kafka-python")), section)
     servers = value.get("bootstrap_servers", value.get("bootstrap.servers")) or ()
     if isinstance(servers, str):
         servers = [s.strip() for s in servers.split(",") if s.strip()]

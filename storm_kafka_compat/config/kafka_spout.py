@@ -15,7 +15,7 @@ import difflib
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Final, Literal, Mapping, Optional, Tuple, get_args
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
@@ -24,19 +24,24 @@ log = logging.getLogger(__name__)
 
 #: where a newly assigned partition starts (storm-kafka-client's ``FirstPollOffsetStrategy``;
 #: the rule is :mod:`storm_kafka_compat.spout.client.first_poll`)
-EARLIEST = "EARLIEST"
-LATEST = "LATEST"
-UNCOMMITTED_EARLIEST = "UNCOMMITTED_EARLIEST"
-UNCOMMITTED_LATEST = "UNCOMMITTED_LATEST"
+FirstPollStrategy = Literal["EARLIEST", "LATEST", "UNCOMMITTED_EARLIEST", "UNCOMMITTED_LATEST"]
+EARLIEST: Final = "EARLIEST"
+LATEST: Final = "LATEST"
+UNCOMMITTED_EARLIEST: Final = "UNCOMMITTED_EARLIEST"
+UNCOMMITTED_LATEST: Final = "UNCOMMITTED_LATEST"
 #: the strategies of a (non-Trident) KafkaSpout
-STRATEGIES: Tuple[str, ...] = (EARLIEST, LATEST, UNCOMMITTED_EARLIEST, UNCOMMITTED_LATEST)
+STRATEGIES: Tuple[FirstPollStrategy, ...] = get_args(FirstPollStrategy)
 
-AT_LEAST_ONCE = "AT_LEAST_ONCE"
-AT_MOST_ONCE = "AT_MOST_ONCE"
-NO_GUARANTEE = "NO_GUARANTEE"
-GUARANTEES: Tuple[str, ...] = (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE)
+#: storm-kafka-client's ``ProcessingGuarantee``
+ProcessingGuarantee = Literal["AT_LEAST_ONCE", "AT_MOST_ONCE", "NO_GUARANTEE"]
+AT_LEAST_ONCE: Final = "AT_LEAST_ONCE"
+AT_MOST_ONCE: Final = "AT_MOST_ONCE"
+NO_GUARANTEE: Final = "NO_GUARANTEE"
+GUARANTEES: Tuple[ProcessingGuarantee, ...] = get_args(ProcessingGuarantee)
 
-OFFSET_STORES: Tuple[str, ...] = ("zookeeper", "kafka")
+#: where the section's offsets live
+OffsetStoreKind = Literal["zookeeper", "kafka"]
+OFFSET_STORES: Tuple[OffsetStoreKind, ...] = get_args(OffsetStoreKind)
 
 #: (Storm name, attribute, meaning) of every ``kafkaSpout`` key, in doc order
 KAFKA_SPOUT_FIELDS: Tuple[Tuple[str, str, str], ...] = (
@@ -92,13 +97,13 @@ def missing_group_error(section: str = "kafkaSpout") -> ConfigError:
 class KafkaSpoutConfig:
     """storm-kafka-client's ``KafkaSpoutConfig`` (what this engine uses of it)."""
 
-    offset_store: str = "kafka"
+    offset_store: OffsetStoreKind = "kafka"
     bootstrap_servers: Tuple[str, ...] = ()
     group_id: Optional[str] = None
     topics: Optional[Tuple[str, ...]] = None
     topic_pattern: Optional[str] = None
-    first_poll_offset_strategy: str = UNCOMMITTED_EARLIEST
-    processing_guarantee: str = AT_LEAST_ONCE
+    first_poll_offset_strategy: FirstPollStrategy = UNCOMMITTED_EARLIEST
+    processing_guarantee: ProcessingGuarantee = AT_LEAST_ONCE
     offset_commit_period_ms: int = 30_000
     max_uncommitted_offsets: int = 10_000_000
     poll_timeout_ms: int = 200

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Mapping, Optional, Tuple
+from typing import Final, Literal, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config.kafka_spout import (EARLIEST, LATEST, STRATEGIES,
                                                  UNCOMMITTED_EARLIEST)
@@ -34,12 +34,14 @@ log = logging.getLogger(__name__)
 #: the strategies of a (non-Trident) KafkaSpout are read at config time
 #: (:mod:`storm_kafka_compat.config.kafka_spout`)
 
-# decision names (``offsets explain``-style)
-RESUME = "resume"                  # our own commit
-RESUME_FOREIGN = "resume_foreign"  # someone else's commit, UNCOMMITTED_* strategy
-STRATEGY = "first_poll_strategy"   # EARLIEST/LATEST over someone else's commit
-NO_COMMIT = "no_commit"            # nothing committed for the group
-OUT_OF_RANGE = "out_of_range"      # committed offset outside the log: auto.offset.reset
+#: the decision names (``offsets explain``-style)
+Decision = Literal["resume", "resume_foreign", "first_poll_strategy", "no_commit",
+                   "out_of_range"]
+RESUME: Final = "resume"                  # our own commit
+RESUME_FOREIGN: Final = "resume_foreign"  # someone else's commit, UNCOMMITTED_* strategy
+STRATEGY: Final = "first_poll_strategy"   # EARLIEST/LATEST over someone else's commit
+NO_COMMIT: Final = "no_commit"            # nothing committed for the group
+OUT_OF_RANGE: Final = "out_of_range"      # committed offset outside the log: auto.offset.reset
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class CommitMetadata:
 class FirstPollDecision:
     """The start of one partition: ``start_offset`` is the next offset to read."""
 
-    decision: str
+    decision: Decision
     start_offset: int
     reason: str
     committed: Optional[int] = None
@@ -161,7 +163,7 @@ def decide_first_poll(strategy: str, committed: Optional[Tuple[int, Optional[str
                                  f"offset {offset} committed by {who} is outside the log "
                                  f"[{earliest}, {latest}]; auto.offset.reset={policy}: {target}",
                                  offset, metadata)
-    decision = RESUME if ours else RESUME_FOREIGN
+    decision: Decision = RESUME if ours else RESUME_FOREIGN
     return FirstPollDecision(decision, offset,
                              f"resuming at offset {offset} committed by {who}"
                              + ("" if ours else f" ({strategy})"), offset, metadata)
