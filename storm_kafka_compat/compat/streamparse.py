@@ -42,16 +42,14 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import BatchEndError
 from storm_kafka_compat.topology.bolts import OutputCollector, RichBolt, TopologyContext
+from storm_kafka_compat.topology.ticks import SYSTEM_COMPONENT, TICK_STREAM
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
 
 log = logging.getLogger(__name__)
 
-__all__ = ["is_pystorm_bolt", "StreamparseBolt", "CollectorChannel", "stream_fields",
-           "TICK_COMPONENT", "TICK_STREAM"]
+__all__ = ["is_pystorm_bolt", "StreamparseBolt", "CollectorChannel", "stream_fields"]
 
 #: Storm's tick tuples: component ``__system``, stream ``__tick``
-TICK_COMPONENT = "__system"
-TICK_STREAM = "__tick"
 
 #: Storm's multilang log levels (trace .. error) as Python logging levels
 _LEVELS = {0: 5, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
@@ -222,7 +220,7 @@ class StreamparseBolt(RichBolt):
         ptup = self.make_tuple(tid, tup.source_component, tup.stream, tup.source_task, values)
         bolt._current_tups = [ptup]
         try:
-            if tup.stream == TICK_STREAM and tup.source_component == TICK_COMPONENT:
+            if tup.stream == TICK_STREAM and tup.source_component == SYSTEM_COMPONENT:
                 bolt.process_tick(ptup)
                 if self.auto_ack_each and bolt.auto_ack:
                     bolt.ack(ptup)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Final, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
 from storm_kafka_compat.config.stages import stage_levels
@@ -22,10 +22,12 @@ from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION,
                                              DEFAULT_STORM_ZOOKEEPER, EARLIEST_TIME,
                                              LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)
 
+#: how hard a trap bites
+Severity = Literal["danger", "caution"]
 #: a trap that replays or skips data at the cut-over itself
-DANGER = "danger"
+DANGER: Final = "danger"
 #: a trap that bites later (a restart, a pause) or needs a port
-CAUTION = "caution"
+CAUTION: Final = "caution"
 
 #: a UUID, or an epoch in seconds or milliseconds, inside an id
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -59,7 +61,7 @@ class Trap:
     key: str
     consequence: str
     fix: str
-    severity: str = CAUTION
+    severity: Severity = CAUTION
     where: Optional[str] = None
 
     def message(self) -> str:
@@ -347,6 +349,7 @@ def _topology_id(facts: TrapFacts) -> Optional[Trap]:
         return None
     what = ("is unset: each run writes a new id, <name>-<driver pid>-<epoch seconds>"
             if not facts.topology_id else f"{text!r} changes on every run")
+    severity: Severity
     if facts.client and facts.first_poll in ("EARLIEST", "LATEST"):
         effect = (f"with firstPollOffsetStrategy {facts.first_poll} each restart treats the "
                   f"group's commits as another topology's and starts over")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Protocol
+from typing import Any, Callable, Dict, Final, Literal, Optional, Protocol, Tuple, get_args
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, SpoutConfig
 from storm_kafka_compat.errors import CorruptStateError
@@ -35,12 +35,15 @@ from storm_kafka_compat.offsets.document import document_fields
 
 log = logging.getLogger(__name__)
 
-RESUME = "resume"
-NO_STATE = "no_state"
-IGNORE_ZK_OFFSETS = "ignore_zk_offsets"
-MAX_OFFSET_BEHIND = "max_offset_behind"
-INVALID_STATE = "invalid_state"
-DECISIONS = (RESUME, NO_STATE, IGNORE_ZK_OFFSETS, MAX_OFFSET_BEHIND, INVALID_STATE)
+#: storm-kafka's start-up decisions (``offsets explain`` names them)
+StartKind = Literal["resume", "no_state", "ignore_zk_offsets", "max_offset_behind",
+                    "invalid_state"]
+RESUME: Final = "resume"
+NO_STATE: Final = "no_state"
+IGNORE_ZK_OFFSETS: Final = "ignore_zk_offsets"
+MAX_OFFSET_BEHIND: Final = "max_offset_behind"
+INVALID_STATE: Final = "invalid_state"
+DECISIONS: Tuple[StartKind, ...] = get_args(StartKind)
 
 
 class StoredState(Protocol):
@@ -71,7 +74,7 @@ class StartDecision:
     ``startOffsetTime`` offset Kafka gave.
     """
 
-    decision: str
+    decision: StartKind
     start_offset: int
     reason: str
     reference_offset: int
@@ -126,6 +129,7 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
         problem = f"offset {stored_offset} is negative"
     elsewhere = _names_another_partition(stored, topic, partition)
 
+    decision: StartKind
     if stored is None:
         decision, start = NO_STATE, reference
         reason = f"no document; starting at the {time_name} offset {reference}"
@@ -168,9 +172,9 @@ def decide_start(stored: Optional[StoredState], *, topology_id: str, config: Spo
                          stored_topology_id=stored_id)
 
 
-def _sanity_reset(decision: str, start: int, reason: str, *, reference: int,
+def _sanity_reset(decision: StartKind, start: int, reason: str, *, reference: int,
                   config: SpoutConfig, offset_for: Callable[[int], int], where: str,
-                  time_name: str) -> tuple[str, int, str]:
+                  time_name: str) -> tuple[StartKind, int, str]:
     """Storm's checks after the first decision: too far behind, or at offset 0 or below.
 
     Returns the decision, start offset and reason, changed where a check applies.
@@ -238,8 +242,9 @@ def stored_summary(stored: Optional[StoredState]) -> Any:
 
 
 #: ``OutsideLog.where`` values
-BELOW_START = "below_start"
-BEYOND_END = "beyond_end"
+Outside = Literal["below_start", "beyond_end"]
+BELOW_START: Final = "below_start"
+BEYOND_END: Final = "beyond_end"
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,7 @@ class OutsideLog:
     the partition would fail every fetch instead (Storm's behaviour).
     """
 
-    where: str
+    where: Outside
     offset: int
     earliest: int
     latest: int
