@@ -6,7 +6,8 @@ size (1,000,000 new messages per partition): before the tasks had a time budget 
 batch held each partition's whole backlog (about 40 s of work on one core) and a
 driver killed mid-batch replayed all of it. Now a task processes for at most half
 a commit interval, shared by its partitions, so a kill replays at most what was
-processed since the last commit plus the batch in flight. The bound below is computed from the settings.
+processed since the last commit plus the batch in flight. The bound below is computed
+from the settings.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def test_driver_killed_three_times_replays_at_most_about_one_interval(
     per_kill: List[int] = []
     for kill in range(3):
         job.start()
-        wait_until(lambda: len(read_deliveries(record)) > run_start + 20,
+        wait_until(lambda run_start=run_start: len(read_deliveries(record)) > run_start + 20,
                    timeout_s=JOB_START_TIMEOUT_S, what=f"run {kill + 1} processing",
                    on_timeout=job.stderr_tail)
         time.sleep(INTERVAL_MS / 1000.0 + rng.uniform(1.0, 4.0))

@@ -53,8 +53,9 @@ def test_sigkill_three_times_loses_nothing(zk_server_factory, tansu_factory, see
     replayed_total = 0
     for kill in range(1, 4):
         job.start()
-        wait_until(lambda: len(read_deliveries(record)) > run_start, timeout_s=JOB_START_TIMEOUT_S,
-                   what=f"run {kill} processing", on_timeout=job.stderr_tail)
+        wait_until(lambda run_start=run_start: len(read_deliveries(record)) > run_start,
+                   timeout_s=JOB_START_TIMEOUT_S, what=f"run {kill} processing",
+                   on_timeout=job.stderr_tail)
         time.sleep(KILL_AFTER_S + rng.uniform(0.0, 3.0))
         kill_time = time.time()
         job.kill_driver()

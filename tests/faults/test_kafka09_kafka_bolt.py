@@ -86,9 +86,9 @@ def test_broker_kill_mid_run_loses_no_input_offset(refuse, kafka09_factory, job_
     assert stored == log_end, "the job stopped before committing every input offset"
     records = read_topic(cluster.bootstrap, out, PARTITIONS)
     expected, lost, duplicates = coverage(records, src, log_end)
-    figures = {"writes_refused": refuse, "input_offsets": expected, "output_records": len(records), "lost": lost,
-               "duplicates": duplicates, "killed_broker": victim,
-               "bolt_calls_before_kill": delivered_at_kill,
+    figures = {"writes_refused": refuse, "input_offsets": expected,
+               "output_records": len(records), "lost": lost, "duplicates": duplicates,
+               "killed_broker": victim, "bolt_calls_before_kill": delivered_at_kill,
                "bolt_calls": len(read_deliveries(job.record_path))}
     with capsys.disabled():
         print("\nKafkaBolt broker kill:", json.dumps(figures))

@@ -134,7 +134,8 @@ def test_ctrl_c_through_tee_a_process_group_sigterm_and_a_sigterm_to_the_jvm(
     log = tmp_path / "tee.log"
     status = tmp_path / "status"
     term = Terminal(f"trap true INT; {skc} run {shlex.quote(str(config))} | tee "
-                    f"{shlex.quote(str(log))}; echo ${{PIPESTATUS[0]}} > {shlex.quote(str(status))}",
+                    f"{shlex.quote(str(log))}; echo ${{PIPESTATUS[0]}} > "
+                    f"{shlex.quote(str(status))}",
                     _env(record))
     try:
         processing(0)

@@ -193,7 +193,7 @@ def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     from storm_kafka_compat.servers.kafka_versions import KAFKA_09
     _distribution_or_skip(KAFKA_09)
     for make in _cluster_factory(request, tmp_path_factory):
-        yield lambda brokers=1, **kwargs: make(KAFKA_09, brokers, **kwargs)
+        yield lambda brokers=1, *, make=make, **kwargs: make(KAFKA_09, brokers, **kwargs)
 
 
 @pytest.fixture
@@ -244,7 +244,8 @@ def modern_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     """Return ``make(distribution, brokers=3, **kwargs) -> KafkaCluster`` (started) for
     3.9/4.x clusters a test may kill, restart or reconfigure; closed at teardown."""
     for make in _cluster_factory(request, tmp_path_factory):
-        yield lambda distribution, brokers=3, **kwargs: make(distribution, brokers, **kwargs)
+        yield lambda distribution, brokers=3, *, make=make, **kwargs: make(
+            distribution, brokers, **kwargs)
 
 
 @pytest.fixture(params=["kafka-python", "confluent"])

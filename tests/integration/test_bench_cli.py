@@ -25,8 +25,8 @@ def test_bench_json_tiny() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"machine", "options", "fetch", "plain", "plain_defaults", "plain_settings",
-            "spark_source", "frontends", "pipeline", "latency", "memory", "zookeeper", "planning", "ratios",
-            "targets", "skipped", "command"} <= set(report)
+            "spark_source", "frontends", "pipeline", "latency", "memory", "zookeeper", "planning",
+            "ratios", "targets", "skipped", "command"} <= set(report)
     # a real Apache Kafka 3.9 broker unless Java or Maven is missing (then it says so)
     assert report["machine"]["broker"] == "kafka39" or any(
         s.startswith("kafka39:") for s in report["skipped"])

@@ -274,7 +274,7 @@ def test_moved_from_zookeeper_to_kafka_resumes_exactly(tansu, env, zk_server, zk
 from tests.integration.conftest_spark import spark, spark_records  # noqa: E402,F401
 
 
-def test_at_least_once_through_spark(tansu, env, spark, spark_records):
+def test_at_least_once_through_spark(tansu, env, spark, spark_records):  # noqa: F811
     topic, group, groups = env
     j = job_config_from_dict({
         "kafkaSpout": {"groupId": group, "bootstrapServers": tansu.bootstrap, "topics": [topic],

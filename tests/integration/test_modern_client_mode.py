@@ -78,7 +78,7 @@ def test_first_poll_strategies_read_the_metadata_the_broker_kept(modern_kafka, b
         assert [got[p].decision for p in sorted(got)] == decisions, strategy
         assert [(s[1], s[2]) for s in seen(topic)] == [
             (p, o) for p in range(3) for o in range(starts[p], 10)], strategy
-        for p, (offset, text) in ((p, v) for p, v in _commits(
+        for _p, (offset, text) in ((p, v) for p, v in _commits(
                 modern_kafka, group, topic, 3).items() if starts[p] < 10):
             assert offset == 10 and CommitMetadata.parse(text).topology_id == OURS, strategy
 

@@ -99,7 +99,7 @@ def test_every_codec_with_headers_reaches_the_scheme(modern_kafka, backend, zk_s
                                 ("n", b"again")],
                     "timestamp": base_ms + i} for i in range(10)]
         produce_records(modern_kafka.bootstrap, topic, records, **{"compression.type": codec})
-        for i, r in enumerate(records):
+        for i, _r in enumerate(records):
             expected.append((topic, i % 2, i // 2, (
                 topic, i % 2, i // 2, f"k{i}", f"{codec}-{i}", base_ms + i,
                 [("codec", codec.encode()), ("n", str(i).encode()), ("n", b"again")])))

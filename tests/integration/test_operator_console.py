@@ -76,7 +76,7 @@ def test_demo_keep_prints_decisions_quietly_and_the_next_commands(kept) -> None:
 
 def test_the_kept_servers_answer_show_by_config_and_by_flags(kept) -> None:
     proc, config, _ = kept
-    line = next(l.strip() for l in proc.stderr.splitlines() if "show --zk" in l)
+    line = next(ln.strip() for ln in proc.stderr.splitlines() if "show --zk" in ln)
     by_flags = _cli(*line.split()[1:], timeout=120)
     by_config = _cli("offsets", "show", str(config), timeout=120)
     for res in (by_flags, by_config):

@@ -54,7 +54,7 @@ def _writer(commits: Dict[int, Optional[Tuple[int, str]]]) -> set:
 def _storm_seen(path: Path) -> Seen:
     # the default record translator: topic, partition, offset, key, value
     seen = []
-    for topic, partition, offset, _key, value in read_lines(path):
+    for _topic, partition, offset, _key, value in read_lines(path):
         assert value == f"{partition}-{offset}"
         seen.append((int(partition), int(offset)))
     return seen
@@ -148,8 +148,8 @@ def test_storm_kafka_client_and_this_project_share_a_group(tmp_path, modern_kafk
                   ours_1=len(ours_1), storm_2=len(storm_2), ours_2=len(ours_2))
     processed = len(storm_1) + len(ours_1) + len(storm_2) + len(ours_2)
     assert processed - counts["replayed_1"] - counts["replayed_2"] == counts["produced"]
-    print(f"storm-kafka-client 2.8.3 <-> storm-kafka-compat on Kafka {modern_kafka.distribution.version}:",
-          counts)
+    print("storm-kafka-client 2.8.3 <-> storm-kafka-compat on Kafka "
+          f"{modern_kafka.distribution.version}:", counts)
 
 
 def test_first_poll_strategies_and_at_most_once_both_ways(tmp_path, kafka39, unique,
@@ -181,7 +181,8 @@ def test_first_poll_strategies_and_at_most_once_both_ways(tmp_path, kafka39, uni
     # we, AT_MOST_ONCE, UNCOMMITTED_EARLIEST: resume at Storm's commit
     kafka39.produce(topic, _messages(partitions, 100, 150))
     amo = _config(tmp_path / "amo.yaml", kafka39, topic, group,
-                  processingGuarantee="AT_MOST_ONCE", firstPollOffsetStrategy="UNCOMMITTED_EARLIEST")
+                  processingGuarantee="AT_MOST_ONCE",
+                  firstPollOffsetStrategy="UNCOMMITTED_EARLIEST")
     assert sorted(_run_ours(amo, tmp_path / "ours-amo.jsonl")) == everything(100, 150)
     assert _writer(_commits(kafka39, topic, group, partitions)) == {OUR_ID}
 

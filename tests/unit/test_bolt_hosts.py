@@ -54,7 +54,7 @@ def test_a_deposit_of_an_attempt_the_driver_did_not_take_is_dropped():
     host.deposit(1, ("s", 0), 1, by_slot)              # Spark ran the task again
     answer = host.run_stage(1, 1, {("s", 0): 1})
     counts = {}
-    for slot, state in host.states.items():
+    for _slot, state in host.states.items():
         counts.update(state.bolt.counts)
     assert counts == {b"a": 2, b"b": 2, b"c": 1}       # counted once, not twice
     assert host.run_stage(1, 1, {("s", 0): 1}) is answer   # asked again: the same answer

@@ -1,4 +1,5 @@
-"""The storm-kafka-client spout on the driver loop: scripted Kafka, in-memory group, in-process tasks."""
+"""The storm-kafka-client spout on the driver loop: scripted Kafka, in-memory group,
+in-process tasks."""
 
 import json
 
@@ -64,7 +65,8 @@ def test_config_without_spout_and_hosts_sections():
     assert j.uses_kafka_offsets and j.kafka_spout.group_id == "g"
     assert j.spout.topic == "orders"
     # the driver commits every offsetCommitPeriodMs; the spout section is not rewritten
-    spout = Runtime(j, kafka_factory=lambda boot: kafka_with(1), groups=MemoryGroupOffsets()).spout()
+    spout = Runtime(j, kafka_factory=lambda boot: kafka_with(1),
+                    groups=MemoryGroupOffsets()).spout()
     assert spout.commit_interval_ms == j.kafka_spout.offset_commit_period_ms == 1
     assert j.spout.state_update_interval_ms == 2000
 

@@ -30,7 +30,8 @@ class FakeReader:
         self.nodes[f"/brokers/topics/{topic}"] = b"{}"
         for p, leader in leaders.items():
             self.nodes[f"/brokers/topics/{topic}/partitions/{p}"] = b""
-            self.nodes[f"/brokers/topics/{topic}/partitions/{p}/state"] = partition_state_json(leader)
+            self.nodes[f"/brokers/topics/{topic}/partitions/{p}/state"] = (
+                partition_state_json(leader))
 
     def children(self, path: str) -> Optional[List[str]]:
         prefix = path.rstrip("/") + "/"

@@ -74,7 +74,8 @@ def test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_
     kafka.append("orders", 1, *[b"y"] * 5)
     kafka.set_log_start("orders", 0, 3)
     store = MemoryStateStore({"/kafka/spout1/partition_0": doc(1)})
-    p = pipeline(job(partitions=2, use_start_offset_time_if_offset_out_of_range=False), kafka, store)
+    p = pipeline(job(partitions=2, use_start_offset_time_if_offset_out_of_range=False),
+                 kafka, store)
     p.spout.maybe_refresh(0)
     stuck = p.spout.managers()[("orders", 0)]
     summary = p.run(RunOptions(max_batches=4))
@@ -211,7 +212,8 @@ def test_a_record_of_a_crashed_driver_on_this_host_is_removed_and_an_expired_one
     store.expire()                         # the session expired: the record went with it
     _one_acked(p, 0)
     assert p.spout.commit().written == 1
-    assert path in store.docs and json.loads(store.docs[path])["token"] == p.spout.policy.record.token
+    assert path in store.docs and (
+        json.loads(store.docs[path])["token"] == p.spout.policy.record.token)
 
 
 def test_a_record_of_another_host_is_waited_for_up_to_the_session_timeout(caplog):

@@ -479,7 +479,8 @@ def test_client_builder_factory_pattern_and_old_four_argument_form() -> None:
     assert result.config["kafkaSpout"]["groupId"] == "g"
     old = convert_flux(client_flux({
         "id": "b", "className": CLIENT + "KafkaSpoutConfig$Builder",
-        "constructorArgs": ["k1:9092", "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "constructorArgs": ["k1:9092",
+                            "org.apache.kafka.common.serialization.ByteArrayDeserializer",
                             "org.apache.kafka.common.serialization.ByteArrayDeserializer",
                             ["a", "b"]]}))
     assert old.config["kafkaSpout"]["topics"] == ["a", "b"]

@@ -49,7 +49,7 @@ def test_kraft_nodes_are_broker_and_controller_with_the_clusters_voters(tmp_path
     assert props["listener.security.protocol.map"].endswith(",CONTROLLER:PLAINTEXT")
     assert "zookeeper.connect" not in props and "broker.id" not in props
     with pytest.raises(ValueError, match="has no ZooKeeper"):
-        cluster.zk_connect
+        _ = cluster.zk_connect
 
 
 def test_kafka09_keeps_its_old_listener_settings_and_refuses_others(tmp_path):

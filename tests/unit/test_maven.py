@@ -16,14 +16,18 @@ NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 def _deps(bundle: MavenBundle):
     root = ET.fromstring(bundle.pom())
     for dep in root.findall("m:dependencies/m:dependency", NS):
-        yield (dep.findtext("m:groupId", namespaces=NS), dep.findtext("m:artifactId", namespaces=NS),
-               dep.findtext("m:version", namespaces=NS), dep.findtext("m:classifier", namespaces=NS),
-               [(e.findtext("m:groupId", namespaces=NS), e.findtext("m:artifactId", namespaces=NS))
+        yield (dep.findtext("m:groupId", namespaces=NS),
+               dep.findtext("m:artifactId", namespaces=NS),
+               dep.findtext("m:version", namespaces=NS),
+               dep.findtext("m:classifier", namespaces=NS),
+               [(e.findtext("m:groupId", namespaces=NS),
+                 e.findtext("m:artifactId", namespaces=NS))
                 for e in dep.findall("m:exclusions/m:exclusion", NS)])
 
 
 def test_pom_lists_each_artifact_with_its_own_and_the_bundle_exclusions():
-    bundle = MavenBundle("b", (Artifact("org.apache.storm:storm-core:1.2.4", ("ring-cors:ring-cors",)),
+    bundle = MavenBundle("b", (Artifact("org.apache.storm:storm-core:1.2.4",
+                                        ("ring-cors:ring-cors",)),
                                Artifact("org.apache.kafka:kafka-clients:3.9.2:test")),
                          exclusions=("org.slf4j:slf4j-log4j12",))
     assert list(_deps(bundle)) == [

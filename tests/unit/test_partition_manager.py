@@ -28,7 +28,8 @@ def take(pm, log, plan):
     taken = [o for o in log if plan.takes(o)]
     if plan.max_messages is not None:
         taken = taken[:plan.max_messages]
-    pm.fetched(plan, [(o, o + 1) for o in taken], scanned_to=(taken[-1] + 1) if taken else plan.offset)
+    pm.fetched(plan, [(o, o + 1) for o in taken],
+               scanned_to=(taken[-1] + 1) if taken else plan.offset)
     return taken
 
 
@@ -38,7 +39,8 @@ def test_first_fetch_takes_new_messages_and_commit_follows_acks():
     assert (plan.offset, plan.retry, plan.max_messages) == (10, False, 5)
     assert take(pm, range(10, 100), plan) == [10, 11, 12, 13, 14]
     assert pm.emitted_to == 15 and pm.last_completed_offset() == 10
-    pm.ack(11); pm.ack(12)
+    pm.ack(11)
+    pm.ack(12)
     assert pm.commit_offset() is None            # still 10: commit only on change (case 13)
     pm.ack(10)
     assert pm.commit_offset() == 13
@@ -92,7 +94,8 @@ def test_retries_are_ordered_by_retry_time():
 def test_retry_limit_gives_up_and_commit_moves_past():                   # case 20
     pm = make(retry_limit=1)
     take(pm, range(10), pm.plan_fetch(max_messages=3))
-    pm.ack(0); pm.ack(2)
+    pm.ack(0)
+    pm.ack(2)
     assert pm.fail(1)                  # first failure: retried
     take(pm, range(10), pm.plan_fetch())
     assert not pm.fail(1)              # second failure: given up
@@ -146,7 +149,8 @@ def test_out_of_range_while_retrying_clears_failed_and_pending():        # case 
     pm = make(start=0)
     take(pm, range(50), pm.plan_fetch(max_messages=20))
     pm.ack_ranges([(0, 3), (4, 8), (9, 20)])
-    pm.fail(3); pm.fail(8)
+    pm.fail(3)
+    pm.fail(8)
     plan = pm.plan_fetch()
     assert plan.retry
     lost = pm.out_of_range(plan, earliest=10, latest=50)

@@ -19,7 +19,8 @@ from storm_kafka_compat.offsets.paths import (
     # spec 11 case 23: an empty zkRoot gives /id/partition_N
     ("", "spout", 7, None, "/spout/partition_7"),
     # wildcard layout: a topic segment between id and partition_N
-    ("/kafka-offsets", "my-spout-id", 3, "clicks.eu", "/kafka-offsets/my-spout-id/clicks.eu/partition_3"),
+    ("/kafka-offsets", "my-spout-id", 3, "clicks.eu",
+     "/kafka-offsets/my-spout-id/clicks.eu/partition_3"),
     ("", "s", 0, "t", "/s/t/partition_0"),
     # verbatim concatenation like Storm: a bad zkRoot stays bad (validated separately)
     ("kafka", "s", 1, None, "kafka/s/partition_1"),

@@ -27,6 +27,7 @@ def test_records_become_labelled_gauges():
     exporter.update({"name": "stormKafkaCompat", "value": {"commitFailures": 2}})
     text = prometheus_client.generate_latest(exporter.registry).decode()
     assert 'storm_kafka_offset{metric="spoutLag",partition="1",topic="clicks"} 42.0' in text
-    assert 'storm_kafka_offset{metric="totalSpoutLag",partition="total",topic="clicks"} 50.0' in text
+    assert ('storm_kafka_offset{metric="totalSpoutLag",partition="total",topic="clicks"} 50.0'
+            in text)
     assert 'storm_kafka_partition{metric="fetchAPICallCount",partition="1",topic=""} 7.0' in text
     assert 'storm_kafka_compat{metric="commitFailures"} 2.0' in text

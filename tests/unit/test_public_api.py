@@ -16,7 +16,7 @@ def test_every_export_is_the_defining_modules_object() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     try:
-        storm_kafka_compat.PartitionManager  # internal: not exported
+        _ = storm_kafka_compat.PartitionManager  # internal: not exported
     except AttributeError as exc:
         assert "PartitionManager" in str(exc)
     else:

@@ -67,10 +67,11 @@ def test_matches_set_model(script):
         assert list(p) == sorted(model)
         assert p.first() == (min(model) if model else None)
         rs = list(p.ranges())
-        assert all(e0 < s1 for (_, e0), (s1, _) in zip(rs, rs[1:])), "ranges stay disjoint and non-adjacent"
+        assert all(e0 < s1 for (_, e0), (s1, _) in zip(rs, rs[1:])), \
+            "ranges stay disjoint and non-adjacent"
 
 
-# --- range arithmetic (the one copy) -----------------------------------------------------------------------------
+# --- range arithmetic (the one copy) -------------------------------------------------------
 
 @pytest.mark.parametrize("offsets, ranges", [
     ([], []), ([5], [(5, 6)]), ([1, 2, 3, 7, 8, 10], [(1, 4), (7, 9), (10, 11)]),

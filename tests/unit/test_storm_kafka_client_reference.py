@@ -506,7 +506,7 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     pipe.spout.maybe_refresh(10)
     assert list(pipe.spout.managers()) == [("kept", 0)]
     results = []
-    for (topic, p), plan in plans.items():
+    for (topic, _p), plan in plans.items():
         r = PartitionResult(plan, taken=[(0, 3)], scanned_to=3)
         if outcome == "ack" or topic == "kept":
             r.acked = [(0, 3)]

@@ -240,7 +240,8 @@ def test_fetch_at_an_invalid_offset_is_out_of_range():
 
 # fetchMessagesWithInvalidOffsetAndDefaultHandlingDisabled (useStartOffsetTimeIfOffsetOutOfRange
 # false: a fetch failure, the same offset again) runs through the driver loop in
-# tests/unit/test_edge_cases.py::test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_on
+# tests/unit/test_edge_cases.py:
+# test_case_32_out_of_range_without_fallback_is_a_fetch_failure_and_others_go_on
 
 
 @pytest.mark.parametrize("ignore", [False, True],

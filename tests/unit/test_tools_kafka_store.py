@@ -1,7 +1,8 @@
 """Operator tools on a Kafka-store CONFIG (``kafkaSpout.offsetStore: kafka``) without
 servers: lag and explain read an in-memory group (commit metadata included, which
 tansu drops) and a scripted Kafka; explain's decision is checked against the one
-the storm-kafka-client spout makes on the same group; ``offsets reset`` refuses with Kafka's command."""
+the storm-kafka-client spout makes on the same group; ``offsets reset`` refuses with
+Kafka's command."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_partitions_come_from_the_client_subscription_not_the_spout_section():
     env = env_for(j, kafka, MemoryGroupOffsets())
     assert [i.key for i in env.partitions()] == [("orders-eu", 0), ("orders-eu", 1),
                                                  ("orders-us", 0)]
-    assert "k1:9092" in env.kafka.brokers          # kafkaSpout.bootstrapServers, as the client spout
+    # kafkaSpout.bootstrapServers, as the client spout
+    assert "k1:9092" in env.kafka.brokers
 
 
 def test_the_group_store_needs_a_kafka_store_config():

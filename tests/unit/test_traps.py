@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -18,11 +18,11 @@ BASE: Dict[str, Any] = {"spout": {"topic": "clicks", "zkRoot": "/offsets", "id":
                         "topology": {"name": "clicks", "id": "clicks-compat"}}
 
 
-def config(spout: Dict[str, Any] = {}, topology: Dict[str, Any] = {},
+def config(spout: Optional[Dict[str, Any]] = None, topology: Optional[Dict[str, Any]] = None,
            **sections: Any) -> Dict[str, Any]:
     out = {k: dict(v) for k, v in BASE.items()}
-    out["spout"].update(spout)
-    out["topology"].update(topology)
+    out["spout"].update(spout or {})
+    out["topology"].update(topology or {})
     out.update(sections)
     return out
 

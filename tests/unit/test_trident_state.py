@@ -43,7 +43,8 @@ def test_parse_storm_kafka_client_batch() -> None:
 
 
 @pytest.mark.parametrize("data", [b"not json", b"7", b'{"offset":1}',
-                                  b'{"offset":"1","nextOffset":2}', b'{"nextOffset":1.5,"offset":1}'])
+                                  b'{"offset":"1","nextOffset":2}',
+                                  b'{"nextOffset":1.5,"offset":1}'])
 def test_unusable_documents_give_no_batch(data: bytes) -> None:
     assert parse_batch(1, data) is None
 
