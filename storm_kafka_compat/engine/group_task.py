@@ -77,6 +77,14 @@ class GroupRead:
         self.per_message: Optional[float] = None
         self.opened = clock()
 
+    def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """The client's log ends of ``keys``, the lookup's time counted as reading."""
+        started = self.clock()
+        try:
+            return self.kafka.log_ends(keys)
+        finally:
+            self.read_s += self.clock() - started
+
     def idle_check(self) -> None:
         """The idle plans' check, one lookup for all: a partition whose log end is still
         its plan's offset is settled as an empty fetch; a failed lookup leaves them to
@@ -84,13 +92,11 @@ class GroupRead:
         idle = [key for key, r in self.readers.items() if r.idle]
         if not idle:
             return
-        started = self.clock()
         try:
-            ends = self.kafka.log_ends(idle)
+            ends = self.log_ends(idle)
         except KafkaAccessError as exc:
             log.debug("log end lookup of %d partitions failed (%s); fetching", len(idle), exc)
             ends = {}
-        self.read_s += self.clock() - started
         for key in idle:
             reader = self.readers[key]
             reader.idle = False
@@ -186,15 +192,12 @@ class GroupRead:
                 if not r.answered and not r.done and self.results[k].failure is None]
         if not keys:
             return
-        started = self.clock()
         try:
-            ends = self.kafka.log_ends(keys)
+            ends = self.log_ends(keys)
         except KafkaAccessError as exc:
             for key in keys:
                 self.fail(key, exc)
             return
-        finally:
-            self.read_s += self.clock() - started
         for key in keys:
             reader = self.readers[key]
             if ends.get(key) == reader.position:
