@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
+from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.config import JobConfig, job_config_from_dict
 from storm_kafka_compat.engine.runner import SparkRunner, StagedSparkRunner
-from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.bench.plain import PlainWork, plain_work, read_keyed, rate_of
+from storm_kafka_compat.bench.plain import PlainWork, plain_work, rate_of, read_keyed
 from storm_kafka_compat.topology.bolts import BasicBolt
 
 #: the words of the benchmark's sentences
@@ -102,7 +102,7 @@ def pipeline_counts(state_dir: Path) -> Dict[bytes, int]:
     """The count tasks' final state: the newest version saved in ``state_dir``."""
     import pickle
 
-    from storm_kafka_compat.hosts.snapshots import StateStore
+    from storm_kafka_compat.executor.hosts.snapshots import StateStore
     store = StateStore(state_dir)
     versions = store.versions()
     if not versions:

@@ -1,6 +1,6 @@
 """Which bolts of a topology share a Spark stage, from their groupings alone: read at
 config time (the migration traps of ``config check``/``convert``) and by the driver's
-stage layout (:mod:`storm_kafka_compat.engine.stage_tasks`).
+stage layout (:mod:`storm_kafka_compat.executor.stage_tasks`).
 
 This module is pure.
 """
@@ -21,7 +21,7 @@ def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, 
                  spout: str, hosted: AbstractSet[str] = frozenset()
                  ) -> Tuple[Dict[str, int], Dict[str, bool]]:
     """Each bolt's stage and whether it is fed across stages (its tasks then live in
-    bolt hosts, one instance per task: :mod:`storm_kafka_compat.hosts`).
+    bolt hosts, one instance per task: :mod:`storm_kafka_compat.executor.hosts`).
 
     Parameters
     ----------

@@ -28,26 +28,36 @@ import logging
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 
+from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasksFactory
-from storm_kafka_compat.engine.pacing import BatchPacer
-from storm_kafka_compat.engine.report import (MetricsSink, Reporter, RunSummary,
-                                              with_batch_in_flight)
 from storm_kafka_compat.engine.dataframe import DataFrameRunner
-from storm_kafka_compat.engine.runner import (Runner, SparkGetter, SparkRunner, StagedSparkRunner,
-                                              spark_gone)
-from storm_kafka_compat.engine.signals import (StopBeforeStart, install_stop_handlers,
-                                               take_stop_signals)
-from storm_kafka_compat.engine.stage_tasks import StageLayout
+from storm_kafka_compat.engine.pacing import BatchPacer
+from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary, with_batch_in_flight
+from storm_kafka_compat.engine.runner import (
+    Runner,
+    SparkGetter,
+    SparkRunner,
+    StagedSparkRunner,
+    spark_gone,
+)
+from storm_kafka_compat.engine.signals import (
+    StopBeforeStart,
+    install_stop_handlers,
+    take_stop_signals,
+)
 from storm_kafka_compat.engine.stages import layout_for
-from storm_kafka_compat.engine.worker import WorkerJob, worker_job
-from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.errors import PipelineError
-from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
+from storm_kafka_compat.executor.reader import task_budget_s
+from storm_kafka_compat.executor.stage_tasks import StageLayout
+from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.runtime import Runtime, RuntimeParts
+from storm_kafka_compat.spout.spout import Spout
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -392,3 +402,19 @@ def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:
     if staged:
         return StagedSparkRunner(spark, tasks=job.spark.tasks)
     return SparkRunner(spark, tasks=job.spark.tasks)
+
+
+def worker_job(job: JobConfig, spout: Spout, bootstrap: Tuple[str, ...],
+               layout: Optional[StageLayout]) -> WorkerJob:
+    """The :class:`WorkerJob` of ``job`` (built on the driver when the run starts): the
+    bolts see ``spout``'s topology settings, and a task's budget follows its commit
+    interval."""
+    settings = job.kafka_settings
+    backend = settings.backend
+    return WorkerJob(
+        job_id=uuid.uuid4().hex, spout=job.spout, bootstrap=bootstrap, backend=backend,
+        kafka_conf=tuple(sorted(settings.for_backend(backend).items())),
+        storm_conf=tuple(sorted(spout.storm_conf().items())), bolt=job.bolt,
+        topology_spec=job.topology_spec, layout=layout,
+        budget_s=task_budget_s(job.spark.trigger_interval_ms or 0,
+                               spout.commit_interval_ms or job.spout.state_update_interval_ms))

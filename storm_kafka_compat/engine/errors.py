@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from storm_kafka_compat.spout.batch import BatchResult
+from storm_kafka_compat.batch import BatchResult
 from storm_kafka_compat.structs import BoltError, TopicPartition
 
 #: the driver loop's logger: these lines are the loop's

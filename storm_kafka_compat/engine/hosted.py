@@ -1,9 +1,11 @@
-"""A batch of a topology whose bolt tasks live in bolt hosts (:mod:`storm_kafka_compat.hosts`):
-one Spark stage, then the hosts' stages driven from the driver.
+"""A batch of a topology whose bolt tasks live in bolt hosts
+(:mod:`storm_kafka_compat.executor.hosts`): one Spark stage, then the hosts' stages driven
+from the driver.
 
-* stage 0, one Spark task per slice of plans (:func:`hosted_spout_stage`, executor
+* stage 0, one Spark task per slice of plans
+  (:func:`~storm_kafka_compat.executor.stage_records.hosted_spout_stage`, executor
   side): fetch, scheme, the spout's emit and the shuffle-reached bolts, as in
-  :func:`~storm_kafka_compat.engine.stages.spout_stage`; the tuples for the bolt tasks
+  :func:`~storm_kafka_compat.executor.stage_records.spout_stage`; the tuples for the bolt tasks
   of later stages go straight to their hosts (deposited, tagged with the Spark
   partition and its attempt); the partitions' results, the acker buckets of the open
   roots and the attempt come back to the driver;
@@ -20,36 +22,20 @@ level plus the acker fold, and each tuple is pickled once on its way to its task
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping
 
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.engine.stages import (AckValue, Record, fold_acker, settle, spout_stage,
-                                              unresolved_roots)
-from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.hosts.client import TaskHosts
-from storm_kafka_compat.hosts.host import Slot, Source
-from storm_kafka_compat.kafka.client import KafkaAccess
-from storm_kafka_compat.spout.batch import BatchResult, FetchPlan
+from storm_kafka_compat.batch import BatchResult
+from storm_kafka_compat.engine.stages import settle
+from storm_kafka_compat.executor.hosts.client import TaskHosts
+from storm_kafka_compat.executor.hosts.host import Slot, Source
+from storm_kafka_compat.executor.stage_records import (
+    AckValue,
+    Record,
+    fold_acker,
+    unresolved_roots,
+)
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.topology.tuples import TupleBatch
-
-
-def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, batch: int,
-                       attempt: int, *, kafka: Optional[KafkaAccess] = None
-                       ) -> Iterator[Record]:
-    """Executor side: stage 0 of Spark partition ``index`` (attempt ``attempt``); its
-    routed tuples deposited in their hosts, everything else yielded, then
-    ``(("s", index), attempt)``."""
-    assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
-    routed: Dict[Slot, List[Any]] = {}
-    for key, value in spout_stage(plans, job, kafka=kafka):
-        if key[0] == "t":
-            routed.setdefault((key[1], key[2]), []).extend(value)
-        else:
-            yield key, value
-    if routed:
-        job.hosts.deposit(batch, ("s", index), attempt,
-                          {slot: TupleBatch(held) for slot, held in routed.items()})
-    yield ("s", index), attempt
 
 
 def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,

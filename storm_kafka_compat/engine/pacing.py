@@ -1,7 +1,7 @@
 """Batches sized by time for executors that cannot stop a batch by themselves.
 
 A single-stage task stops processing at its time budget (half a commit
-interval; :func:`~storm_kafka_compat.engine.reader.task_budget_s`) and leaves
+interval; :func:`~storm_kafka_compat.executor.reader.task_budget_s`) and leaves
 the rest for the next batch. A multi-stage batch cannot: the tuples routed to
 later stages must all be processed, or their trees time out and replay. Nor can
 the DataFrame mode, whose user function gets the batch whole. For those the

@@ -1,9 +1,9 @@
 """The runner seam: how a batch's fetch plans run on the executors and come back.
 
 A :class:`Runner` gets the job once (:meth:`Runner.start`: the
-:class:`~storm_kafka_compat.engine.worker.WorkerJob`, broadcast to the workers)
-and then one :class:`~storm_kafka_compat.spout.batch.BatchPlan` per batch, and
-brings back a :class:`~storm_kafka_compat.spout.batch.BatchResult`. The runners:
+:class:`~storm_kafka_compat.executor.worker.WorkerJob`, broadcast to the workers)
+and then one :class:`~storm_kafka_compat.batch.BatchPlan` per batch, and
+brings back a :class:`~storm_kafka_compat.batch.BatchResult`. The runners:
 
 * :class:`SparkRunner` -- one Spark task per slice of plans, each reading,
   processing and acking its partitions (:mod:`.task`);
@@ -24,17 +24,22 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
-from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.engine.stages import Record, run_stages_spark
-from storm_kafka_compat.engine.group_task import run_tasks
-from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
-                                            TaskFailure)
+from storm_kafka_compat.batch import (
+    BatchPlan,
+    BatchResult,
+    FailureKind,
+    FetchPlan,
+    TaskFailure,
+)
+from storm_kafka_compat.engine.hosted import run_hosted
+from storm_kafka_compat.engine.stages import run_stages_spark
+from storm_kafka_compat.executor.stage_records import Record, hosted_spout_stage
+from storm_kafka_compat.executor.group_task import run_tasks
+from storm_kafka_compat.executor.stage_tasks import StageLayout
+from storm_kafka_compat.executor.worker import WorkerJob
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-    from pyspark import Broadcast
+    from pyspark import Broadcast, SparkContext
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("storm_kafka_compat.engine.driver")

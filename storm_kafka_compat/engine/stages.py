@@ -12,74 +12,56 @@ that fetched one partition. The topology is cut into stages:
   shuffles. Its Spark partitions are the bolt tasks ``(component, task)``:
   routed tuples are repartitioned with ``partitionBy`` on the task index.
 
-Every Spark record is a ``(key, value)`` pair, and one Spark task writes one record
-per destination, not one per tuple (Spark's shuffle costs about as much per record
-as per tuple, profiled):
-
-* ``("t", component, task)`` -> list of :class:`StormTuple`: the tuples a Spark task
-  sends to one bolt task;
-* ``("a", bucket)`` -> dict root -> ``(xor, failed, origin)``: the acker messages of
-  the roots with ``root % ACK_BUCKETS == bucket``, folded per root in the Spark
-  task; ``origin`` is ``(topic, partition, offset)`` from the spout stage, None from
-  bolt stages;
-* ``("r", topic, partition)`` -> :class:`~storm_kafka_compat.spout.batch.PartitionResult`:
-  what the fetch took.
-
-Records other than a stage's own tuples go to one pass-through partition and
-are forwarded unchanged, so each stage's output feeds exactly one shuffle and
-no bolt runs twice. A final ``reduceByKey`` folds the acker buckets per root
-(:func:`fold_records`); only roots that did not complete come back to the driver
-(:func:`unresolved_roots`): a failed root fails its Kafka offset (replayed through
-the retry manager), a root neither failed nor complete is an open tree that times
-out on the driver. Roots that complete inside stage 0 never leave it.
+The records the stages exchange and what their Spark tasks run are
+:mod:`storm_kafka_compat.executor.stage_records`; here, on the driver, the layout is cut,
+the Spark job wired and the collected records settled into the batch's result
+(:func:`settle`): a failed root fails its Kafka offset (replayed through the retry
+manager), a root neither failed nor complete is an open tree that times out on the
+driver. Roots that complete inside stage 0 never leave it.
 
 Bolt state lives in the Python worker that runs a task; Spark may run a bolt
 task in different workers from batch to batch, so keep aggregates outside the
 bolt (as a Storm topology that must survive worker restarts does).
 
 The layout is cut on the driver (:func:`layout_for`, from
-:func:`~storm_kafka_compat.engine.stage_tasks.stage_layout`) and travels in the
-job's :class:`~storm_kafka_compat.engine.worker.WorkerJob`; the Spark wiring is
+:func:`~storm_kafka_compat.executor.stage_tasks.stage_layout`) and travels in the
+job's :class:`~storm_kafka_compat.executor.worker.WorkerJob`; the Spark wiring is
 :func:`run_stages_spark` (the staged runner of :mod:`.runner`).
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    Optional, Set, Tuple)
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
+from storm_kafka_compat.batch import (
+    BatchPlan,
+    BatchResult,
+    FetchPlan,
+    LateAck,
+    OpenRoot,
+    PartitionResult,
+)
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.engine.dag import LocalRuntime
-from storm_kafka_compat.engine.reader import FILL_SHARE, PartitionReader, TaskBudget
-from storm_kafka_compat.engine.stage_tasks import (GroupResult, StageLayout, needs_stages,
-                                                   run_spout_stage, run_stage_group,
-                                                   stage_layout)
-from storm_kafka_compat.engine.task import bolt_error
-from storm_kafka_compat.engine.worker import WorkerJob
-from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.executor.stage_records import (
+    ACK_BUCKETS,
+    Record,
+    StagePartitioner,
+    bolt_stage,
+    fold_records,
+    left_over,
+    spout_stage,
+    unresolved_roots,
+)
+from storm_kafka_compat.executor.stage_tasks import StageLayout, needs_stages, stage_layout
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.offsets.ranges import subtract
-from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FetchPlan, LateAck, OpenRoot,
-                                            PartitionResult)
 from storm_kafka_compat.structs import BoltError, TopicPartition, merge_errors
-from storm_kafka_compat.topology.schemes import MessageLike
-from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
 
 if TYPE_CHECKING:  # pyspark is imported where Spark runs
-    from pyspark import SparkContext
-    from pyspark import Broadcast
+    from pyspark import Broadcast, SparkContext
 
 log = logging.getLogger(__name__)
-
-Record = Tuple[Tuple[Any, ...], Any]
-AckValue = Tuple[int, bool, Optional[Tuple[str, int, int]]]
-#: root -> its acker messages folded (one ``("a", bucket)`` record's value)
-AckBucket = Dict[int, AckValue]
-
-#: acker buckets: a Spark task sends at most this many acker records, and the final
-#: fold runs over at most this many keys
-ACK_BUCKETS = 2
 
 
 def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
@@ -98,208 +80,6 @@ def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
     log.info("the topology runs as %d Spark stages: %s", len(layout.stages),
              " | ".join(",".join(s) or "-" for s in layout.stages))
     return layout
-
-
-# --- executor side -------------------------------------------------------------------
-
-def _stage_runtime(job: WorkerJob) -> LocalRuntime:
-    """The bolt tasks of this Python worker for ``job``, prepared once."""
-    def build() -> LocalRuntime:
-        return LocalRuntime(job.topology(), dict(job.storm_conf),
-                            spout_fields=job.scheme().fields)
-    return job.per_worker("stage-runtime", build)
-
-
-def _worker_ticks(job: WorkerJob) -> TickSchedule:
-    """The ticks of the bolt tasks this worker runs itself (a job without bolt hosts)."""
-    def build() -> TickSchedule:
-        assert job.layout is not None
-        periods = job.layout.tick_periods()
-        return TickSchedule({slot: periods[slot[0]] for stage in job.layout.slots
-                             for slot in stage if slot[0] in periods})
-    return job.per_worker("stage-ticks", build)
-
-
-def _bolt_error(plan: FetchPlan, exc: BaseException) -> Record:
-    r = bolt_error(plan, exc)
-    return ("r", plan.topic, plan.partition), r
-
-
-def fill(reader: PartitionReader, messages: List[MessageLike], deadline: float
-         ) -> List[MessageLike]:
-    """Keep reading after ``messages`` until the reader is done or ``deadline``: a
-    batch processed whole (a multi-stage batch) is filled up front. An error here
-    ends the fill: the messages already read are processed and the next batch meets
-    the error again."""
-    while reader.clock() < deadline:
-        more = reader.fetch_more()
-        if not more:
-            break
-        messages.extend(more)
-    return messages
-
-
-def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
-                kafka: Optional[KafkaAccess] = None,
-                clock: Callable[[], float] = time.monotonic) -> Iterator[Record]:
-    """Stage 0: read each plan, run the scheme and the local bolts; yield each
-    partition's result, then the acker buckets of the open roots and the routed
-    tuples, one record per bolt task, of all the plans."""
-    assert job.layout is not None
-    local = frozenset(job.layout.stages[0])
-    outbox = Outbox()
-    budget = TaskBudget(job.budget_s * FILL_SHARE, clock)
-    for plan in plans:
-        key = ("r", plan.topic, plan.partition)
-        fill_until = budget.deadline()
-        if fill_until is None:
-            yield key, PartitionResult(plan, reached=False)
-            continue
-        result = PartitionResult(plan)
-        try:
-            reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
-                                              plan, client=job.backend, clock=clock)
-            first, result.failure = reader.first_fetch()
-            result.latency_ms = reader.latency_ms
-            if not first:
-                yield key, result
-                continue
-            messages: List[MessageLike] = list(first)
-            if not plan.retry:
-                messages = fill(reader, messages, fill_until)
-            runtime = _stage_runtime(job)
-            sp = run_spout_stage(messages, scheme=job.scheme(), topology=runtime,
-                                 plan_filter=plan, local=local)
-        except Exception as exc:  # never lose the other partitions' results
-            yield _bolt_error(plan, exc)
-            continue
-        o = sp.outcome
-        result.taken = o.taken
-        result.scanned_to = o.scanned_to
-        result.skipped = o.skipped_null
-        result.tuples = o.stage_counts.get(runtime.topology.spout, {}).get("emitted", 0)
-        failed = set(o.failed)
-        for root, offset in sp.roots.items():
-            if root in sp.failed_roots:
-                failed.add(offset)
-                continue
-            xor = sp.init[root] ^ sp.pairs.get(root, 0)
-            if xor:
-                outbox.ack(root, (xor, False, (plan.topic, plan.partition, offset)))
-        for root, value in sp.pairs.items():     # acks of earlier batches' trees
-            if root not in sp.roots:
-                outbox.ack(root, (value, root in sp.failed_roots, None))
-        result.failed = sorted(failed)
-        result.errors = o.errors
-        yield key, result
-        outbox.route(sp.routed)
-    yield from outbox.records()
-
-
-class Outbox:
-    """What a Spark task sends on: tuples gathered per bolt task and acker messages
-    folded per root into :data:`ACK_BUCKETS` buckets, written as one record each."""
-
-    def __init__(self) -> None:
-        self.tuples: Dict[Tuple[str, int], List[Any]] = {}
-        self.buckets: List[AckBucket] = [{} for _ in range(ACK_BUCKETS)]
-
-    def route(self, routed: Iterable[Tuple[str, int, Any]]) -> None:
-        tuples = self.tuples
-        for component, task, tup in routed:
-            batch = tuples.get((component, task))
-            if batch is None:
-                tuples[(component, task)] = [tup]
-            else:
-                batch.append(tup)
-
-    def ack(self, root: int, value: AckValue) -> None:
-        bucket = self.buckets[root % ACK_BUCKETS]
-        held = bucket.get(root)
-        bucket[root] = value if held is None else fold_acker(held, value)
-
-    def records(self) -> Iterator[Record]:
-        for (component, task), tuples in self.tuples.items():
-            yield ("t", component, task), tuples
-        for i, bucket in enumerate(self.buckets):
-            if bucket:
-                yield ("a", i), bucket
-
-
-def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int,
-               index: Optional[int] = None) -> Iterator[Record]:
-    """Stage ``stage`` >= 1 of batch ``batch`` for a job without bolt hosts (each worker
-    its own instances; a job with hosts runs :mod:`~storm_kafka_compat.engine.hosted`):
-    run this stage's tuples on their bolt tasks and forward every other record
-    unchanged. ``index`` is the Spark partition: the bolt task
-    ``layout.slots[stage][index]`` is called even without input (its ticks); the last
-    one is the pass-through."""
-    assert job.layout is not None
-    names = frozenset(job.layout.stages[stage])
-    slots = job.layout.slots[stage]
-    inputs: Dict[Tuple[str, int], List[Any]] = {}
-    if index is not None and index < len(slots):
-        inputs[slots[index]] = []
-    for key, value in records:
-        if key[0] == "t" and key[1] in names:
-            inputs.setdefault((key[1], key[2]), []).extend(value)
-        else:
-            yield key, value
-    for slot, tuples in inputs.items():
-        period = _worker_ticks(job).due(slot)
-        if period is not None:
-            tuples = [tick_tuple(period), *tuples]
-        res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
-                              topology=_stage_runtime(job), local=names)
-        yield from _group_records(res)
-
-
-def _group_records(res: GroupResult) -> Iterator[Record]:
-    outbox = Outbox()
-    outbox.route(res.routed)
-    for root, value in res.pairs.items():
-        outbox.ack(root, (value, root in res.failed_roots, None))
-    for root in res.failed_roots.difference(res.pairs):
-        outbox.ack(root, (0, True, None))
-    for error in res.errors:
-        yield ("e", error.component, error.kind), error
-    yield from outbox.records()
-
-
-def fold_acker(a: AckValue, b: AckValue) -> AckValue:
-    """Fold two acker records of one root (associative and commutative)."""
-    return (a[0] ^ b[0], a[1] or b[1], a[2] if a[2] is not None else b[2])
-
-
-def fold_records(a: Any, b: Any) -> Any:
-    """The final ``reduceByKey``'s function: two acker buckets folded root by root
-    (the larger one is updated and returned), or two errors of one kind added up."""
-    if isinstance(a, BoltError):
-        return a.merged(b)
-    if len(a) < len(b):
-        a, b = b, a
-    for root, value in b.items():
-        held = a.get(root)
-        a[root] = value if held is None else fold_acker(held, value)
-    return a
-
-
-def unresolved_roots(record: Record) -> Iterator[Record]:
-    """A partition's result as it is, and per root of an acker bucket that did not
-    complete (failed, or a tree still open) one ``(("a", root), value)`` record. A
-    root without an origin has no spout-stage message in this batch: it is a tree of
-    an earlier batch that a bolt acked or failed late (a window's tuple leaving it), one
-    ``(("l", root), (xor, failed))`` record for the driver, which holds that tree open."""
-    key, value = record
-    if key[0] in ("r", "e"):
-        yield record
-    elif key[0] == "a":
-        for root, v in value.items():
-            if v[2] is not None:
-                if v[1] or v[0] != 0:
-                    yield ("a", root), v
-            elif v[1] or v[0] != 0:
-                yield ("l", root), (v[0], v[1])
 
 
 def settle(records: Iterable[Record]) -> BatchResult:
@@ -343,32 +123,12 @@ def settle(records: Iterable[Record]) -> BatchResult:
     return BatchResult(out, merge_errors(errors), open_roots=kept, late_acks=late)
 
 
-class StagePartitioner:
-    """Spark partition of a record: a tuple of this stage goes to its task's
-    partition, everything else to the pass-through partition (the last one)."""
-
-    def __init__(self, slots: Mapping[Tuple[str, int], int]) -> None:
-        self.slots = dict(slots)
-        self.passthrough = len(self.slots)
-
-    def __call__(self, key: Tuple[Any, ...]) -> int:
-        if key[0] == "t":
-            i = self.slots.get((key[1], key[2]))
-            if i is not None:
-                return i
-        return self.passthrough
-
-    @classmethod
-    def of(cls, layout: StageLayout, stage: int) -> "StagePartitioner":
-        return cls({s: i for i, s in enumerate(layout.slots[stage])})
-
-
 def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[WorkerJob]",
                      layout: StageLayout, slices: int) -> BatchResult:
     """Run the stages as one Spark job: stage 0 over the planned partitions,
     ``partitionBy`` on the bolt tasks for each later stage, ``reduceByKey`` on
     the acker buckets; only results and unresolved roots are collected. ``job`` is the
-    broadcast :class:`~storm_kafka_compat.engine.worker.WorkerJob`."""
+    broadcast :class:`~storm_kafka_compat.executor.worker.WorkerJob`."""
     def first(plans: Iterable[FetchPlan]) -> Iterator[Record]:
         return spout_stage(plans, job.value)
 
@@ -378,7 +138,7 @@ def run_stages_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
         rdd = (rdd.partitionBy(part.passthrough + 1, part)
                .mapPartitionsWithIndex(_bolt_stage_of(job, stage, plan.batch),
                                        preservesPartitioning=True))
-    collected = (rdd.filter(lambda rec: rec[0][0] != "t" or _left(rec))
+    collected = (rdd.filter(lambda rec: rec[0][0] != "t" or left_over(rec))
                  .reduceByKey(fold_records, max(1, min(ACK_BUCKETS, slices)))
                  .flatMap(unresolved_roots)
                  .collect())
@@ -390,9 +150,3 @@ def _bolt_stage_of(job: "Broadcast[WorkerJob]", stage: int, batch: int
     def run(index: int, records: Iterable[Record]) -> Iterator[Record]:
         return bolt_stage(records, job.value, stage, batch, index)
     return run
-
-
-def _left(record: Record) -> bool:
-    log.error("tuples for %s task %s were left after the last stage; dropping them",
-              record[0][1], record[0][2])
-    return False

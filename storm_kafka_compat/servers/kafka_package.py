@@ -18,9 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.servers.zookeeper import java_binary
 from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
-
+from storm_kafka_compat.servers.zookeeper import java_binary
 
 logger = logging.getLogger(__name__)
 

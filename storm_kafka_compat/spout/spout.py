@@ -9,7 +9,7 @@ partition, and does every chore of their state, as Storm's KafkaSpout does:
   open longer than ``topology.message.timeout.secs``, and plans one fetch per
   partition (due retries first, then new data, capped by backpressure);
 * :meth:`Spout.apply` applies what a batch brought back
-  (:class:`~storm_kafka_compat.spout.batch.BatchResult`): offsets taken, acks,
+  (:class:`~storm_kafka_compat.batch.BatchResult`): offsets taken, acks,
   fails, trees still open, an out-of-range answer (the spout asks Kafka for the
   log range itself) and the tasks' failures;
 * :meth:`Spout.maybe_commit` commits on its own timer, and :meth:`final_commit`
@@ -36,15 +36,25 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
+from storm_kafka_compat.batch import (
+    BatchPlan,
+    BatchResult,
+    FailureKind,
+    FetchPlan,
+    LateAck,
+    OpenRoot,
+    PartitionResult,
+)
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
-from storm_kafka_compat.errors import (KafkaAccessError, OwnershipConflictError, PipelineError,
-                                       StormKafkaCompatError)
+from storm_kafka_compat.errors import (
+    KafkaAccessError,
+    OwnershipConflictError,
+    PipelineError,
+    StormKafkaCompatError,
+)
 from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
-from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
-                                            LateAck, OpenRoot,
-                                            PartitionResult)
 from storm_kafka_compat.spout.retry import Clock, monotonic_ms
 from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition

@@ -30,7 +30,7 @@ Where positions come from and go to:
   A broker whose high watermark lags what it holds shows the tail late: the
   source reads up to the watermark.
 * ``read``: on the executors, reads ``[start, end)`` with the engine's
-  partition reader (:class:`~storm_kafka_compat.engine.reader.PartitionReader`)
+  partition reader (:class:`~storm_kafka_compat.executor.reader.PartitionReader`)
   and the configured backend's client, and stops by offset, never by an empty
   poll. The job's settings travel with the pickled reader (Spark pickles a
   reader built from the same options); a partition of a batch carries its
@@ -47,8 +47,7 @@ import json
 import logging
 import threading
 from operator import attrgetter
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
-                    Tuple)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -60,16 +59,26 @@ from pyspark.sql.streaming.datasource import (
 
 from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.engine.reader import (KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, PartitionReader,
-                                              kafka_row)
 from storm_kafka_compat.errors import DataLossError, OffsetOutOfRangeError
+from storm_kafka_compat.executor.reader import (
+    KAFKA_COLUMNS,
+    KAFKA_SCHEMA_DDL,
+    PartitionReader,
+    kafka_row,
+)
 from storm_kafka_compat.kafka.client import NO_TIMESTAMP, KafkaAccess, KafkaMessage, RecordBatch
 from storm_kafka_compat.kafka.lazy import KafkaFactory
 from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.offsets.store import DocumentStore
 from storm_kafka_compat.streaming.options import SOURCE_NAME, job_from_options
-from storm_kafka_compat.streaming.positions import (OffsetMap, ZkPositions, batch_positions,
-                                                    cap_ends, from_offset_map, to_offset_map)
+from storm_kafka_compat.streaming.positions import (
+    OffsetMap,
+    ZkPositions,
+    batch_positions,
+    cap_ends,
+    from_offset_map,
+    to_offset_map,
+)
 from storm_kafka_compat.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -137,7 +146,7 @@ def _or_none(value: Optional[int]) -> int:
 def arrow_batch(fetched: RecordBatch, topic: str, partition: int) -> Any:
     """One fetch as a ``pyarrow.RecordBatch`` of :data:`KAFKA_SCHEMA_DDL`: the offsets and
     values are the fetch's own columns, the rest read off its records (a record of message
-    format v0 has no timestamp: -1, as :func:`~storm_kafka_compat.engine.reader.kafka_row`
+    format v0 has no timestamp: -1, as :func:`~storm_kafka_compat.executor.reader.kafka_row`
     gives)."""
     import pyarrow as pa
     records = fetched.messages()

@@ -1,6 +1,6 @@
 """The bolt tasks of the crossing stages in this process, without bolt host processes:
 ``Pipeline(job, runner=InProcessRunner(kafka), bolt_tasks=InProcessBoltState.factory(
-states, clock=clock))``. One :class:`~storm_kafka_compat.hosts.host.BoltHost` holds every
+states, clock=clock))``. One :class:`~storm_kafka_compat.executor.hosts.host.BoltHost` holds every
 task, its ticks on ``clock`` (seconds); state versions are kept in ``states`` (a
 :class:`MemoryStates`), so a second pipeline given the same ``states`` restores what the
 first saved with its last commit, as a restarted driver restores from disk.
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.hosts.host import BoltHost, Slot, all_slots
+from storm_kafka_compat.executor.hosts.host import BoltHost, Slot, all_slots
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.structs import TopicPartition
 
 

@@ -1,7 +1,7 @@
 """A runner without Spark: every task of a batch in this process.
 
 ``Pipeline(job, runner=InProcessRunner(kafka))`` runs the driver loop with the
-single-stage tasks (:func:`~storm_kafka_compat.engine.task.run_task`) or every
+single-stage tasks (:func:`~storm_kafka_compat.executor.task.run_task`) or every
 stage of a multi-stage topology (:mod:`~storm_kafka_compat.engine.stages`),
 partitioned as Spark would, reading with ``kafka`` (a
 :class:`~storm_kafka_compat.testing.scripted.ScriptedKafka`, say) or, without
@@ -12,14 +12,21 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from storm_kafka_compat.engine.stages import (Record, StagePartitioner, bolt_stage,
-                                              fold_records, settle, spout_stage,
-                                              unresolved_roots)
-from storm_kafka_compat.engine.hosted import hosted_spout_stage, run_hosted
-from storm_kafka_compat.engine.task import run_task
-from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.batch import BatchPlan, BatchResult
+from storm_kafka_compat.engine.hosted import run_hosted
+from storm_kafka_compat.engine.stages import settle
+from storm_kafka_compat.executor.stage_records import (
+    Record,
+    StagePartitioner,
+    bolt_stage,
+    fold_records,
+    hosted_spout_stage,
+    spout_stage,
+    unresolved_roots,
+)
+from storm_kafka_compat.executor.task import run_task
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
-from storm_kafka_compat.spout.batch import BatchPlan, BatchResult
 
 
 def run_stages_local(plan: BatchPlan, job: WorkerJob, *,

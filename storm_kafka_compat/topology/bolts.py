@@ -20,7 +20,7 @@ running. The replay outcome is the same, sooner.
 
 The collectors do the acker bookkeeping (edge ids XOR-ed per root, see
 :mod:`storm_kafka_compat.topology.acker`); where the tuples go is the job of a
-:class:`Dispatcher` supplied by the runtime (:mod:`storm_kafka_compat.engine.process`).
+:class:`Dispatcher` supplied by the runtime (:mod:`storm_kafka_compat.executor.process`).
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ import inspect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
-                    Union)
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
-from storm_kafka_compat.errors import (BatchEndError, FailedException,
-                                       ReportedFailedException)
+from storm_kafka_compat.errors import BatchEndError, FailedException, ReportedFailedException
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple

@@ -20,16 +20,16 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.config.fields import BOLT_ENTRY_KEYS, STORM_KAFKA_BOLT_CLASSES
 from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BOLT_KINDS, OutputFields, normalize_output_fields
-from storm_kafka_compat.topology.instances import instantiate_bolt
 from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping, canonical_grouping
+from storm_kafka_compat.topology.instances import instantiate_bolt
 from storm_kafka_compat.topology.ticks import check_freq
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM
 from storm_kafka_compat.topology.windowed_executor import WindowedBoltExecutor
 from storm_kafka_compat.topology.windowing import instantiate_windowed, is_windowed_factory
-from storm_kafka_compat.topology.tuples import DEFAULT_STREAM
 
 __all__ = ["BoltSpec", "Topology", "TopologyBuilder", "BoltDeclarer", "TopologyError",
            "from_spec"]
@@ -502,7 +502,7 @@ def _add_input(declarer: BoltDeclarer, inp: Any, key: str, j: int, spout_name: s
 def _shell_bolt(entry: Mapping[str, Any], key: str) -> Any:
     """A factory for a multilang bolt (Storm's ``ShellBolt``): ``shell`` is its command,
     ``resources`` the directory it runs in, ``output_fields`` what its Java class declared."""
-    from storm_kafka_compat.compat.shell import shell_bolt_factory
+    from storm_kafka_compat.topology.compat.shell import shell_bolt_factory
     command = entry["shell"]
     if isinstance(command, str):
         command = shlex.split(command)

@@ -1,5 +1,5 @@
 """One bolt instance per task from what a topology was given: a bolt class or instance,
-a streamparse (pystorm) bolt class (:mod:`storm_kafka_compat.compat.streamparse`), a
+a streamparse (pystorm) bolt class (:mod:`storm_kafka_compat.topology.compat.streamparse`), a
 zero-argument factory or a simple-bolt function. It stands above the bolt model
 (:mod:`.bolts`) and the adapters to it, which know nothing of each other's factories."""
 
@@ -10,10 +10,16 @@ import inspect
 import sys
 from typing import Any, Optional
 
-from storm_kafka_compat.compat.streamparse import StreamparseBolt, is_pystorm_bolt
+from storm_kafka_compat.topology.compat.streamparse import StreamparseBolt, is_pystorm_bolt
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.topology.bolts import (BOLT_KINDS, BasicBolt, OutputFields, RichBolt,
-                                               SimpleBolt, bolt_kind)
+from storm_kafka_compat.topology.bolts import (
+    BOLT_KINDS,
+    BasicBolt,
+    OutputFields,
+    RichBolt,
+    SimpleBolt,
+    bolt_kind,
+)
 
 __all__ = ["instantiate_bolt"]
 
@@ -24,7 +30,7 @@ def instantiate_bolt(factory: Any, kind: Optional[str] = None, *, name: str = "b
 
     ``factory`` may be a :class:`BasicBolt`/:class:`RichBolt` subclass, an
     instance of one (deep-copied per task), a streamparse/pystorm ``Bolt`` subclass
-    (run as it is, :mod:`storm_kafka_compat.compat.streamparse`), a zero-argument
+    (run as it is, :mod:`storm_kafka_compat.topology.compat.streamparse`), a zero-argument
     factory, or, for
     ``kind="simple"`` (the default for plain functions), the simple-bolt callable.
     """

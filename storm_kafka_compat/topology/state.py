@@ -3,7 +3,7 @@
 Storm keeps a plain bolt's memory in its task's instance and loses it when the worker
 dies; its ``IStatefulBolt`` keeps a ``KeyValueState`` checkpointed through the topology
 (Redis, HBase). Here every bolt task of a crossing stage lives in one bolt host for the
-life of the job (:mod:`storm_kafka_compat.hosts`), and its state is saved with the
+life of the job (:mod:`storm_kafka_compat.executor.hosts`), and its state is saved with the
 offsets it reflects at each commit. What is saved of a task:
 
 * a bolt with ``init_state(state)`` (:class:`StatefulBolt`, Storm's
@@ -27,8 +27,7 @@ import logging
 import pickle
 from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Set, Tuple
 
-from storm_kafka_compat.topology.bolts import (BasicOutputCollector, OutputCollector,
-                                               TopologyContext)
+from storm_kafka_compat.topology.bolts import BasicOutputCollector, OutputCollector, TopologyContext
 from storm_kafka_compat.topology.tuples import StormTuple
 
 log = logging.getLogger(__name__)

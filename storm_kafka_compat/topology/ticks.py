@@ -9,7 +9,7 @@ A tick is not anchored, so acking or failing one through a collector does nothin
 no acker ever hears of it. :func:`is_tick` is Storm's ``TupleUtils.isTick``.
 
 When ticks arrive: a bolt task that takes ticks runs in a bolt host
-(:mod:`storm_kafka_compat.hosts`) and is called once per batch, input or not; the host
+(:mod:`storm_kafka_compat.executor.hosts`) and is called once per batch, input or not; the host
 delivers one tick before the batch's tuples when the task's period has passed since
 its last tick (:class:`TickSchedule`, at most one per period per task; a call later
 than a whole period does not make up the missed ones). While no batch runs (nothing to

@@ -18,8 +18,14 @@ import pytest
 
 from storm_kafka_compat.servers.kafka_clients import produce
 from tests import stateful_bolts
-from tests.faults.harness import (JOB_START_TIMEOUT_S, job_config, process_table,
-                                  read_deliveries, wait_until, write_config)
+from tests.faults.harness import (
+    JOB_START_TIMEOUT_S,
+    job_config,
+    process_table,
+    read_deliveries,
+    wait_until,
+    write_config,
+)
 from tests.stateful_inputs import as_messages, sentences, word_counts
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
@@ -101,7 +107,7 @@ def test_a_bolt_host_killed_stops_the_run_and_the_next_start_restores_the_state(
     lines, topic, job, record = _setup(kafka09, unique, tmp_path, job_factory)
     job.start()
     _wait_for_counts(job, record, 3000)
-    hosts = _children(job.pid, b"storm_kafka_compat.hosts.server")
+    hosts = _children(job.pid, b"storm_kafka_compat.executor.hosts.server")
     assert len(hosts) == 2, hosts          # 4 count tasks over the driver's 2 cores
     os.kill(hosts[0], signal.SIGKILL)
     assert job.wait(timeout_s=300) == 1, job.stderr_tail()

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, TopologyConfig,
-                                       ZkHosts)
+from storm_kafka_compat.config import BootstrapHosts, Broker, SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery import PartitionInfo
-from tests.assignments import bootstrap_assignment, zk_assignment
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+from tests.assignments import bootstrap_assignment, zk_assignment
 
 pytestmark = pytest.mark.integration
 

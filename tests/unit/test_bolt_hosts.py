@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pickle
 
-from storm_kafka_compat.engine.stage_tasks import run_spout_stage, stage_layout
-from storm_kafka_compat.hosts.host import BoltHost, deal_slots
-from storm_kafka_compat.hosts.snapshots import StateStore
-from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.executor.hosts.host import BoltHost, deal_slots
+from storm_kafka_compat.executor.hosts.snapshots import StateStore
+from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
 from storm_kafka_compat.structs import TopicPartition
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.grouping import key_hash, stable_hash
@@ -30,7 +30,7 @@ class Msg:
 
 
 def _routed(lines):
-    from storm_kafka_compat.engine.dag import LocalRuntime
+    from storm_kafka_compat.executor.dag import LocalRuntime
     scheme = load_scheme("raw")
     topo = from_spec(SPEC)
     layout = stage_layout(topo)

@@ -11,11 +11,12 @@ from typing import Any, List
 
 import pytest
 
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.task import run_task
-from storm_kafka_compat.engine.worker import WorkerJob, worker_job
-from storm_kafka_compat.engine.process import process_batch
-from storm_kafka_compat.spout.batch import FetchPlan
+from storm_kafka_compat.engine.driver import worker_job
+from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.executor.task import run_task
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
@@ -181,7 +182,7 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
 def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
                per_message_s: float) -> List[Any]:
     """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
-    from storm_kafka_compat.engine import group_task, task
+    from storm_kafka_compat.executor import group_task, task
     job = _job()
     monkeypatch.setattr(WorkerJob, "kafka", lambda self: kafka)
     for module in (task, group_task):
@@ -222,7 +223,7 @@ def test_plans_that_reach_their_end_early_leave_the_time_to_the_next(monkeypatch
 
 
 def test_the_first_plan_of_a_task_always_starts() -> None:
-    from storm_kafka_compat.engine.reader import TaskBudget
+    from storm_kafka_compat.executor.reader import TaskBudget
     clock = _Clock()
     budget = TaskBudget(0.0, clock)
     assert budget.deadline() == 100.0          # however small the budget
@@ -230,7 +231,7 @@ def test_the_first_plan_of_a_task_always_starts() -> None:
 
 
 def test_a_plan_whose_fetch_held_on_leaves_the_rest_for_the_next_batch() -> None:
-    from storm_kafka_compat.engine.reader import TaskBudget
+    from storm_kafka_compat.executor.reader import TaskBudget
     clock = _Clock()
     budget = TaskBudget(1.0, clock)
     assert budget.deadline() == 101.0

@@ -14,17 +14,17 @@ from typing import Any, List, Optional
 
 import pytest
 
+from storm_kafka_compat.batch import FailureKind, FetchPlan, PartitionResult
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.group_task import run_group
-from storm_kafka_compat.engine.process import process_batch
-from storm_kafka_compat.engine.worker import WorkerJob, worker_job
+from storm_kafka_compat.engine.driver import worker_job
 from storm_kafka_compat.errors import OffsetOutOfRangeError
+from storm_kafka_compat.executor.group_task import run_group
+from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.kafka.client import RecordBatch
 from storm_kafka_compat.kafka.fetch_group import HeldRecords, split_by_partition
-from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, PartitionResult
 from storm_kafka_compat.testing.scripted import ScriptedGroupKafka
 from storm_kafka_compat.topology.schemes import load_scheme
-
 
 # --- splitting a fetch by partition ---------------------------------------------------
 
@@ -208,7 +208,7 @@ def test_a_bolt_error_fails_its_plan_only() -> None:
 
 
 def test_an_end_counts_only_once_the_records_before_it_are_processed() -> None:
-    from storm_kafka_compat.engine.group_task import GroupRead
+    from storm_kafka_compat.executor.group_task import GroupRead
     from storm_kafka_compat.kafka.fetch_group import GroupAnswer
     kafka = _kafka(6, 6)
     clock = _Clock()

@@ -1,7 +1,8 @@
-"""What the redesign of issue 24 made true of the package's shape, held by reading its
-source: no function longer than 80 lines, no ``_private`` name imported from another
-module, and no module of the product floor importing the test tools or the servers or
-naming a particular broker."""
+"""What the redesigns of issues 24 and 32 made true of the package's shape, held by
+reading its source: no function longer than 80 lines, no ``_private`` name imported from
+another module, no module of the product floor importing the test tools or the servers or
+naming a particular broker, and the rooms stacked by when and where their lines run, each
+importing only the rooms below it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ MAX_FUNCTION_LINES = 80
 # the packages a job runs on; they reach embedded servers and test tools never
 FLOOR = ("engine", "spout", "offsets", "kafka", "discovery", "topology", "streaming")
 TOOLS = ("storm_kafka_compat.testing", "storm_kafka_compat.servers")
+#: the rooms from the ground up (a top-level module is a room of its own): config time,
+#: Kafka and the offsets' places, the contract between the sides (batch), what users
+#: write, the executor side, the spout and the runtime, the driver side, the front ends,
+#: then the workshop (servers, test tools, embedded servers, bench) and the commands. A
+#: room imports only rooms below it, lazily or not (docs/architecture.md)
+ROOMS = ("errors", "structs", "config", "kafka", "discovery", "offsets", "batch", "topology",
+         "trident", "executor", "spout", "runtime", "flux", "java", "engine", "streaming",
+         "servers", "testing", "embedded", "tools", "bench", "cli")
 
 
 def _modules() -> Iterator[Tuple[str, Path, ast.Module]]:
@@ -84,11 +93,50 @@ def test_the_product_floor_does_not_know_a_particular_broker() -> None:
     assert named == [], "; ".join(named)
 
 
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_each_room_imports_only_the_rooms_below_it() -> None:
+    rooms = {_room(name) for name, _, _ in _modules()} - {""}
+    assert rooms <= set(ROOMS), f"place these rooms in ROOMS: {sorted(rooms - set(ROOMS))}"
+    up: List[str] = []
+    for name, path, tree in _modules():
+        src = _room(name)
+        if not src:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                targets = [_imported(name, path.name == "__init__.py", node)]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            up += [f"{name} imports {t} (line {node.lineno})" for t in targets
+                   if t.startswith("storm_kafka_compat.") and _room(t) in ROOMS
+                   and ROOMS.index(_room(t)) > ROOMS.index(src)]
+    assert up == [], "these import a room above their own: " + "; ".join(up)
+
+
+def test_the_executor_side_knows_nothing_of_the_driver_side() -> None:
+    """What a Spark task runs is built from the job's pure data: it imports neither the
+    driver's loop and runners, nor the spout that plans, nor the runtime that picks."""
+    found = [f"{name} imports {t}" for name, path, tree in _modules()
+             if _room(name) == "executor"
+             for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for t in [_imported(name, path.name == "__init__.py", node)]
+             if _room(t) in ("engine", "spout", "runtime", "streaming")]
+    assert found == [], "; ".join(found)
+
+
 def test_the_checks_see_what_they_look_for() -> None:
     """The walker resolves relative imports and finds the floor's modules (a check that
     sees nothing would pass whatever the package holds)."""
     names = {name for name, _, _ in _modules()}
-    assert {"storm_kafka_compat.engine.driver", "storm_kafka_compat.spout"} <= names
+    assert {"storm_kafka_compat.engine.driver", "storm_kafka_compat.spout",
+            "storm_kafka_compat.executor.task", "storm_kafka_compat.batch"} <= names
+    assert _room("storm_kafka_compat.batch") == "batch" and _room("storm_kafka_compat") == ""
     tree = ast.parse("from ..testing import memory\nfrom . import _x\n")
     relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert _imported("storm_kafka_compat.engine.driver", False, relative[0]) == \

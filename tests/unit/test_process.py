@@ -12,18 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.spout.batch import FetchPlan
-from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
-                                               simple_bolt)
-from storm_kafka_compat.engine.dag import LocalRuntime
-from storm_kafka_compat.engine.process import BatchOutcome, as_fetch_plan, process_batch
-from storm_kafka_compat.engine.stage_tasks import run_spout_stage
-from tests.unit.multi_stage_reference import resolve_batch, run_stage
-from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.executor.dag import LocalRuntime
+from storm_kafka_compat.executor.process import BatchOutcome, as_fetch_plan, process_batch
+from storm_kafka_compat.executor.stage_tasks import run_spout_stage
+from storm_kafka_compat.kafka.client import KafkaMessage
+from storm_kafka_compat.topology.bolts import BasicBolt, FailedException, RichBolt, simple_bolt
+from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
+from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.tuples import StormTuple
+from tests.unit.multi_stage_reference import resolve_batch, run_stage
 
 
 def msg(offset: int, value: Optional[bytes], key: Optional[bytes] = None,
@@ -108,7 +107,7 @@ def test_simple_bolt_raise_fails_and_tombstones_are_acked(caplog: Any) -> None:
         if t.offset == 5:
             raise FailedException("retry me")
 
-    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.engine.process"):
+    with caplog.at_level(logging.WARNING, logger="storm_kafka_compat.executor.process"):
         out = process_batch(batch, scheme=STRING, bolt=bolt, plan_filter=FetchPlan.at(0))
     assert out.taken == [(0, 6)]
     assert out.failed == [4, 5]
@@ -464,7 +463,7 @@ def test_the_sliced_take_is_the_filter_for_every_new_data_plan(gaps, first, star
                                                               limit) -> None:
     """take() bisects an ordered fetch; it must take exactly what the per-message
     filter takes and report the same scanned_to (gaps: a compacted topic)."""
-    from storm_kafka_compat.engine.process import _Filter, take
+    from storm_kafka_compat.executor.process import _Filter, take
     offsets, o = [], first
     for g in gaps:
         offsets.append(o)

@@ -11,8 +11,13 @@ from typing import List
 import pytest
 
 from storm_kafka_compat.engine import signals
-from storm_kafka_compat.engine.signals import (JvmShutdown, batch_wait_s, exit_via_jvm,
-                                               install_stop_handlers, watch_jvm_shutdown)
+from storm_kafka_compat.engine.signals import (
+    JvmShutdown,
+    batch_wait_s,
+    exit_via_jvm,
+    install_stop_handlers,
+    watch_jvm_shutdown,
+)
 from storm_kafka_compat.testing.clock import ManualClock
 
 

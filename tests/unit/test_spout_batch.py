@@ -8,14 +8,20 @@ import pickle
 
 import pytest
 
+from storm_kafka_compat.batch import (
+    BatchPlan,
+    BatchResult,
+    FailureKind,
+    FetchPlan,
+    PartitionResult,
+    TaskFailure,
+)
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
-from storm_kafka_compat.engine import worker
-from storm_kafka_compat.engine.reader import PartitionReader
-from storm_kafka_compat.engine.worker import WorkerJob
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError, PipelineError
+from storm_kafka_compat.executor import worker
+from storm_kafka_compat.executor.reader import PartitionReader
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
-                                            PartitionResult, TaskFailure)
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 

@@ -1,5 +1,6 @@
-"""The multi-stage engine's Spark records (engine/stages.py): one record per bolt task
-and per acker bucket, folded root by root, only unresolved roots sent back; no Spark."""
+"""The multi-stage engine's Spark records (executor/stage_records.py, settled by
+engine/stages.py): one record per bolt task and per acker bucket, folded root by root,
+only unresolved roots sent back; no Spark."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ from typing import Dict, List
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storm_kafka_compat.engine.stages import (ACK_BUCKETS, Outbox, fold_acker, fold_records,
-                                              settle, unresolved_roots)
-from storm_kafka_compat.spout.batch import FetchPlan, PartitionResult
+from storm_kafka_compat.batch import FetchPlan, PartitionResult
+from storm_kafka_compat.engine.stages import settle
+from storm_kafka_compat.executor.stage_records import (
+    ACK_BUCKETS,
+    Outbox,
+    fold_acker,
+    fold_records,
+    unresolved_roots,
+)
 
 
 def test_an_outbox_writes_one_record_per_bolt_task_and_per_bucket():

@@ -1,5 +1,6 @@
-"""streamparse bolts run as they are (storm_kafka_compat.compat.streamparse): the quickstart's
-WordCountBolt, explicit acks and anchors, streams, errors, batching bolts, saved state."""
+"""streamparse bolts run as they are (storm_kafka_compat.topology.compat.streamparse):
+the quickstart's WordCountBolt, explicit acks and anchors, streams, errors, batching bolts,
+saved state."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import pytest
 
 streamparse = pytest.importorskip("streamparse")
 
-from storm_kafka_compat.compat.streamparse import StreamparseBolt  # noqa: E402
-from storm_kafka_compat.engine.dag import LocalRuntime  # noqa: E402
-from storm_kafka_compat.engine.process import process_batch  # noqa: E402
+from storm_kafka_compat.batch import FetchPlan  # noqa: E402
+from storm_kafka_compat.topology.compat.streamparse import StreamparseBolt  # noqa: E402
+from storm_kafka_compat.executor.dag import LocalRuntime  # noqa: E402
+from storm_kafka_compat.executor.process import process_batch  # noqa: E402
 from storm_kafka_compat.kafka.client import KafkaMessage  # noqa: E402
-from storm_kafka_compat.spout.batch import FetchPlan  # noqa: E402
 from storm_kafka_compat.topology.bolts import RichBolt  # noqa: E402
-from storm_kafka_compat.topology.instances import instantiate_bolt  # noqa: E402
 from storm_kafka_compat.topology.builder import from_spec  # noqa: E402
+from storm_kafka_compat.topology.instances import instantiate_bolt  # noqa: E402
 from storm_kafka_compat.topology.state import TaskState  # noqa: E402
 from storm_kafka_compat.topology.tuples import StormTuple  # noqa: E402
 

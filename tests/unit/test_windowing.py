@@ -10,8 +10,7 @@ import pytest
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
-from storm_kafka_compat.topology.windowing import (Count, Duration, WindowSpec, Windows,
-                                                   WindowedBolt)
+from storm_kafka_compat.topology.windowing import Count, Duration, WindowedBolt, Windows, WindowSpec
 
 
 def tup(ts: int, name: str = "") -> StormTuple:

@@ -6,12 +6,12 @@ switch and that consumer's first fetch (a worker keeps 8 consumers; a task held 
 its partitions in each request. Here the worker's client opens one
 :class:`~storm_kafka_compat.kafka.client.FetchGroup` over the task's partitions, each
 from its plan's offset; every poll's records come back split by partition, and each
-partition's :class:`~storm_kafka_compat.engine.reader.PartitionReader` settles its plan
+partition's :class:`~storm_kafka_compat.executor.reader.PartitionReader` settles its plan
 from its share as it would from its own fetches: the start offset, the cap, the offset
 bound, the log end its first answer reported, the idle check (one lookup for all the
 task's idle plans), an out-of-range answer or a failed fetch as the plan's failure
 (after a first answer: the end of its reading), and one
-:class:`~storm_kafka_compat.spout.batch.PartitionResult` per plan.
+:class:`~storm_kafka_compat.batch.PartitionResult` per plan.
 
 The task ends at its deadline (the task budget) with what it processed; the records
 the client handed out and the task did not process stay with the worker's client
@@ -30,15 +30,27 @@ import os
 import time
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from storm_kafka_compat.engine.reader import PartitionReader, TaskBudget
-from storm_kafka_compat.engine.task import (Processor, bolt_error, collection_paused, passed,
-                                            process_chunks, processor, run_task)
-from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.batch import (
+    FailureKind,
+    FetchPlan,
+    PartitionResult,
+    TaskFailure,
+    TaskTiming,
+)
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
+from storm_kafka_compat.executor.reader import PartitionReader, TaskBudget
+from storm_kafka_compat.executor.task import (
+    Processor,
+    bolt_error,
+    collection_paused,
+    passed,
+    process_chunks,
+    processor,
+    run_task,
+)
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch
 from storm_kafka_compat.kafka.fetch_group import FetchGroup, GroupAnswer, GroupKafka, PartitionKey
-from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
-                                            TaskTiming)
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +307,7 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
               clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
     """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
     as far as it goes until the task budget is spent, the rest left for the next batch
-    (:class:`~storm_kafka_compat.engine.reader.TaskBudget`).
+    (:class:`~storm_kafka_compat.executor.reader.TaskBudget`).
 
     When the worker's client fetches groups
     (:class:`~storm_kafka_compat.kafka.client.GroupKafka`, both shipped adapters) and

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.hosts.host import Slot
+from storm_kafka_compat.executor.hosts.host import Slot
 from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from multiprocessing.connection import Client, Connection
 from typing import Any, Dict, List, Mapping, Protocol, Tuple
 
 from storm_kafka_compat.errors import PipelineError
-from storm_kafka_compat.hosts.host import Slot
+from storm_kafka_compat.executor.hosts.host import Slot
 
 Address = Tuple[str, int]
 
@@ -85,7 +85,8 @@ class HostDirectory:
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
                 tuples: Mapping[Slot, Any]) -> None:
         """Hand ``tuples`` (slot -> tuples) to the hosts of their slots, to be run when
-        the driver runs their stage (:meth:`~storm_kafka_compat.hosts.host.BoltHost.deposit`)."""
+        the driver runs their stage
+        (:meth:`~storm_kafka_compat.executor.hosts.host.BoltHost.deposit`)."""
         by_host: Dict[Address, Dict[Slot, Any]] = {}
         for slot, held in tuples.items():
             by_host.setdefault(self.address_of(slot), {})[slot] = held

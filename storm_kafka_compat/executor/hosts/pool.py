@@ -13,10 +13,15 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.hosts.client import Address, BoltHostError, HostDirectory, slot_table
-from storm_kafka_compat.hosts.host import Slot, all_slots, deal_slots, host_of
-from storm_kafka_compat.hosts.server import HostInit
+from storm_kafka_compat.executor.hosts.client import (
+    Address,
+    BoltHostError,
+    HostDirectory,
+    slot_table,
+)
+from storm_kafka_compat.executor.hosts.host import Slot, all_slots, deal_slots, host_of
+from storm_kafka_compat.executor.hosts.server import HostInit
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +72,7 @@ class HostPool:
                  "; ".join(",".join(f"{c}[{t}]" for c, t in held) for held in self.dealt))
 
     def _start(self, init: HostInit) -> None:
-        proc = subprocess.Popen([sys.executable, "-m", "storm_kafka_compat.hosts.server"],
+        proc = subprocess.Popen([sys.executable, "-m", "storm_kafka_compat.executor.hosts.server"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.processes.append(proc)
         assert proc.stdin is not None and proc.stdout is not None

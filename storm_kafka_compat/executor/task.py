@@ -2,9 +2,9 @@
 scheme, run the bolts, and return only what the driver needs.
 
 No message passes through the driver. A task gets a list of
-:class:`~storm_kafka_compat.spout.batch.FetchPlan` (one per planned partition)
-and the job's :class:`~storm_kafka_compat.engine.worker.WorkerJob`, and yields
-one :class:`~storm_kafka_compat.spout.batch.PartitionResult` each: the offset
+:class:`~storm_kafka_compat.batch.FetchPlan` (one per planned partition)
+and the job's :class:`~storm_kafka_compat.executor.worker.WorkerJob`, and yields
+one :class:`~storm_kafka_compat.batch.PartitionResult` each: the offset
 ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
 open when the task ended (they stay pending and time out on the driver), or the
 task's failure as a value. Topologies that need several Spark stages run
@@ -17,22 +17,27 @@ reconnect or re-import each batch.
 
 from __future__ import annotations
 
-import logging
 import gc
+import logging
 import os
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional, Sequence, Tuple
 
+from storm_kafka_compat.batch import (
+    FailureKind,
+    FetchPlan,
+    PartitionResult,
+    TaskFailure,
+    TaskTiming,
+)
 from storm_kafka_compat.config.objects import load_object
-from storm_kafka_compat.engine.process import BatchOutcome, process_batch
-from storm_kafka_compat.engine.reader import PartitionReader
-from storm_kafka_compat.engine.worker import WorkerJob
+from storm_kafka_compat.executor.process import BatchOutcome, process_batch
+from storm_kafka_compat.executor.reader import PartitionReader
+from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
-from storm_kafka_compat.spout.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
-                                          TaskTiming)
 from storm_kafka_compat.topology.schemes import MessageLike
 
 log = logging.getLogger(__name__)
@@ -186,7 +191,7 @@ def passed(reader: PartitionReader, result: PartitionResult) -> PartitionResult:
 
 
 def add_outcome(result: PartitionResult, outcome: BatchOutcome) -> None:
-    """Fold one chunk's :class:`~storm_kafka_compat.engine.process.BatchOutcome`
+    """Fold one chunk's :class:`~storm_kafka_compat.executor.process.BatchOutcome`
     into the task's result."""
     append_ranges(result.taken, outcome.taken)
     append_ranges(result.acked, outcome.acked)

@@ -22,10 +22,10 @@ import logging
 import time
 from typing import Any, Callable, Optional, Sequence, Tuple
 
+from storm_kafka_compat.batch import FailureKind, FetchPlan, TaskFailure
 from storm_kafka_compat.config import LATEST_TIME
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
-from storm_kafka_compat.spout.batch import FailureKind, FetchPlan, TaskFailure
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class TaskBudget:
     """One task's time budget for the plans it works through in turn: each plan reads
     as far as it goes (its ``max_messages``, the log end its first fetch reported)
     until the task's end, and a plan not started by then is left for the next batch
-    (:attr:`~storm_kafka_compat.spout.batch.PartitionResult.reached` false), where
+    (:attr:`~storm_kafka_compat.batch.PartitionResult.reached` false), where
     the spout plans it first. The task ends about ``budget_s`` after it started
     whatever the partitions it holds, and each plan it starts pays its partition's
     consumer switch and first fetch once (a few to tens of milliseconds) for as much
@@ -129,7 +129,7 @@ class PartitionReader:
         Stop at the log end the first fetch reported.
     idle : bool
         The partition was at its log end last time (:attr:`FetchPlan.idle
-        <storm_kafka_compat.spout.batch.FetchPlan.idle>`): the first fetch asks the
+        <storm_kafka_compat.batch.FetchPlan.idle>`): the first fetch asks the
         log end first and answers nothing, without waiting for data, when
         :attr:`position` is still there. A failed lookup falls back to the fetch.
     client : str

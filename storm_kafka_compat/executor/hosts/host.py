@@ -8,8 +8,8 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
-from storm_kafka_compat.engine.dag import LocalRuntime
-from storm_kafka_compat.engine.stage_tasks import GroupResult, StageLayout, run_stage_group
+from storm_kafka_compat.executor.dag import LocalRuntime
+from storm_kafka_compat.executor.stage_tasks import GroupResult, StageLayout, run_stage_group
 from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name

@@ -1,6 +1,7 @@
 """What the executors know of a job: :class:`WorkerJob`, sent once per job.
 
-The driver builds one :class:`WorkerJob` when the run starts (:func:`worker_job`)
+The driver builds one :class:`WorkerJob` when the run starts
+(:func:`~storm_kafka_compat.engine.driver.worker_job`)
 and the runner sends it to the workers once (a Spark broadcast): the spout's
 fetch settings, the Kafka client's, the bolts' configuration, the scheme, the
 bolt or the topology, the stage layout and the task's time budget. A batch then
@@ -12,17 +13,14 @@ the next batches (:meth:`WorkerJob.per_worker`).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 
-from storm_kafka_compat.config import JobConfig, SpoutConfig
-from storm_kafka_compat.engine.reader import task_budget_s
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.hosts.client import TaskHosts
+from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.executor.hosts.client import TaskHosts
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.kafka.client import KafkaAccess
-from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.schemes import Scheme
 
@@ -61,9 +59,9 @@ class WorkerJob:
         The stages of a topology whose groupings cross partitions; None: one stage.
     budget_s : float
         How long a task fetches and processes new messages
-        (:func:`~storm_kafka_compat.engine.reader.task_budget_s`).
+        (:func:`~storm_kafka_compat.executor.reader.task_budget_s`).
     hosts : TaskHosts, optional
-        Where the bolt tasks of the crossing stages live (:mod:`storm_kafka_compat.hosts`);
+        Where the bolt tasks of the crossing stages live (:mod:`storm_kafka_compat.executor.hosts`);
         None: each worker runs its own instances (tests without hosts).
     """
 
@@ -112,8 +110,11 @@ class WorkerJob:
     def scheme(self) -> Scheme:
         """The spout's scheme (with storm-kafka-client's ``emitNullTuples`` when set)."""
         def build() -> Scheme:
-            from storm_kafka_compat.topology.schemes import (EMIT_NULL_TUPLES_KEY,
-                                                             EmitNullTuples, load_scheme)
+            from storm_kafka_compat.topology.schemes import (
+                EMIT_NULL_TUPLES_KEY,
+                EmitNullTuples,
+                load_scheme,
+            )
             scheme = load_scheme(self.spout.scheme)
             if dict(self.storm_conf).get(EMIT_NULL_TUPLES_KEY):
                 return EmitNullTuples(scheme)
@@ -131,18 +132,3 @@ class WorkerJob:
             return from_spec(spec)
         return self.per_worker("topology", build)
 
-
-def worker_job(job: JobConfig, spout: Spout, bootstrap: Tuple[str, ...],
-               layout: Optional[StageLayout]) -> WorkerJob:
-    """The :class:`WorkerJob` of ``job`` (built on the driver when the run starts): the
-    bolts see ``spout``'s topology settings, and a task's budget follows its commit
-    interval."""
-    settings = job.kafka_settings
-    backend = settings.backend
-    return WorkerJob(
-        job_id=uuid.uuid4().hex, spout=job.spout, bootstrap=bootstrap, backend=backend,
-        kafka_conf=tuple(sorted(settings.for_backend(backend).items())),
-        storm_conf=tuple(sorted(spout.storm_conf().items())), bolt=job.bolt,
-        topology_spec=job.topology_spec, layout=layout,
-        budget_s=task_budget_s(job.spark.trigger_interval_ms or 0,
-                               spout.commit_interval_ms or job.spout.state_update_interval_ms))

@@ -6,7 +6,7 @@ home: a stage's partition runs in whichever Python worker is free, so a task's
 instance would be copied into every worker and its state split. Here the bolt tasks
 of the stages behind a crossing grouping (fields, global, all) live in bolt hosts:
 processes owned by the driver, started with the run, each holding some of those tasks
-prepared once (:class:`~storm_kafka_compat.hosts.host.BoltHost`). A stage's Spark task
+prepared once (:class:`~storm_kafka_compat.executor.hosts.host.BoltHost`). A stage's Spark task
 hands its tuples to the host of its bolt task and returns what the host gives back
 (:mod:`.client`); what a batch costs does not grow with the state a task holds.
 

@@ -1,7 +1,7 @@
-"""A bolt host process: serves one :class:`~storm_kafka_compat.hosts.host.BoltHost`
+"""A bolt host process: serves one :class:`~storm_kafka_compat.executor.hosts.host.BoltHost`
 over an authenticated local connection (``multiprocessing.connection``).
 
-Started by the driver (:mod:`.pool`) as ``python -m storm_kafka_compat.hosts.server``;
+Started by the driver (:mod:`.pool`) as ``python -m storm_kafka_compat.executor.hosts.server``;
 it reads its :class:`HostInit` (pickled) on stdin, prints its address on stdout, and
 serves requests until told to stop or until the driver that started it is gone.
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
-from storm_kafka_compat.engine.stage_tasks import StageLayout
-from storm_kafka_compat.hosts.host import BoltHost, Slot
+from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 
 log = logging.getLogger(__name__)
 
