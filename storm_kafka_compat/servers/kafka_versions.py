@@ -26,15 +26,32 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from storm_kafka_compat.errors import KafkaUnavailableError
 from storm_kafka_compat.servers import kafka_package, maven
 from storm_kafka_compat.servers.maven import Artifact, MavenBundle
 from storm_kafka_compat.servers.zookeeper import java_binary
 
-if TYPE_CHECKING:                     # pragma: no cover - typing only
-    from storm_kafka_compat.servers.kafka import EmbeddedKafka
+
+
+class BrokerNode(Protocol):
+    """What a distribution reads of a broker to write its settings and format its
+    storage (:class:`~storm_kafka_compat.servers.kafka.EmbeddedKafka` has it)."""
+
+    broker_id: int
+    host: str
+    port: int
+    zookeeper_connect: str
+    #: listener name -> (security protocol, port)
+    listeners: Dict[str, Tuple[str, int]]
+    base_dir: Path
+    log_dir: Path
+    config_path: Path
+    controller_port: int
+    quorum_voters: str
+    cluster_id: str
+    scram_users: Dict[str, str]
 
 #: the SCRAM mechanism the harness registers credentials for
 SCRAM_MECHANISM = "SCRAM-SHA-256"
@@ -78,7 +95,7 @@ class KafkaDistribution:
 
     # --- one broker -------------------------------------------------------------------
 
-    def properties(self, broker: "EmbeddedKafka") -> Dict[str, Any]:
+    def properties(self, broker: BrokerNode) -> Dict[str, Any]:
         """The version-specific part of ``broker``'s ``server.properties``."""
         raise NotImplementedError
 
@@ -88,7 +105,7 @@ class KafkaDistribution:
         (base_dir / "log4j.properties").write_text(_LOG4J1)
         return [f"-Dlog4j.configuration=file:{base_dir / 'log4j.properties'}"]
 
-    def prepare(self, broker: "EmbeddedKafka") -> None:
+    def prepare(self, broker: BrokerNode) -> None:
         """Run before the broker's process starts (KRaft: format its storage once)."""
 
     def started_marker(self, broker_id: int) -> str:
@@ -142,7 +159,7 @@ class Kafka09(KafkaDistribution):
     def classpath(self) -> str:
         return kafka_package.kafka_classpath()
 
-    def properties(self, broker: "EmbeddedKafka") -> Dict[str, Any]:
+    def properties(self, broker: BrokerNode) -> Dict[str, Any]:
         if set(broker.listeners) != {"PLAINTEXT"}:
             raise ValueError(f"{self.name}: only a PLAINTEXT listener is supported here, "
                              f"not {sorted(broker.listeners)}")
@@ -180,7 +197,7 @@ class Kafka39(KafkaDistribution):
     def classpath(self) -> str:
         return maven.classpath(self.bundle)
 
-    def properties(self, broker: "EmbeddedKafka") -> Dict[str, Any]:
+    def properties(self, broker: BrokerNode) -> Dict[str, Any]:
         return {
             "broker.id": broker.broker_id,
             **_listener_properties(broker, broker.listeners),
@@ -224,7 +241,7 @@ class KafkaKRaft(KafkaDistribution):
     def classpath(self) -> str:
         return maven.classpath(self.bundle)
 
-    def properties(self, broker: "EmbeddedKafka") -> Dict[str, Any]:
+    def properties(self, broker: BrokerNode) -> Dict[str, Any]:
         listeners = dict(broker.listeners)
         props = _listener_properties(broker, listeners)
         controller = f"CONTROLLER://{broker.host}:{broker.controller_port}"
@@ -249,7 +266,7 @@ class KafkaKRaft(KafkaDistribution):
         (base_dir / "log4j2.properties").write_text(_LOG4J2)
         return [f"-Dlog4j2.configurationFile=file:{base_dir / 'log4j2.properties'}"]
 
-    def prepare(self, broker: "EmbeddedKafka") -> None:
+    def prepare(self, broker: BrokerNode) -> None:
         if (broker.log_dir / "meta.properties").exists():
             return
         args = ["format", f"--cluster-id={broker.cluster_id or new_cluster_id()}",
@@ -276,7 +293,7 @@ def new_cluster_id() -> str:
             return text
 
 
-def _listener_properties(broker: "EmbeddedKafka",
+def _listener_properties(broker: BrokerNode,
                          listeners: Mapping[str, Tuple[str, int]]) -> Dict[str, Any]:
     """``listeners``, ``advertised.listeners`` and the protocol map of the broker's
     named listeners; brokers talk to each other on PLAINTEXT."""
@@ -291,7 +308,7 @@ def _listener_properties(broker: "EmbeddedKafka",
     }
 
 
-def _zookeeper_properties(broker: "EmbeddedKafka") -> Dict[str, Any]:
+def _zookeeper_properties(broker: BrokerNode) -> Dict[str, Any]:
     return {
         "zookeeper.connect": broker.zookeeper_connect,
         "zookeeper.connection.timeout.ms": 15000,
