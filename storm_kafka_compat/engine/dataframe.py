@@ -62,7 +62,7 @@ from storm_kafka_compat.executor.reader import (
     PartitionReader,
     kafka_row,
 )
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.offsets.ranges import Range, coalesce, count_offsets, subtract
 from storm_kafka_compat.structs import TopicPartition
 
@@ -83,7 +83,8 @@ def fetch_rows(plans: Iterable[FetchPlan], job: WorkerJob) -> Iterator[Tuple[Any
     for plan in plans:
         error = message = None
         scanned_to = None
-        reader = PartitionReader.for_plan(job.kafka(), plan, batch=False, client=job.backend)
+        reader = PartitionReader.for_plan(worker_parts(job).kafka(), plan, batch=False,
+                                          client=job.backend)
         messages, failure = reader.first_fetch()
         for m in messages:
             if plan.takes(m.offset):

@@ -55,7 +55,7 @@ from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.executor.reader import task_budget_s
 from storm_kafka_compat.executor.stage_tasks import StageLayout
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.spout.spout import Spout
 
@@ -243,7 +243,7 @@ class Pipeline:
                                      layout)
         if layout is not None and any(layout.slots):
             make = self._bolt_tasks or BoltState
-            self.bolt_state = make(self.job, layout, self.worker_job.scheme().fields,
+            self.bolt_state = make(self.job, layout, worker_parts(self.worker_job).scheme().fields,
                                    self.spout.storm_conf())
             self.bolt_state.restore(self.spout.offsets_after_commit())
             self.spout.before_commit = self.bolt_state.save

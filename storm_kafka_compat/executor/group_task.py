@@ -48,7 +48,7 @@ from storm_kafka_compat.executor.task import (
     processor,
     run_task,
 )
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch
 from storm_kafka_compat.kafka.fetch_group import FetchGroup, GroupAnswer, GroupKafka, PartitionKey
 
@@ -252,7 +252,7 @@ def run_group(plans: Sequence[FetchPlan], job: WorkerJob, *, deadline: float,
     are done or ``deadline`` (``clock`` time); one result per plan, in their order.
     ``kafka``/``process`` are injectable for tests."""
     wall_started = time.time()
-    client = kafka if kafka is not None else job.kafka()
+    client = kafka if kafka is not None else worker_parts(job).kafka()
     if not isinstance(client, GroupKafka):
         raise TypeError(f"{type(client).__name__} does not fetch groups")
     state = GroupRead(plans, client, job.backend, clock)
@@ -318,7 +318,7 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
     plans = list(plans)
     fresh: List[FetchPlan] = []
     if len(plans) > 1:
-        kafka = job.kafka()
+        kafka = worker_parts(job).kafka()
         if isinstance(kafka, GroupKafka) and kafka.reads_groups():
             fresh = [p for p in plans if not p.retry]
             if len(fresh) < GROUP_READ_MIN_PLANS:

@@ -44,7 +44,7 @@ from storm_kafka_compat.executor.stage_tasks import (
     run_stage_group,
 )
 from storm_kafka_compat.executor.task import bolt_error
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.schemes import MessageLike
@@ -67,9 +67,9 @@ ACK_BUCKETS = 2
 def _stage_runtime(job: WorkerJob) -> LocalRuntime:
     """The bolt tasks of this Python worker for ``job``, prepared once."""
     def build() -> LocalRuntime:
-        return LocalRuntime(job.topology(), dict(job.storm_conf),
-                            spout_fields=job.scheme().fields)
-    return job.per_worker("stage-runtime", build)
+        return LocalRuntime(worker_parts(job).topology(), dict(job.storm_conf),
+                            spout_fields=worker_parts(job).scheme().fields)
+    return worker_parts(job).get("stage-runtime", build)
 
 
 def _worker_ticks(job: WorkerJob) -> TickSchedule:
@@ -79,7 +79,7 @@ def _worker_ticks(job: WorkerJob) -> TickSchedule:
         periods = job.layout.tick_periods()
         return TickSchedule({slot: periods[slot[0]] for stage in job.layout.slots
                              for slot in stage if slot[0] in periods})
-    return job.per_worker("stage-ticks", build)
+    return worker_parts(job).get("stage-ticks", build)
 
 
 def _bolt_error(plan: FetchPlan, exc: BaseException) -> Record:
@@ -119,8 +119,8 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             continue
         result = PartitionResult(plan)
         try:
-            reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(),
-                                              plan, client=job.backend, clock=clock)
+            client = kafka if kafka is not None else worker_parts(job).kafka()
+            reader = PartitionReader.for_plan(client, plan, client=job.backend, clock=clock)
             first, result.failure = reader.first_fetch()
             result.latency_ms = reader.latency_ms
             if not first:
@@ -130,7 +130,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             if not plan.retry:
                 messages = fill(reader, messages, fill_until)
             runtime = _stage_runtime(job)
-            sp = run_spout_stage(messages, scheme=job.scheme(), topology=runtime,
+            sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(), topology=runtime,
                                  plan_filter=plan, local=local)
         except Exception as exc:  # never lose the other partitions' results
             yield _bolt_error(plan, exc)

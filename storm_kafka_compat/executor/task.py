@@ -11,8 +11,8 @@ task's failure as a value. Topologies that need several Spark stages run
 through :mod:`storm_kafka_compat.engine.stages` instead.
 
 The scheme, the bolt or topology and the Kafka client are built once per Python
-worker and job (:meth:`WorkerJob.per_worker`), so a reused worker does not
-reconnect or re-import each batch.
+worker and job (:func:`~storm_kafka_compat.executor.worker.worker_parts`), so a reused
+worker does not reconnect or re-import each batch.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from storm_kafka_compat.batch import (
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.executor.process import BatchOutcome, process_batch
 from storm_kafka_compat.executor.reader import PartitionReader
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
@@ -54,9 +54,9 @@ def processor(job: WorkerJob) -> Processor:
     """The job's processor on this worker: the scheme, then the simple bolt or the
     bolt topology in this task (built once per worker)."""
     def build() -> Processor:
-        scheme = job.scheme()
+        scheme = worker_parts(job).scheme()
         if job.topology_spec is not None:
-            topology = job.topology()
+            topology = worker_parts(job).topology()
             conf = dict(job.storm_conf)
 
             def run_topology(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
@@ -71,7 +71,7 @@ def processor(job: WorkerJob) -> Processor:
         def run_bolt(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
             return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
         return run_bolt
-    return job.per_worker("processor", build)
+    return worker_parts(job).get("processor", build)
 
 
 def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = None,
@@ -93,8 +93,8 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
     """
     result = PartitionResult(plan, timing=TaskTiming(started=time.time(), worker=os.getpid()))
     started = clock()
-    reader = PartitionReader.for_plan(kafka if kafka is not None else job.kafka(), plan,
-                                      client=job.backend, clock=clock)
+    client = kafka if kafka is not None else worker_parts(job).kafka()
+    reader = PartitionReader.for_plan(client, plan, client=job.backend, clock=clock)
     messages, result.failure = reader.first_fetch()
     result.latency_ms = reader.latency_ms
     if not messages:

@@ -1,13 +1,15 @@
-"""What the executors know of a job: :class:`WorkerJob`, sent once per job.
+"""What the executors know of a job, and what a worker builds from it.
 
 The driver builds one :class:`WorkerJob` when the run starts
-(:func:`~storm_kafka_compat.engine.driver.worker_job`)
-and the runner sends it to the workers once (a Spark broadcast): the spout's
-fetch settings, the Kafka client's, the bolts' configuration, the scheme, the
-bolt or the topology, the stage layout and the task's time budget. A batch then
-sends only its fetch plans. On a worker, what is built from the job (the
-scheme, the topology, the bolts, the Kafka client) is built once and kept for
-the next batches (:meth:`WorkerJob.per_worker`).
+(:func:`~storm_kafka_compat.engine.driver.worker_job`) and the runner sends it to the
+workers once (a Spark broadcast): pure data, the spout's fetch settings, the Kafka
+client's, the bolts' configuration, the scheme, the bolt or the topology, the stage
+layout and the task's time budget. A batch then sends only its fetch plans.
+
+On a worker, what is built from the job (the scheme, the topology, the bolts' runtime,
+the Kafka client) is built once and kept for the next batches: the job's
+:class:`WorkerParts` (:func:`worker_parts`), kept per Python worker process for the
+last :data:`KEPT_JOBS` jobs it ran.
 """
 
 from __future__ import annotations
@@ -26,10 +28,7 @@ from storm_kafka_compat.topology.schemes import Scheme
 
 T = TypeVar("T")
 
-#: what this worker built, per job id (the most recent jobs first to go last): what -> thing
-_BUILT: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
-_BUILT_LOCK = threading.RLock()
-#: jobs whose things a worker keeps (a worker reused by later runs forgets the oldest)
+#: jobs whose parts a worker keeps (a worker reused by later runs forgets the oldest)
 KEPT_JOBS = 8
 
 
@@ -81,19 +80,24 @@ class WorkerJob:
         """The same job, its client starting from ``bootstrap`` (brokers learned since)."""
         return replace(self, bootstrap=bootstrap)
 
-    def per_worker(self, what: str, build: Callable[[], T]) -> T:
-        """``build()`` once per worker process and job; the same object afterwards."""
-        with _BUILT_LOCK:
-            things = _BUILT.get(self.job_id)
-            if things is None:
-                things = _BUILT[self.job_id] = {}
-                while len(_BUILT) > KEPT_JOBS:
-                    _BUILT.popitem(last=False)
-            else:
-                _BUILT.move_to_end(self.job_id)
-            if what not in things:
-                things[what] = build()
-            built: T = things[what]
+
+class WorkerParts:
+    """What one Python worker built from a job, once, for the job's next batches: the
+    scheme, the topology, whatever a task asks to keep (:meth:`get`), and the worker's
+    Kafka client for the job's current settings."""
+
+    def __init__(self, job: WorkerJob) -> None:
+        #: the job as last seen (the same job id; its bootstrap may have grown since)
+        self.job = job
+        self._built: Dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    def get(self, what: str, build: Callable[[], T]) -> T:
+        """``build()`` the first time ``what`` is asked; the same object afterwards."""
+        with self._lock:
+            if what not in self._built:
+                self._built[what] = build()
+            built: T = self._built[what]
             return built
 
     def kafka(self) -> KafkaAccess:
@@ -102,33 +106,52 @@ class WorkerJob:
         whose leader moved must not hold the batch for socketTimeoutMs)."""
         from storm_kafka_compat.kafka.client import fetch_deadline_ms
         from storm_kafka_compat.kafka.worker import worker_kafka
-        deadline = fetch_deadline_ms(self.spout.socket_timeout_ms, self.budget_s,
-                                     self.spout.fetch_max_wait)
-        return worker_kafka(self.backend, self.bootstrap, self.spout, self.kafka_conf,
+        job = self.job
+        deadline = fetch_deadline_ms(job.spout.socket_timeout_ms, job.budget_s,
+                                     job.spout.fetch_max_wait)
+        return worker_kafka(job.backend, job.bootstrap, job.spout, job.kafka_conf,
                             fetch_timeout_ms=deadline)
 
     def scheme(self) -> Scheme:
         """The spout's scheme (with storm-kafka-client's ``emitNullTuples`` when set)."""
+        job = self.job
+
         def build() -> Scheme:
-            from storm_kafka_compat.topology.schemes import (
-                EMIT_NULL_TUPLES_KEY,
-                EmitNullTuples,
-                load_scheme,
-            )
-            scheme = load_scheme(self.spout.scheme)
-            if dict(self.storm_conf).get(EMIT_NULL_TUPLES_KEY):
+            from storm_kafka_compat.topology.schemes import (EMIT_NULL_TUPLES_KEY,
+                                                             EmitNullTuples, load_scheme)
+            scheme = load_scheme(job.spout.scheme)
+            if dict(job.storm_conf).get(EMIT_NULL_TUPLES_KEY):
                 return EmitNullTuples(scheme)
             return scheme
-        return self.per_worker("scheme", build)
+        return self.get("scheme", build)
 
     def topology(self) -> Topology:
-        """The bolt topology, built from its spec once per worker."""
-        spec = self.topology_spec
+        """The bolt topology, built from its spec once."""
+        spec = self.job.topology_spec
         if spec is None:
             raise ValueError("this job runs a simple bolt, not a topology")
 
         def build() -> Topology:
             from storm_kafka_compat.topology.builder import from_spec
             return from_spec(spec)
-        return self.per_worker("topology", build)
+        return self.get("topology", build)
 
+
+#: this worker's parts, per job id (the least recently used first)
+_PARTS: "OrderedDict[str, WorkerParts]" = OrderedDict()
+_PARTS_LOCK = threading.Lock()
+
+
+def worker_parts(job: WorkerJob) -> WorkerParts:
+    """This Python worker's parts of ``job``: built on first use, kept for its next
+    batches (the parts of the oldest jobs beyond :data:`KEPT_JOBS` are forgotten)."""
+    with _PARTS_LOCK:
+        parts = _PARTS.get(job.job_id)
+        if parts is None:
+            parts = _PARTS[job.job_id] = WorkerParts(job)
+            while len(_PARTS) > KEPT_JOBS:
+                _PARTS.popitem(last=False)
+        else:
+            _PARTS.move_to_end(job.job_id)
+            parts.job = job
+        return parts

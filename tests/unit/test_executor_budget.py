@@ -16,7 +16,7 @@ from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import worker_job
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.executor.task import run_task
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, WorkerParts
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
@@ -184,7 +184,7 @@ def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], c
     """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
     from storm_kafka_compat.executor import group_task, task
     job = _job()
-    monkeypatch.setattr(WorkerJob, "kafka", lambda self: kafka)
+    monkeypatch.setattr(WorkerParts, "kafka", lambda self: kafka)
     for module in (task, group_task):
         monkeypatch.setattr(module, "processor", lambda job: _slow_processor(clock, per_message_s))
     return list(group_task.run_tasks(plans, job, clock=clock))

@@ -95,12 +95,15 @@ def test_the_workers_build_a_jobs_things_once_and_keep_the_latest_jobs() -> None
     job = WorkerJob("job-a", SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r",
                                          id="s"), ("k:1",))
     built = []
-    first = job.per_worker("thing", lambda: built.append(1) or object())
-    assert job.with_bootstrap(("k:2",)).per_worker("thing", object) is first   # same job
+    first = worker.worker_parts(job).get("thing", lambda: built.append(1) or object())
+    later = job.with_bootstrap(("k:2",))
+    parts = worker.worker_parts(later)
+    assert parts.get("thing", object) is first                                   # same job
+    assert parts.job.bootstrap == ("k:2",)           # its client from the brokers learned since
     assert pickle.loads(pickle.dumps(job)) == job and built == [1]
     for i in range(worker.KEPT_JOBS):
-        WorkerJob(f"job-{i}", job.spout, ()).per_worker("thing", object)
-    assert job.per_worker("thing", object) is not first                          # forgotten
+        worker.worker_parts(WorkerJob(f"job-{i}", job.spout, ())).get("thing", object)
+    assert worker.worker_parts(job).get("thing", object) is not first            # forgotten
 
 
 def test_the_reader_stops_at_the_log_end_of_its_first_fetch_and_a_later_error_ends_it() -> None:
