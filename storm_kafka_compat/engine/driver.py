@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -48,6 +47,7 @@ from storm_kafka_compat.engine.runner import (
 )
 from storm_kafka_compat.engine.signals import (
     StopBeforeStart,
+    StopState,
     install_stop_handlers,
     take_stop_signals,
 )
@@ -166,12 +166,8 @@ class Pipeline:
         self.bolt_state: Optional[BoltTasks] = None
         #: sizes batches by time when the runner processes them whole (after open())
         self.pacer: Optional[BatchPacer] = None
-        self._stop = threading.Event()
-        self._stop_reason = ""
-        #: SIGTERM/SIGINT this process took (engine.signals: the second stops at once)
-        self.signals_received = 0
-        #: "new", then "starting" (run() before its first batch), then "running"
-        self._phase = "new"
+        #: the stop asked for, the signals taken, the run's phase (engine.signals)
+        self.stops = StopState()
         #: the batch the runner runs now: its number, start (epoch s) and plan
         self._in_flight: Optional[Tuple[int, float, BatchPlan]] = None
         #: when an idle run next runs the bolt stages alone for their ticks (ms)
@@ -180,27 +176,23 @@ class Pipeline:
     # --- control ---------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
         """Ask the loop to stop after the batch in flight."""
-        self._stop_reason = reason
-        self._stop.set()
+        self.stops.stop(reason)
 
     @property
     def stopping(self) -> bool:
         """A stop was asked for; the loop ends after the batch in flight."""
-        return self._stop.is_set()
+        return self.stops.stopping
 
     @property
     def starting(self) -> bool:
         """:meth:`run` is starting (partition refresh, Spark's start) and no stop was
         asked for yet: a stop signal then ends the start-up at once."""
-        return self._phase == "starting" and not self._stop.is_set()
+        return self.stops.starting
 
     def force_stop(self) -> None:
         """Stop now: cancel the batch in flight (its tasks' results are dropped,
         nothing of it is acknowledged), then commit and return."""
-        self._stop_reason = self._stop_reason or "forced stop"
-        self._stop.set()
-        if self._phase == "running" and self.worker_job is not None:
-            self.runner.cancel()
+        self.stops.force_stop()
 
     @property
     def status(self) -> Optional[Dict[str, Any]]:
@@ -324,23 +316,23 @@ class Pipeline:
     def run(self, options: Optional[RunOptions] = None) -> RunSummary:
         """Run until stopped, caught up (``until_caught_up``) or ``max_batches``."""
         options = options or RunOptions()
-        restore = install_stop_handlers(self)
+        restore = install_stop_handlers(self.stops)
         loop_ended: Optional[Callable[[], None]] = None
         started = time.monotonic()
         try:
-            self._phase = "starting"
+            self.stops.start()
             self.reporter.start(self.clock())
             try:
                 self.open()
-                loop_ended = take_stop_signals(self, self.runner.spark_context)
+                loop_ended = take_stop_signals(self.stops, self.runner.spark_context)
             except KeyboardInterrupt:    # pyspark's own SIGINT handler, while Spark starts
                 self.stop("SIGINT")
                 raise StopBeforeStart("SIGINT") from None
-            self._phase = "running"
-            if self._stop.is_set() and self.signals_received:   # as Spark's start ended
-                raise StopBeforeStart(self._stop_reason)
+            self.stops.running(cancel=self.runner.cancel)
+            if self.stops.stopping and self.stops.signals_received:   # as Spark's start ended
+                raise StopBeforeStart(self.stops.reason)
             self.reporter.start_interval(self.clock())
-            while not self._stop.is_set():
+            while not self.stops.stopping:
                 taken = self.batch(options)
                 now = self.clock()
                 self.spout.maybe_commit(now)
@@ -358,17 +350,17 @@ class Pipeline:
                     loop_ended()
                 restore()
         self.summary.finish(self.spout, managers, elapsed_s=time.monotonic() - started,
-                            stopped_by=self._stop_reason or "stopped")
+                            stopped_by=self.stops.reason or "stopped")
         self.summary.bolt_errors = self.reporter.errors.by_bolt()
         self.summary.stuck = [s.as_dict() for s in self.reporter.errors.stuck.values()]
         return self.summary
 
     def _done(self, options: RunOptions) -> bool:
         if options.until_caught_up and self.spout.caught_up():
-            self._stop_reason = "caught up"
+            self.stops.reason = "caught up"
             return True
         if options.max_batches is not None and self.summary.batches >= options.max_batches:
-            self._stop_reason = f"{options.max_batches} batches"
+            self.stops.reason = f"{options.max_batches} batches"
             return True
         return False
 

@@ -23,7 +23,7 @@ import os
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal, Optional, Protocol
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -50,6 +50,55 @@ class Stoppable(Protocol):
     def stop(self, reason: str) -> None: ...
 
     def force_stop(self) -> None: ...
+
+#: where a run is: "new", then "starting" (the first partition refresh, Spark's start),
+#: then "running" (batches)
+Phase = Literal["new", "starting", "running"]
+
+
+class StopState:
+    """The driver loop's stop and phase, kept where the signals reach them (a
+    :class:`Stoppable`): whether a stop was asked for and why, the stop signals taken,
+    the run's :data:`Phase`, and what cancels the batch in flight once batches run."""
+
+    def __init__(self) -> None:
+        self._asked = threading.Event()
+        #: why the run stops (the summary's "stopped by")
+        self.reason = ""
+        #: stop signals this process took (the second stops at once)
+        self.signals_received = 0
+        self.phase: Phase = "new"
+        self._cancel: Optional[Callable[[], None]] = None
+
+    def stop(self, reason: str) -> None:
+        """Stop after the batch in flight."""
+        self.reason = reason
+        self._asked.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._asked.is_set()
+
+    @property
+    def starting(self) -> bool:
+        return self.phase == "starting" and not self._asked.is_set()
+
+    def start(self) -> None:
+        """The run begins its start-up."""
+        self.phase = "starting"
+
+    def running(self, cancel: Callable[[], None]) -> None:
+        """Batches run from now on; ``cancel`` cancels the one in flight."""
+        self.phase = "running"
+        self._cancel = cancel
+
+    def force_stop(self) -> None:
+        """Stop now: the batch in flight cancelled (nothing of it acknowledged)."""
+        self.reason = self.reason or "forced stop"
+        self._asked.set()
+        if self.phase == "running" and self._cancel is not None:
+            self._cancel()
+
 
 #: Hadoop's shutdown-hook timeout (``hadoop.service.shutdown.timeout``), which
 #: bounds all of Spark's shutdown hooks together unless ``spark.shutdown.timeout``

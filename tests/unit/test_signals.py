@@ -154,6 +154,33 @@ def test_a_signal_during_start_up_stops_at_once_and_a_second_does_not_raise_agai
         restore()
 
 
+def test_the_stop_state_through_a_run_start_up_batches_and_two_signals() -> None:
+    """The driver's own Stoppable: a signal while starting ends the start-up; once
+    batches run the first signal stops after the batch, the second cancels it."""
+    cancelled: List[str] = []
+    state = signals.StopState()
+    assert state.phase == "new" and not state.starting and not state.stopping
+    state.start()
+    assert state.starting
+    with pytest.raises(signals.StopBeforeStart):
+        signals.on_stop_signal(state, "SIGINT")
+    assert state.stopping and not state.starting and state.reason == "SIGINT"
+
+    state = signals.StopState()
+    state.start()
+    state.force_stop()                       # nothing runs yet: nothing to cancel
+    assert cancelled == [] and state.reason == "forced stop"
+
+    state = signals.StopState()
+    state.start()
+    state.running(cancel=lambda: cancelled.append("cancel"))
+    signals.on_stop_signal(state, "SIGTERM")
+    assert state.stopping and state.reason == "SIGTERM" and cancelled == []
+    signals.on_stop_signal(state, "SIGTERM")
+    assert cancelled == ["cancel"] and state.signals_received == 2
+    assert state.reason == "SIGTERM"         # the first reason stands
+
+
 class FakeJvm:
     """engine.spark's hook functions, recorded (no Spark)."""
 
