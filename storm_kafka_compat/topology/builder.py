@@ -121,18 +121,18 @@ class BoltDeclarer:
                  stream: str = DEFAULT_STREAM, custom: Optional[str] = None) -> "BoltDeclarer":
         """Any grouping by name (one of :data:`~.grouping.GROUPINGS`; Storm's spellings
         such as ``localOrShuffle`` are accepted)."""
-        kind = canonical_grouping(kind)
-        if kind not in GROUPINGS:
+        known = canonical_grouping(kind)
+        if known is None:
             raise TopologyError(
                 f"bolt {self._spec.name!r}: grouping {kind!r} is not one of "
                 f"{', '.join(GROUPINGS)}", key=f"bolts.{self._spec.name}.inputs.grouping",
                 value=kind, allowed=GROUPINGS)
-        if kind == "custom" and not custom:
+        if known == "custom" and not custom:
             raise TopologyError(
                 f"bolt {self._spec.name!r}: a custom grouping on {source!r} needs "
                 f"'custom: module:Class' (a CustomStreamGrouping)",
                 key=f"bolts.{self._spec.name}.inputs.custom")
-        return self._add(Grouping(kind, source, stream, tuple(fields), custom=custom))
+        return self._add(Grouping(known, source, stream, tuple(fields), custom=custom))
 
 
 @dataclass

@@ -12,24 +12,26 @@ import random
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, get_args
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
 
-__all__ = ["GROUPINGS", "Grouping", "CustomStreamGrouping", "route", "stable_hash",
+__all__ = ["GROUPINGS", "GroupingKind", "Grouping", "CustomStreamGrouping", "route", "stable_hash",
            "PartialKeyBalance", "ROUTED_BY_EMITTER"]
 
-GROUPINGS = ("shuffle", "fields", "global", "all", "local_or_shuffle", "partial_key", "direct",
-             "custom", "none")
+#: a grouping's name as this project spells it
+GroupingKind = Literal["shuffle", "fields", "global", "all", "local_or_shuffle", "partial_key",
+                       "direct", "custom", "none"]
+GROUPINGS: Tuple[GroupingKind, ...] = get_args(GroupingKind)
 #: Storm's spellings of the grouping names (Flux's ``type`` and the Java methods)
-GROUPING_ALIASES = {"localOrShuffle": "local_or_shuffle", "local_or_shuffle": "local_or_shuffle",
-                    "LOCAL_OR_SHUFFLE": "local_or_shuffle", "partialKey": "partial_key",
-                    "PARTIAL_KEY": "partial_key", "SHUFFLE": "shuffle", "FIELDS": "fields",
-                    "GLOBAL": "global", "ALL": "all", "DIRECT": "direct", "NONE": "none",
-                    "CUSTOM": "custom", "customGrouping": "custom", "noneGrouping": "none"}
+GROUPING_ALIASES: Dict[str, GroupingKind] = {
+    "localOrShuffle": "local_or_shuffle", "LOCAL_OR_SHUFFLE": "local_or_shuffle",
+    "partialKey": "partial_key", "PARTIAL_KEY": "partial_key", "SHUFFLE": "shuffle",
+    "FIELDS": "fields", "GLOBAL": "global", "ALL": "all", "DIRECT": "direct", "NONE": "none",
+    "CUSTOM": "custom", "customGrouping": "custom", "noneGrouping": "none"}
 #: groupings whose task the emitter picks (``emit_direct``), not the tuple
-ROUTED_BY_EMITTER = ("direct",)
+ROUTED_BY_EMITTER: Tuple[GroupingKind, ...] = ("direct",)
 
 
 class CustomStreamGrouping:
@@ -66,7 +68,7 @@ class PartialKeyBalance:
 class Grouping:
     """One subscription of a bolt to a stream of another component."""
 
-    kind: str
+    kind: GroupingKind
     source: str
     stream: str = DEFAULT_STREAM
     fields: Tuple[str, ...] = ()
@@ -196,9 +198,12 @@ def _custom_tasks(grouping: Grouping, chooser: Any, tup: StormTuple, n_tasks: in
     return tasks
 
 
-def canonical_grouping(kind: str) -> str:
-    """A grouping name as this project spells it (Storm's spellings accepted)."""
-    return GROUPING_ALIASES.get(kind, kind)
+def canonical_grouping(kind: str) -> Optional[GroupingKind]:
+    """A grouping name as this project spells it (Storm's spellings accepted); None
+    for a name that is no grouping."""
+    if kind in GROUPING_ALIASES:
+        return GROUPING_ALIASES[kind]
+    return next((g for g in GROUPINGS if g == kind), None)
 
 
 def new_custom_grouping(grouping: Grouping, source_task: int, n_tasks: int) -> Any:
