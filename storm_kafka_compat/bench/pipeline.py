@@ -76,8 +76,10 @@ def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spou
         topology.update(topology_spec)
         bolts = {}
     return job_config_from_dict({
-        "spout": {"topic": topic, "zkRoot": "/skc-bench", "id": spout_id, "scheme": scheme,
-                  "stateUpdateIntervalMs": 2000},
+        # a root per run: every run starts anew, and run's check for a spout id that
+        # has no documents while others under its root do would warn every round
+        "spout": {"topic": topic, "zkRoot": f"/skc-bench/{spout_id}", "id": spout_id,
+                  "scheme": scheme, "stateUpdateIntervalMs": 2000},
         "hosts": {"static": {p: bootstrap for p in range(partitions)}},
         "topology": topology,
         "spark": {"master": master, "appName": "storm-kafka-compat-bench",
