@@ -4,8 +4,8 @@ Sections:
 
 * environment: variables Spark needs, set at import so every test sees them;
 * helpers: ``unique`` names;
-* parallel runs: the xdist group of every test (a file's tests on one worker; Apache
-  Storm's LocalClusters one at a time);
+* parallel runs (``-n 2``): the worker of every test (a file's tests on one worker;
+  Apache Storm's LocalClusters one at a time, and the fault suite's tests);
 * ZooKeeper: a real server from pyspark's jars (session-scoped ``zk_server``,
   ``zk_server_factory`` for tests that stop, kill or restart a server of their
   own), a bounded kazoo client, a unique root path per test; the log tail of
@@ -16,13 +16,15 @@ Add fixtures for other servers in their own section below.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
 import sys
 import tempfile
 import uuid
-from typing import Callable, Iterator, List
+from pathlib import Path
+from typing import Any, Callable, FrozenSet, Iterator, List
 
 import pytest
 
@@ -58,20 +60,46 @@ def unique(request: pytest.FixtureRequest) -> Callable[..., str]:
 
 #: fixtures that start Apache Storm's LocalCluster (tests/peers/fixtures.py), which binds
 #: its in-process ZooKeeper to port 2000 whatever the test asks: one at a time
-STORM_FIXTURES = frozenset({"storm1_ready", "storm2_ready"})
+STORM_FIXTURES = ("storm1_ready", "storm2_ready")
+TESTS = Path(__file__).resolve().parent
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    """Each test's ``xdist_group`` for ``--dist loadgroup`` (setup.cfg): the tests of one
-    file run on one worker, in order, sharing its module fixtures; the tests that start
-    Storm (:data:`STORM_FIXTURES`) all run on one worker, one after another."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        storm = bool(STORM_FIXTURES & set(getattr(item, "fixturenames", ())))
-        group = "storm" if storm else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+@functools.lru_cache(maxsize=1)
+def storm_files() -> FrozenSet[str]:
+    """The test files (paths as in node ids) that use a :data:`STORM_FIXTURES` fixture."""
+    found = set()
+    for path in TESTS.rglob("test_*.py"):
+        text = path.read_text()
+        if any(name in text for name in STORM_FIXTURES):
+            found.add(path.relative_to(TESTS.parent).as_posix())
+    return frozenset(found)
+
+
+def parallel_group(nodeid: str) -> str:
+    """Where a test runs under ``-n``: every test of a file on one worker, in order,
+    sharing its module fixtures; every test that starts Storm on one worker, one after
+    another; and so every test of the fault suite (``tests/faults/``: they kill servers
+    and time recoveries, so no two of them share the machine)."""
+    path = nodeid.split("::")[0]
+    if path.startswith("tests/faults/"):
+        return "faults"
+    if path in storm_files():
+        return "storm"
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduling by :func:`parallel_group` (its own ``loadgroup`` marks
+    are not applied under pytest 9: the group suffix it writes to a test's node id no
+    longer changes the id, and a file's tests were spread over the workers)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return parallel_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 # --- ZooKeeper ----------------------------------------------------------------------
