@@ -58,12 +58,8 @@ def spark_kafka_jars(pyspark_version: str) -> Tuple[str, List[str]]:
     EmbeddedServerError
         ``mvn`` is missing or no version near ``pyspark_version`` resolves.
     """
-    from storm_kafka_compat.servers.maven import (
-        Artifact,
-        MavenBundle,
-        MavenUnavailableError,
-        resolve,
-    )
+    from storm_kafka_compat.servers.maven import Artifact, MavenBundle, MavenUnavailableError
+    from storm_kafka_compat.servers.maven import resolve
     spark_provided = ("org.apache.spark:spark-core_2.13", "org.apache.spark:spark-sql_2.13",
                       "org.apache.spark:spark-catalyst_2.13", "org.apache.spark:spark-tags_2.13",
                       "org.apache.hadoop:hadoop-client-api",

@@ -13,12 +13,8 @@ from typing import Dict, List, Tuple
 
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt
 from storm_kafka_compat.topology.ticks import is_tick
-from storm_kafka_compat.topology.windowing import (
-    Count,
-    Duration,
-    StatefulWindowedBolt,
-    WindowedBolt,
-)
+from storm_kafka_compat.topology.windowing import (Count, Duration, StatefulWindowedBolt,
+                                                   WindowedBolt)
 from tests.bolts import _record
 
 #: event-time buckets of the rolling count, and how late a word may come (ms)

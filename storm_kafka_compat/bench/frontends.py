@@ -20,9 +20,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.bench.analysis import summarize
 from storm_kafka_compat.bench.spark_kafka import arrow_count, available_now_rate
+from storm_kafka_compat.batch import BatchPlan, BatchResult
 
 
 def source_options(*, topic: str, bootstrap: str, zk_port: int, spout_id: str,

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, IO, List, Optional
 
 _FILES: Dict[str, IO[str]] = {}
 

@@ -18,8 +18,8 @@ import time
 import tracemalloc
 from typing import Any, Callable, Dict, List
 
-from storm_kafka_compat.batch import BatchResult, PartitionResult
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
+from storm_kafka_compat.batch import BatchResult, PartitionResult
 
 TOPIC = "bench-plan"
 

@@ -21,10 +21,10 @@ import time
 from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.kafka.client import KafkaMessage
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import BasicBolt, BasicOutputCollector
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.tuples import StormTuple

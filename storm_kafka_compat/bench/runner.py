@@ -27,14 +27,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
+from storm_kafka_compat.embedded import (BROKERS, EmbeddedServers, missing_broker, spark_cluster,
+                                         spark_kafka_jars)
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
-from storm_kafka_compat.embedded import (
-    BROKERS,
-    EmbeddedServers,
-    missing_broker,
-    spark_cluster,
-    spark_kafka_jars,
-)
 
 log = logging.getLogger(__name__)
 
@@ -260,9 +255,9 @@ def _settings(servers: EmbeddedServers) -> KafkaSettings:
 
 def _with_servers(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                   log_line: Callable[[str], None]) -> None:
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
     from storm_kafka_compat.bench.fetch import access_rate, raw_confluent, raw_kafka_python
     from storm_kafka_compat.bench.zk import commit_latency
-    from storm_kafka_compat.config import SpoutConfig, StaticHosts
 
     with tempfile.TemporaryDirectory(prefix="skc-bench-") as tmp, \
             _servers(options, tmp, report) as servers:
@@ -346,9 +341,9 @@ def _spark_source_wanted(options: BenchOptions, servers: EmbeddedServers,
 
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
                servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
-    from storm_kafka_compat.bench.frontends import frontend_figures
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
+    from storm_kafka_compat.bench.frontends import frontend_figures
     from storm_kafka_compat.bench.spark_kafka import SOURCE_KINDS, source_options, source_round
 
     owned = False

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.bench.plain import PlainWork, plain_work, rate_of, read_keyed
+from storm_kafka_compat.bench.plain import PlainWork, plain_work, read_keyed, rate_of
 from storm_kafka_compat.topology.bolts import BasicBolt
 
 #: the words of the benchmark's sentences

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Optional, cast
 import click
 
 from storm_kafka_compat.cli.console import load_config
-from storm_kafka_compat.cli.render import as_json, err, table
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.cli.render import as_json, err, table
 
 _config_arg = click.argument("config_path", metavar="CONFIG", type=click.Path(dir_okay=False))
 _json_opt = click.option("--json", "as_json_flag", is_flag=True,
@@ -112,13 +112,8 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
     offset of a partition that has none (its lag is then head + 1).
     """
     from storm_kafka_compat.tools import ToolEnv
-    from storm_kafka_compat.tools.lag import (
-        GROUP_TABLE_COLUMNS,
-        TABLE_COLUMNS,
-        lag,
-        monitor_json,
-        total_row,
-    )
+    from storm_kafka_compat.tools.lag import (GROUP_TABLE_COLUMNS, TABLE_COLUMNS, lag,
+                                              monitor_json, total_row)
     flags = {"--zk": zk, "--zk-root": zk_root, "--id": spout_id, "--topic": topic,
              "--bootstrap": bootstrap, "--broker-zk": broker_zk, "--group": group}
     given = [f for f, v in flags.items() if v is not None]
@@ -151,8 +146,8 @@ def show(config_path: Optional[str], zk: Optional[str], zk_root: Optional[str],
 def _show_ids(zk: str, zk_root: str, as_json_flag: bool) -> int:
     """``offsets show --zk Z --zk-root R``: the spout ids under a root."""
     from storm_kafka_compat.cli.migrate_cmd import ID_COLUMNS, id_rows
-    from storm_kafka_compat.offsets.spout_ids import ids_under_root
     from storm_kafka_compat.offsets.zkstore import ZkStateStore
+    from storm_kafka_compat.offsets.spout_ids import ids_under_root
     with ZkStateStore(zk) as store:
         found = ids_under_root(store, zk_root)
     if as_json_flag:
@@ -243,14 +238,8 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
     committing): a running spout would overwrite them. --force writes anyway; a
     running job then stops at its next commit without overwriting them.
     """
-    from storm_kafka_compat.tools.reset import (
-        PLAN_COLUMNS,
-        ResetSpec,
-        execute_reset,
-        export_csv,
-        parse_datetime,
-        plan_reset,
-    )
+    from storm_kafka_compat.tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
+                               parse_datetime, plan_reset)
     chosen = [(m, v) for m, v, given in (
         ("earliest", None, to_earliest), ("latest", None, to_latest),
         ("offset", to_offset, to_offset is not None),
@@ -378,14 +367,8 @@ def migrate(config_path: str, to_kafka_group: Optional[str], from_kafka_group: O
     they change during a short watch, unless --force (as for `offsets reset`).
     """
     from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-    from storm_kafka_compat.tools.migrate import (
-        FROM_KAFKA,
-        REPORT_COLUMNS,
-        TO_KAFKA,
-        execute_migrate,
-        kafka08_store,
-        plan_migrate,
-    )
+    from storm_kafka_compat.tools.migrate import (FROM_KAFKA, REPORT_COLUMNS, TO_KAFKA,
+                                                  execute_migrate, kafka08_store, plan_migrate)
     if (to_kafka_group is None) == (from_kafka_group is None):
         raise click.UsageError("give exactly one of --to-kafka-group GROUP or "
                                "--from-kafka-group GROUP")

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, TextIO
 
 import click
 
+from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 from storm_kafka_compat.cli.console import ProgressPrinter, load_config
 from storm_kafka_compat.cli.render import as_json, err, table
-from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
 
 if TYPE_CHECKING:
     from storm_kafka_compat.engine.report import RunSummary
@@ -179,10 +179,10 @@ def _run(config_path: str, restore_signals: Callable[[], None], *, until_caught_
          status_port: Optional[int], spark_ui: bool, no_imports: bool,
          take_over: bool, new_id: bool) -> "RunSummary":
     """The run of ``run``: load, check, build the pipeline, run it."""
-    from storm_kafka_compat.config.objects import check_references
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     from storm_kafka_compat.engine.shipping import resolve
     from storm_kafka_compat.engine.spark import is_local, prepare_environment
+    from storm_kafka_compat.config.objects import check_references
 
     job = load_config(config_path)
     base_dir = os.path.dirname(os.path.abspath(config_path))

@@ -16,67 +16,26 @@ The names below are re-exported so that ``from storm_kafka_compat.config import 
 reaches every one of them.
 """
 
-from storm_kafka_compat.config.effective import (
-                                             config_warnings,
-                                             effective_config,
-                                             is_secret_key,
-                                             mask_secrets,
-                                             offset_store_servers,
-                                             spout_to_dict,
-                                             topology_to_dict,
-)
-from storm_kafka_compat.config.fields import (
-                                             AUTH_KEYS,
-                                             BOLT_TOPOLOGY_KEYS,
-                                             HOSTS_KEYS,
-                                             MASK,
-                                             REQUIRED_SPOUT_FIELDS,
-                                             SPARK_KEYS,
-                                             SPOUT_FIELDS,
-                                             TOP_LEVEL_KEYS,
-                                             TOPOLOGY_FIELDS,
-                                             FieldSpec,
-                                             is_callable_ref,
-)
-from storm_kafka_compat.config.loader import (
-                                             PLACEHOLDER_RE,
-                                             find_placeholders,
-                                             job_config_from_dict,
-                                             load_job_config,
-                                             parse_yaml,
-                                             placeholder_fix,
-)
-from storm_kafka_compat.config.model import (
-                                             CORRUPT_STATE_POLICIES,
-                                             DEFAULT_RETRY_MANAGER,
-                                             EARLIEST_TIME,
-                                             INT_MAX,
-                                             LATEST_TIME,
-                                             LONG_MAX,
-                                             NO_OFFSET,
-                                             REQUIRED,
-                                             RETRY_MANAGER_NAMES,
-                                             SCHEME_NAMES,
-                                             STORM_SCHEME_CLASSES,
-                                             BootstrapHosts,
-                                             Broker,
-                                             BrokerHosts,
-                                             JobConfig,
-                                             SparkConfig,
-                                             SpoutConfig,
-                                             StaticHosts,
-                                             TopologyConfig,
-                                             ZkAuth,
-                                             ZkHosts,
-)
-from storm_kafka_compat.config.sections import (
-                                             check_bolt_ref,
-                                             hosts_from_dict,
-                                             spark_config_from_dict,
-                                             split_chroot,
-                                             spout_config_from_dict,
-                                             topology_config_from_dict,
-)
+from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts,
+                                             CORRUPT_STATE_POLICIES, DEFAULT_RETRY_MANAGER,
+                                             EARLIEST_TIME, INT_MAX, JobConfig, LATEST_TIME,
+                                             LONG_MAX, NO_OFFSET, REQUIRED, RETRY_MANAGER_NAMES,
+                                             SCHEME_NAMES, STORM_SCHEME_CLASSES, SparkConfig,
+                                             SpoutConfig, StaticHosts, TopologyConfig, ZkAuth,
+                                             ZkHosts)
+from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, FieldSpec, HOSTS_KEYS,
+                                              MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
+                                              SPOUT_FIELDS, TOPOLOGY_FIELDS, TOP_LEVEL_KEYS,
+                                              is_callable_ref)
+from storm_kafka_compat.config.sections import (check_bolt_ref, hosts_from_dict,
+                                                spark_config_from_dict, split_chroot,
+                                                spout_config_from_dict, topology_config_from_dict)
+from storm_kafka_compat.config.loader import (PLACEHOLDER_RE, find_placeholders,
+                                              job_config_from_dict, load_job_config, parse_yaml,
+                                              placeholder_fix)
+from storm_kafka_compat.config.effective import (config_warnings, effective_config, is_secret_key,
+                                                 mask_secrets, offset_store_servers, spout_to_dict,
+                                                 topology_to_dict)
 
 __all__ = ["BootstrapHosts", "Broker", "BrokerHosts", "CORRUPT_STATE_POLICIES",
            "DEFAULT_RETRY_MANAGER", "EARLIEST_TIME", "INT_MAX", "JobConfig", "LATEST_TIME",

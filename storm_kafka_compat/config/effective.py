@@ -6,16 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
 
-from storm_kafka_compat.config.fields import MASK, SECRET_WORDS, SPOUT_FIELDS, TOPOLOGY_FIELDS
-from storm_kafka_compat.config.model import (
-    DEFAULT_STORM_ZOOKEEPER,
-    BrokerHosts,
-    JobConfig,
-    SpoutConfig,
-    StaticHosts,
-    TopologyConfig,
-    ZkHosts,
-)
+from storm_kafka_compat.config.model import (DEFAULT_STORM_ZOOKEEPER, BrokerHosts, JobConfig,
+                                             SpoutConfig, StaticHosts, TopologyConfig, ZkHosts)
+from storm_kafka_compat.config.fields import MASK, SPOUT_FIELDS, TOPOLOGY_FIELDS, SECRET_WORDS
+
 
 # --- effective config -------------------------------------------------------------
 

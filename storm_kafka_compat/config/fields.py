@@ -10,14 +10,10 @@ from dataclasses import MISSING, dataclass
 from dataclasses import fields as _dc_fields
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
-from storm_kafka_compat.config.model import (
-    LONG_MAX,
-    REQUIRED,
-    SCHEME_NAMES,
-    SpoutConfig,
-    TopologyConfig,
-)
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.model import (LONG_MAX, REQUIRED, SCHEME_NAMES, SpoutConfig,
+                                             TopologyConfig)
+
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALLABLE_RE = re.compile(rf"^{_IDENT}(\.{_IDENT})*:{_IDENT}(\.{_IDENT})*$")

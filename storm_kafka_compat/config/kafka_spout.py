@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Final, Literal, Mapping, Optional, Tuple, get_args
 
-from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 
 log = logging.getLogger(__name__)
 

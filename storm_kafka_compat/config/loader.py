@@ -10,26 +10,15 @@ from typing import Any, Dict, List, Mapping, Tuple, Union
 
 import yaml
 
-from storm_kafka_compat.config.fields import SPOUT_FIELDS, TOP_LEVEL_KEYS, type_name, unknown_key
-from storm_kafka_compat.config.model import (
-    BootstrapHosts,
-    JobConfig,
-    SparkConfig,
-    SpoutConfig,
-    StaticHosts,
-    TopologyConfig,
-)
-from storm_kafka_compat.config.sections import (
-    check_bolt_ref,
-    hosts_from_dict,
-    kafka_bolts_inherit,
-    kafka_settings_section,
-    spark_config_from_dict,
-    spout_config_from_dict,
-    topology_config_from_dict,
-    topology_spec_section,
-)
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.model import (BootstrapHosts, JobConfig, SparkConfig, SpoutConfig,
+                                             StaticHosts, TopologyConfig)
+from storm_kafka_compat.config.fields import SPOUT_FIELDS, TOP_LEVEL_KEYS, type_name, unknown_key
+from storm_kafka_compat.config.sections import (check_bolt_ref, hosts_from_dict,
+                                                kafka_bolts_inherit, kafka_settings_section,
+                                                spark_config_from_dict, spout_config_from_dict,
+                                                topology_config_from_dict, topology_spec_section)
+
 
 # --- placeholders left by Flux ------------------------------------------------------------
 
@@ -166,10 +155,8 @@ def _client_mode_defaults(d: Mapping[str, Any], section: Any) -> Dict[str, Any]:
     if not group:
         # the section's own validation names the problem (an unknown key such as
         # 'groupid', or the missing group) before a derived section could hide it
-        from storm_kafka_compat.config.kafka_spout import (
-            kafka_spout_config_from_dict,
-            missing_group_error,
-        )
+        from storm_kafka_compat.config.kafka_spout import (kafka_spout_config_from_dict,
+                                                            missing_group_error)
         kafka_spout_config_from_dict(section, default_servers=("unused:0",))
         raise missing_group_error()
     # the spout section carries what both spouts share (topic, scheme, fetch sizes);

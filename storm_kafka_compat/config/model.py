@@ -11,6 +11,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
 from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig
 
+
 #: ``kafka.api.OffsetRequest.EarliestTime()``
 EARLIEST_TIME = -2
 #: ``kafka.api.OffsetRequest.LatestTime()``

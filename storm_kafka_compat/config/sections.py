@@ -8,53 +8,24 @@ import math
 import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from storm_kafka_compat.config.fields import (
-    AUTH_KEYS,
-    BOLT_ENTRY_KEYS,
-    BOLT_TOPOLOGY_KEYS,
-    DOTTED_RE,
-    HOSTS_KEYS,
-    MASK,
-    REQUIRED_SPOUT_FIELDS,
-    SPARK_KEYS,
-    SPOUT_BY_NAME,
-    SPOUT_FIELDS,
-    STORM_KAFKA_BOLT_CLASSES,
-    TOPOLOGY_BY_NAME,
-    TOPOLOGY_FIELDS,
-    FieldSpec,
-    check_bool,
-    check_int,
-    check_str,
-    check_str_list,
-    check_zk_path,
-    is_callable_ref,
-    parse_interval_ms,
-    require_mapping,
-    type_name,
-    unknown_key,
-)
-from storm_kafka_compat.config.model import (
-    CORRUPT_STATE_POLICIES,
-    DEFAULT_RETRY_MANAGER,
-    EARLIEST_TIME,
-    INT_MAX,
-    LATEST_TIME,
-    LONG_MAX,
-    RETRY_MANAGER_NAMES,
-    SCHEME_NAMES,
-    STORM_SCHEME_CLASSES,
-    BootstrapHosts,
-    Broker,
-    BrokerHosts,
-    SparkConfig,
-    SpoutConfig,
-    StaticHosts,
-    TopologyConfig,
-    ZkAuth,
-    ZkHosts,
-)
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts,
+                                             CORRUPT_STATE_POLICIES, DEFAULT_RETRY_MANAGER,
+                                             EARLIEST_TIME, INT_MAX, LATEST_TIME, LONG_MAX,
+                                             RETRY_MANAGER_NAMES, SCHEME_NAMES,
+                                             STORM_SCHEME_CLASSES, SparkConfig, SpoutConfig,
+                                             StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
+from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
+                                              STORM_KAFKA_BOLT_CLASSES,
+                                              FieldSpec, HOSTS_KEYS,
+                                              MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
+                                              SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
+                                              SPOUT_BY_NAME, TOPOLOGY_BY_NAME, check_bool,
+                                              check_int, check_str, check_str_list,
+                                              check_zk_path, require_mapping, type_name,
+                                              unknown_key, is_callable_ref,
+                                              parse_interval_ms)
+
 
 # --- SpoutConfig ----------------------------------------------------------------
 

@@ -17,16 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Final, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config.fields import SPOUT_FIELDS, is_callable_ref
-from storm_kafka_compat.config.model import (
-    DEFAULT_MAX_MESSAGES_PER_PARTITION,
-    DEFAULT_STORM_ZOOKEEPER,
-    EARLIEST_TIME,
-    LATEST_TIME,
-    LONG_MAX,
-    SCHEME_NAMES,
-    JobConfig,
-)
 from storm_kafka_compat.config.stages import stage_levels
+from storm_kafka_compat.config.model import (DEFAULT_MAX_MESSAGES_PER_PARTITION,
+                                             DEFAULT_STORM_ZOOKEEPER, EARLIEST_TIME,
+                                             LATEST_TIME, LONG_MAX, JobConfig, SCHEME_NAMES)
 
 #: how hard a trap bites
 Severity = Literal["danger", "caution"]

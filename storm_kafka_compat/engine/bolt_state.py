@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Protocol, Sequence
 
 from storm_kafka_compat.config import JobConfig
+from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.executor.hosts.client import HostDirectory, TaskHosts
 from storm_kafka_compat.executor.hosts.pool import HostPool
 from storm_kafka_compat.executor.hosts.snapshots import StateStore, default_state_dir
-from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger("storm_kafka_compat.engine.driver")

@@ -32,36 +32,15 @@ A retried batch holds only the offsets due for retry of each partition.
 from __future__ import annotations
 
 import logging
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Optional,
-    Set,
-    Tuple,
-    Union,
-)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Set,
+                    Tuple, Union)
 
-from storm_kafka_compat.batch import (
-    BatchPlan,
-    BatchResult,
-    FailureKind,
-    FetchPlan,
-    PartitionResult,
-    TaskFailure,
-)
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                      PartitionResult, TaskFailure)
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.runner import SparkRunner
-from storm_kafka_compat.executor.reader import (
-    KAFKA_COLUMNS,
-    KAFKA_SCHEMA_DDL,
-    PartitionReader,
-    kafka_row,
-)
+from storm_kafka_compat.executor.reader import (KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, PartitionReader,
+                                                kafka_row)
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.offsets.ranges import Range, coalesce, count_offsets, subtract
 from storm_kafka_compat.structs import TopicPartition

@@ -38,19 +38,10 @@ from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasks
 from storm_kafka_compat.engine.dataframe import DataFrameRunner
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary, with_batch_in_flight
-from storm_kafka_compat.engine.runner import (
-    Runner,
-    SparkGetter,
-    SparkRunner,
-    StagedSparkRunner,
-    spark_gone,
-)
-from storm_kafka_compat.engine.signals import (
-    StopBeforeStart,
-    StopState,
-    install_stop_handlers,
-    take_stop_signals,
-)
+from storm_kafka_compat.engine.runner import (Runner, SparkGetter, SparkRunner, StagedSparkRunner,
+                                              spark_gone)
+from storm_kafka_compat.engine.signals import (StopBeforeStart, StopState, install_stop_handlers,
+                                               take_stop_signals)
 from storm_kafka_compat.engine.stages import layout_for
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.executor.reader import task_budget_s

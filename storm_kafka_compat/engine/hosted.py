@@ -28,12 +28,8 @@ from storm_kafka_compat.batch import BatchResult
 from storm_kafka_compat.engine.stages import settle
 from storm_kafka_compat.executor.hosts.client import TaskHosts
 from storm_kafka_compat.executor.hosts.host import Slot, Source
-from storm_kafka_compat.executor.stage_records import (
-    AckValue,
-    Record,
-    fold_acker,
-    unresolved_roots,
-)
+from storm_kafka_compat.executor.stage_records import (AckValue, Record, fold_acker,
+                                                       unresolved_roots)
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.topology.tuples import TupleBatch
 

@@ -24,11 +24,8 @@ from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.engine.errors import BoltErrors
 from storm_kafka_compat.errors import StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
-from storm_kafka_compat.spout.metrics import (
-    OffsetSample,
-    kafka_offset_metric,
-    kafka_partition_metric,
-)
+from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
+                                              kafka_partition_metric)
 from storm_kafka_compat.spout.spout import Spout, SpoutCounts
 from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition

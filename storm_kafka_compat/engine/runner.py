@@ -24,13 +24,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
 
-from storm_kafka_compat.batch import (
-    BatchPlan,
-    BatchResult,
-    FailureKind,
-    FetchPlan,
-    TaskFailure,
-)
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan, TaskFailure)
 from storm_kafka_compat.engine.hosted import run_hosted
 from storm_kafka_compat.engine.stages import run_stages_spark
 from storm_kafka_compat.executor.stage_records import Record, hosted_spout_stage

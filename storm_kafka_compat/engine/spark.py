@@ -195,9 +195,8 @@ def get_spark(config: Optional[SparkConfig] = None) -> "SparkSession":
         settings = {k: v for k, v in settings.items() if not given.contains(k)}
     for key, value in settings.items():
         builder = builder.config(key, value)
-    from pyspark import SparkContext
-
     from storm_kafka_compat.engine.jvm_console import filtered_jvm_stderr
+    from pyspark import SparkContext
     new_jvm = SparkContext._gateway is None    # the JVM inherits stderr when it starts
     with filtered_jvm_stderr(quiet_start and new_jvm and not submitted):
         if new_jvm and not submitted:

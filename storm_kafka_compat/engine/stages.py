@@ -34,25 +34,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
-from storm_kafka_compat.batch import (
-    BatchPlan,
-    BatchResult,
-    FetchPlan,
-    LateAck,
-    OpenRoot,
-    PartitionResult,
-)
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FetchPlan, LateAck, OpenRoot,
+                                      PartitionResult)
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.executor.stage_records import (
-    ACK_BUCKETS,
-    Record,
-    StagePartitioner,
-    bolt_stage,
-    fold_records,
-    left_over,
-    spout_stage,
-    unresolved_roots,
-)
+from storm_kafka_compat.executor.stage_records import (ACK_BUCKETS, Record, StagePartitioner,
+                                                       bolt_stage, fold_records, left_over,
+                                                       spout_stage, unresolved_roots)
 from storm_kafka_compat.executor.stage_tasks import StageLayout, needs_stages, stage_layout
 from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.offsets.ranges import subtract

@@ -9,31 +9,15 @@ from __future__ import annotations
 import logging
 import random
 import weakref
-from typing import (
-    AbstractSet,
-    Any,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-)
+from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set,
+                    Tuple, Union)
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.topology.grouping import (
-    Grouping,
-    PartialKeyBalance,
-    key_hash,
-    new_custom_grouping,
-    route,
-)
+from storm_kafka_compat.topology.grouping import (Grouping, PartialKeyBalance, key_hash,
+                                                  new_custom_grouping, route)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)

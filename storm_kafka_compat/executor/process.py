@@ -22,31 +22,19 @@ import bisect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    Union,
-    cast,
-)
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union, cast)
 
-from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.executor.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
-from storm_kafka_compat.kafka.client import RecordBatch
-from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
-from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import Acker, new_id
 from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
-from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.kafka.client import RecordBatch
 from storm_kafka_compat.topology.schemes import MessageLike, Scheme, ValueScheme, value_tuple_of
+from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.offsets.ranges import Range, coalesce, subtract
+from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.tuples import StormTuple, spout_tuple, spout_tuple_class
+from storm_kafka_compat.executor.dag import LocalRuntime, TaskDispatcher, diff_counts, local_runtime
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ import logging
 import time
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-from storm_kafka_compat.batch import FailureKind, FetchPlan, TaskFailure
 from storm_kafka_compat.config import LATEST_TIME
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
+from storm_kafka_compat.batch import FailureKind, FetchPlan, TaskFailure
 
 log = logging.getLogger(__name__)
 

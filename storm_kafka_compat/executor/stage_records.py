@@ -37,12 +37,8 @@ from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.hosts.host import Slot
 from storm_kafka_compat.executor.reader import FILL_SHARE, PartitionReader, TaskBudget
-from storm_kafka_compat.executor.stage_tasks import (
-    GroupResult,
-    StageLayout,
-    run_spout_stage,
-    run_stage_group,
-)
+from storm_kafka_compat.executor.stage_tasks import (GroupResult, StageLayout, run_spout_stage,
+                                                     run_stage_group)
 from storm_kafka_compat.executor.task import bolt_error
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import KafkaAccess

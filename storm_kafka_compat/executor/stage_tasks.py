@@ -9,42 +9,23 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import (
-    AbstractSet,
-    Any,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-)
+from typing import (AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.config.stages import CROSSING_GROUPINGS, stage_levels
-from storm_kafka_compat.executor.dag import (
-    AckSink,
-    LocalRuntime,
-    TaskDispatcher,
-    diff_counts,
-    local_runtime,
-)
-from storm_kafka_compat.executor.process import (
-    BatchOutcome,
-    RangeBuilder,
-    as_fetch_plan,
-    batch_outcome,
-    emit_spout,
-)
 from storm_kafka_compat.structs import BoltError, ErrorTally
-from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.schemes import Scheme
+from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.config.stages import CROSSING_GROUPINGS, stage_levels
 from storm_kafka_compat.topology.ticks import tick_freq_of
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.topology.windowing import is_windowed_factory
+from storm_kafka_compat.executor.dag import (AckSink, LocalRuntime, TaskDispatcher, diff_counts,
+                                           local_runtime)
+from storm_kafka_compat.executor.process import (BatchOutcome, RangeBuilder, as_fetch_plan,
+                                               batch_outcome, emit_spout)
+
+
 
 # --- the layout -------------------------------------------------------------------------
 

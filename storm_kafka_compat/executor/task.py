@@ -24,13 +24,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional, Sequence, Tuple
 
-from storm_kafka_compat.batch import (
-    FailureKind,
-    FetchPlan,
-    PartitionResult,
-    TaskFailure,
-    TaskTiming,
-)
+from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
+                                      TaskTiming)
 from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.executor.process import BatchOutcome, process_batch
 from storm_kafka_compat.executor.reader import PartitionReader

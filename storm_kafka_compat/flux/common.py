@@ -11,15 +11,11 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import javaproperties
 import yaml
 
-from storm_kafka_compat.config import (
-    AUTH_KEYS,
-    PLACEHOLDER_RE,
-    TOPOLOGY_FIELDS,
-    find_placeholders,
-    placeholder_fix,
-)
+from storm_kafka_compat.config import (AUTH_KEYS, PLACEHOLDER_RE, TOPOLOGY_FIELDS,
+                                       find_placeholders, placeholder_fix)
 from storm_kafka_compat.config.traps import Evidence, Trap, TrapFacts, find_traps, workers_note
 from storm_kafka_compat.errors import ConfigError
+
 
 KAFKA_PACKAGES: Tuple[str, ...] = ("org.apache.storm.kafka.", "storm.kafka.")
 #: packages of GlobalPartitionInformation

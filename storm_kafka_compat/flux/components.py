@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
 from storm_kafka_compat.config import SPOUT_FIELDS
-from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.client import ClientComponents, client_builder_name
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import CORE_SPOUT_PACKAGES, KAFKA_PACKAGES, TRIDENT_PACKAGES
+
 
 # --- Flux components -----------------------------------------------------------------
 

@@ -16,30 +16,18 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import yaml
 
-from storm_kafka_compat.config import parse_yaml
+from storm_kafka_compat.config import (parse_yaml)
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux.common import (
-    GROUPINGS,
-    SHUFFLES,
-    SPOUT_NAME,
-    Conversion,
-    load_properties,
-    place_bolts,
-    placeholders_left,
-    storm_config_into,
-    substitute,
-)
-from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
-from storm_kafka_compat.flux.properties import (
-    PROPERTIES_HOSTS,
-    PROPERTIES_KAFKA_PREFIX,
-    PROPERTIES_SPARK,
-    PROPERTIES_SPOUT_PREFIXES,
-    PROPERTIES_STATIC_PREFIX,
-    SCHEME_CLASSES,
-    convert_properties,
-)
 from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
+from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SHUFFLES, SPOUT_NAME,
+                                            load_properties, place_bolts, placeholders_left,
+                                            storm_config_into, substitute)
+from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder
+from storm_kafka_compat.flux.properties import (PROPERTIES_HOSTS, PROPERTIES_KAFKA_PREFIX,
+                                                PROPERTIES_SPARK, PROPERTIES_SPOUT_PREFIXES,
+                                                PROPERTIES_STATIC_PREFIX,
+                                                SCHEME_CLASSES, convert_properties)
+
 
 # --- Flux to CONFIG ---------------------------------------------------------------------
 

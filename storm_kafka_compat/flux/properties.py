@@ -7,18 +7,13 @@ from __future__ import annotations
 import difflib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from storm_kafka_compat.config import (
-    AUTH_KEYS,
-    SCHEME_NAMES,
-    SPOUT_FIELDS,
-    STORM_SCHEME_CLASSES,
-    TOPOLOGY_FIELDS,
-    is_callable_ref,
-)
-from storm_kafka_compat.config.kafka_settings import add_java_client_setting
+from storm_kafka_compat.config import (AUTH_KEYS, SCHEME_NAMES, STORM_SCHEME_CLASSES, SPOUT_FIELDS,
+                                       TOPOLOGY_FIELDS, is_callable_ref)
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.kafka_settings import add_java_client_setting
 from storm_kafka_compat.flux.common import Conversion, load_properties
-from storm_kafka_compat.flux.components import python_placeholder, simple_name
+from storm_kafka_compat.flux.components import simple_name, python_placeholder
+
 
 # --- .properties to CONFIG -----------------------------------------------------------------
 

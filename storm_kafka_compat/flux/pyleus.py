@@ -17,12 +17,9 @@ from typing import Any, Dict, List, Mapping, Optional
 from storm_kafka_compat.config import parse_yaml
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import SPOUT_NAME, Conversion, substitute
-from storm_kafka_compat.flux.python_topology import (
-    finish,
-    grouping_input,
-    legacy_spout_sections,
-    python_module_bolt,
-)
+from storm_kafka_compat.flux.python_topology import (finish, grouping_input,
+                                                     legacy_spout_sections,
+                                                     python_module_bolt)
 
 __all__ = ["convert_pyleus", "is_pyleus"]
 

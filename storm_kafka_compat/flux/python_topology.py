@@ -12,13 +12,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import yaml
 
-from storm_kafka_compat.flux.common import (
-    SPOUT_NAME,
-    Conversion,
-    place_bolts,
-    placeholders_left,
-    substitute,
-)
+from storm_kafka_compat.flux.common import (SPOUT_NAME, Conversion, place_bolts, placeholders_left,
+                                            substitute)
 
 __all__ = ["LEGACY_SPOUTS", "CLIENT_SPOUTS", "legacy_spout_sections", "client_spout_sections",
            "filled", "module_output_fields", "python_module_bolt", "finish"]

@@ -20,14 +20,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import SPOUT_NAME, Conversion, storm_config_into
 from storm_kafka_compat.flux.components import python_placeholder
-from storm_kafka_compat.flux.python_topology import (
-    CLIENT_SPOUTS,
-    LEGACY_SPOUTS,
-    client_spout_sections,
-    finish,
-    grouping_input,
-    legacy_spout_sections,
-)
+from storm_kafka_compat.flux.python_topology import (CLIENT_SPOUTS, LEGACY_SPOUTS,
+                                                     client_spout_sections, finish,
+                                                     grouping_input, legacy_spout_sections)
 
 __all__ = ["convert_streamparse", "is_streamparse_topology"]
 

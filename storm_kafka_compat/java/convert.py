@@ -24,26 +24,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from storm_kafka_compat.config import PLACEHOLDER_RE, find_placeholders, parse_yaml
 from storm_kafka_compat.config.traps import Evidence
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.flux.common import Conversion, place_bolts, storm_config_into, substitute
+from storm_kafka_compat.flux.common import Conversion, substitute
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved
+from storm_kafka_compat.java.shell_bolts import as_flux_shell_bolt
+from storm_kafka_compat.flux.common import place_bolts, storm_config_into
 from storm_kafka_compat.flux.convert import flux_bolts, spout_sections
 from storm_kafka_compat.java.interpret import Interpreter
-from storm_kafka_compat.java.shell_bolts import as_flux_shell_bolt
-from storm_kafka_compat.java.source import JAVA_LANG, Method, SourceTree, load_tree, text_of
-from storm_kafka_compat.java.values import (
-    ENV,
-    FILLABLE,
-    OPAQUE_RE,
-    RANDOM,
-    TIME,
-    UNRESOLVED,
-    BoltDecl,
-    ClassRef,
-    JObject,
-    SpoutDecl,
-    Submission,
-    Unknown,
-)
+from storm_kafka_compat.java.source import (JAVA_LANG, Method, SourceTree, load_tree,
+                                            text_of)
+from storm_kafka_compat.java.values import (ENV, FILLABLE, OPAQUE_RE, RANDOM, TIME, UNRESOLVED,
+                                            BoltDecl,
+                                            ClassRef, JObject, SpoutDecl, Submission, Unknown)
 
 #: words in a method's text that make it part of building a topology
 _TOPOLOGY_WORDS = ("KafkaSpout", "SpoutConfig", "setSpout", "submitTopology")

@@ -20,45 +20,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from tree_sitter import Node
 
-from storm_kafka_compat.java.source import (
-    JAVA_LANG,
-    JavaClass,
-    Method,
-    Origin,
-    SourceFile,
-    SourceTree,
-    text_of,
-)
-from storm_kafka_compat.java.values import (
-    ARGS,
-    CONFIG_SETTERS,
-    CONSTANTS,
-    ENV,
-    KAFKA_CONFIG_CLASSES,
-    KAFKA_SPOUTS,
-    KNOWN_CLASSES,
-    LOOKUP,
-    LOOKUP_METHODS,
-    MAP_CLASSES,
-    OFFSET_TIMES,
-    OPAQUE_RE,
-    PER_RUN_CALLS,
-    PER_RUN_CLASSES,
-    RANDOM,
-    TIME,
-    TIME_UNITS_MS,
-    UNRESOLVED,
-    BoltDecl,
-    ClassRef,
-    JObject,
-    MainArgs,
-    SpoutDecl,
-    Submission,
-    Unknown,
-    java_string,
-    kafka_config_key,
-    storm_config_key,
-)
+from storm_kafka_compat.java.source import (JAVA_LANG, JavaClass, Method, Origin, SourceFile,
+                                            SourceTree, text_of)
+from storm_kafka_compat.java.values import (ARGS, CONFIG_SETTERS, CONSTANTS, ENV, KAFKA_SPOUTS,
+                                            KNOWN_CLASSES, LOOKUP, LOOKUP_METHODS, MAP_CLASSES,
+                                            OFFSET_TIMES, OPAQUE_RE, PER_RUN_CALLS,
+                                            PER_RUN_CLASSES, RANDOM, TIME, TIME_UNITS_MS,
+                                            UNRESOLVED, KAFKA_CONFIG_CLASSES, BoltDecl,
+                                            ClassRef, JObject, MainArgs,
+                                            SpoutDecl, Submission, Unknown, java_string,
+                                            kafka_config_key, storm_config_key)
 
 #: packages of the JDK, Storm and Kafka: never a class of the project that is missing
 FOREIGN_PACKAGES = ("java.", "javax.", "org.apache.storm.", "storm.", "backtype.",

@@ -22,22 +22,8 @@ from __future__ import annotations
 
 import bisect
 import logging
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterator,
-    List,
-    MutableSet,
-    NamedTuple,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    Union,
-    overload,
-    runtime_checkable,
-)
+from typing import (Any, Callable, Dict, Iterator, List, MutableSet, NamedTuple,
+                    Optional, Protocol, Sequence, Tuple, Union, overload, runtime_checkable)
 
 from storm_kafka_compat.config import Broker
 

@@ -57,53 +57,24 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
-from collections import OrderedDict
 from itertools import compress, repeat
 from operator import is_
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    List,
-    Mapping,
-    NoReturn,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    cast,
-)
+import time
+from collections import OrderedDict
+from typing import (Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple,
+                    cast)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
-from storm_kafka_compat.errors import (
-    ConfigError,
-    FailedFetchError,
-    KafkaAccessError,
-    OffsetOutOfRangeError,
-)
-from storm_kafka_compat.kafka.client import (
-    BEYOND_END_GRACE_MS,
-    DEFAULT_CLIENT_ID,
-    DEFAULT_ISOLATION_LEVEL,
-    MAX_FETCH_CONSUMERS,
-    NO_TIMESTAMP,
-    NO_TIMESTAMP_TYPE,
-    POLL_SLICE_MARGIN_MS,
-    TIMESTAMP_CREATE_TIME,
-    TIMESTAMP_LOG_APPEND_TIME,
-    KafkaMessage,
-    RecordBatch,
-    warn_oversized,
-)
-from storm_kafka_compat.kafka.fetch_group import (
-    GroupAnswer,
-    GroupFetchBase,
-    HeldRecords,
-    PartitionKey,
-    split_by_partition,
-)
+from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
+                                             MAX_FETCH_CONSUMERS, DEFAULT_ISOLATION_LEVEL,
+                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
+                                             TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
+                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
+                                                  PartitionKey, split_by_partition)
 
 log = logging.getLogger(__name__)
 

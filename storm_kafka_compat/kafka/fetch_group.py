@@ -11,19 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from itertools import groupby
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    runtime_checkable,
-)
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol,
+                    Sequence, Tuple, runtime_checkable)
 
 from storm_kafka_compat.kafka.client import KafkaAccess, RecordBatch
 

@@ -50,38 +50,23 @@ test broker's defects are listed in docs/testing.md):
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 import threading
 import time
 from collections import OrderedDict
-from operator import attrgetter
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence,
+                    Set, Tuple)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
-from storm_kafka_compat.errors import (
-    ConfigError,
-    FailedFetchError,
-    KafkaAccessError,
-    OffsetOutOfRangeError,
-)
-from storm_kafka_compat.kafka.client import (
-    BEYOND_END_GRACE_MS,
-    DEFAULT_CLIENT_ID,
-    DEFAULT_ISOLATION_LEVEL,
-    MAX_FETCH_CONSUMERS,
-    NO_TIMESTAMP,
-    NO_TIMESTAMP_TYPE,
-    POLL_SLICE_MARGIN_MS,
-    KafkaMessage,
-    RecordBatch,
-    warn_oversized,
-)
-from storm_kafka_compat.kafka.fetch_group import (
-    GroupAnswer,
-    GroupFetchBase,
-    HeldRecords,
-    PartitionKey,
-)
+from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
+                                             MAX_FETCH_CONSUMERS, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+                                             DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
+                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
+                                                  PartitionKey)
 
 log = logging.getLogger(__name__)
 

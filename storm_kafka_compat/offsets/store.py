@@ -20,18 +20,8 @@ have written nothing the caller may count on. The in-memory doubles in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import (
-    ContextManager,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Tuple,
-    TypeVar,
-    runtime_checkable,
-)
+from typing import (ContextManager, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple,
+                    TypeVar, runtime_checkable)
 
 from storm_kafka_compat.offsets.document import StoredDocument
 from storm_kafka_compat.structs import Committed, TopicPartition

@@ -21,14 +21,8 @@ import time
 from typing import Any, Callable, Iterator, List, Optional, Tuple, TypeVar
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import (
-    AuthFailedError,
-    ConnectionLoss,
-    KazooException,
-    NoAuthError,
-    OperationTimeoutError,
-    SessionExpiredError,
-)
+from kazoo.exceptions import (AuthFailedError, ConnectionLoss, KazooException, NoAuthError,
+                              OperationTimeoutError, SessionExpiredError)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import make_digest_acl

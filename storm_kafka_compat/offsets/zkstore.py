@@ -20,19 +20,14 @@ import logging
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Self, Set, Tuple
 
-from kazoo.exceptions import (
-    NoAuthError,
-    NodeExistsError,
-    NoNodeError,
-    RolledBackError,
-    RuntimeInconsistency,
-)
+from kazoo.exceptions import (NoAuthError, NodeExistsError, NoNodeError, RolledBackError,
+                              RuntimeInconsistency)
 
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig
 from storm_kafka_compat.errors import ConcurrentWriterError, ConfigError, StateError
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
-from storm_kafka_compat.offsets.paths import spout_document_paths, validate_zk_path
 from storm_kafka_compat.offsets.store import NodeStat
+from storm_kafka_compat.offsets.paths import spout_document_paths, validate_zk_path
 from storm_kafka_compat.offsets.zksession import ZkSession
 
 logger = logging.getLogger(__name__)

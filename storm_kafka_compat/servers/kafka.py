@@ -55,16 +55,13 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from storm_kafka_compat.servers.process import ServerProcess
+from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, java_binary, free_port
 from storm_kafka_compat.errors import KafkaUnavailableError
 from storm_kafka_compat.servers.kafka_clients import Message, log_range, produce
-from storm_kafka_compat.servers.kafka_versions import (
-    DISTRIBUTIONS,
-    KAFKA_09,
-    KafkaDistribution,
-    new_cluster_id,
-)
-from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, free_port, java_binary
+from storm_kafka_compat.servers.kafka_versions import (DISTRIBUTIONS, KAFKA_09,
+                                                       KafkaDistribution, new_cluster_id)
+
 
 logger = logging.getLogger(__name__)
 

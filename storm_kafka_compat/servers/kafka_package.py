@@ -18,8 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
 from storm_kafka_compat.servers.zookeeper import java_binary
+from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
+
 
 logger = logging.getLogger(__name__)
 

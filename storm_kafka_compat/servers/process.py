@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable, Dict, List, Optional
+from typing import Callable, Dict, IO, List, Optional
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, IO, Iterable, List, Optional
 
 from storm_kafka_compat.errors import BrokerUnavailableError
 from storm_kafka_compat.servers.kafka_clients import Message

@@ -23,24 +23,16 @@ from typing import Callable, Dict, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import Broker, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.errors import ConfigError, OwnershipConflictError, StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.document import encode_document
-from storm_kafka_compat.offsets.ownership import (
-    OwnerRecord,
-    OwnershipGuard,
-    crashed,
-    owner_path,
-    read_owners,
-)
+from storm_kafka_compat.errors import ConfigError, OwnershipConflictError, StormKafkaCompatError
+from storm_kafka_compat.offsets.ownership import (OwnerRecord, OwnershipGuard, crashed,
+                                                  owner_path, read_owners)
 from storm_kafka_compat.offsets.paths import document_path, spout_root
-from storm_kafka_compat.offsets.spout_ids import (
-    holding,
-    ids_under_root,
-    other_ids_problem,
-    topic_matcher,
-)
-from storm_kafka_compat.offsets.store import BoundedStore, DocumentStore, OwnerRecords, SpoutListing
+from storm_kafka_compat.offsets.spout_ids import (holding, ids_under_root, other_ids_problem,
+                                                  topic_matcher)
+from storm_kafka_compat.offsets.store import (BoundedStore, DocumentStore, OwnerRecords,
+                                              SpoutListing)
 from storm_kafka_compat.spout.manager import PartitionManager
 from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.spout.startup import StartDecision, decide_start

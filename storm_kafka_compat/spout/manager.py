@@ -36,17 +36,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import Broker, SpoutConfig
 from storm_kafka_compat.errors import TooManyFailuresError
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range
-from storm_kafka_compat.spout.retry import (
-    Clock,
-    FailedMsgRetryManager,
-    load_retry_manager,
-    monotonic_ms,
-)
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.spout.retry import (Clock, FailedMsgRetryManager, load_retry_manager,
+                                            monotonic_ms)
 
 log = logging.getLogger(__name__)
 

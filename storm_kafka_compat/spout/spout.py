@@ -36,25 +36,15 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from storm_kafka_compat.batch import (
-    BatchPlan,
-    BatchResult,
-    FailureKind,
-    FetchPlan,
-    LateAck,
-    OpenRoot,
-    PartitionResult,
-)
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
-from storm_kafka_compat.errors import (
-    KafkaAccessError,
-    OwnershipConflictError,
-    PipelineError,
-    StormKafkaCompatError,
-)
+from storm_kafka_compat.errors import (KafkaAccessError, OwnershipConflictError, PipelineError,
+                                       StormKafkaCompatError)
 from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                            LateAck, OpenRoot,
+                                            PartitionResult)
 from storm_kafka_compat.spout.retry import Clock, monotonic_ms
 from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Protocol, Sequence, runtime_checkable
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.offsets.ranges import Range
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import TopicPartition
 
 

@@ -47,7 +47,8 @@ import json
 import logging
 import threading
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence,
+                    Tuple)
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -59,26 +60,16 @@ from pyspark.sql.streaming.datasource import (
 
 from storm_kafka_compat.config import EARLIEST_TIME, LONG_MAX
 from storm_kafka_compat.discovery.base import PartitionInfo
+from storm_kafka_compat.executor.reader import (KAFKA_COLUMNS, KAFKA_SCHEMA_DDL, PartitionReader,
+                                              kafka_row)
 from storm_kafka_compat.errors import DataLossError, OffsetOutOfRangeError
-from storm_kafka_compat.executor.reader import (
-    KAFKA_COLUMNS,
-    KAFKA_SCHEMA_DDL,
-    PartitionReader,
-    kafka_row,
-)
 from storm_kafka_compat.kafka.client import NO_TIMESTAMP, KafkaAccess, KafkaMessage, RecordBatch
 from storm_kafka_compat.kafka.lazy import KafkaFactory
 from storm_kafka_compat.kafka.worker import worker_kafka
 from storm_kafka_compat.offsets.store import DocumentStore
 from storm_kafka_compat.streaming.options import SOURCE_NAME, job_from_options
-from storm_kafka_compat.streaming.positions import (
-    OffsetMap,
-    ZkPositions,
-    batch_positions,
-    cap_ends,
-    from_offset_map,
-    to_offset_map,
-)
+from storm_kafka_compat.streaming.positions import (OffsetMap, ZkPositions, batch_positions,
+                                                    cap_ends, from_offset_map, to_offset_map)
 from storm_kafka_compat.structs import TopicPartition
 
 if TYPE_CHECKING:

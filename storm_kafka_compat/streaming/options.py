@@ -10,14 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from storm_kafka_compat.config import (
-    AUTH_KEYS,
-    SPOUT_FIELDS,
-    TOPOLOGY_FIELDS,
-    JobConfig,
-    job_config_from_dict,
-    parse_yaml,
-)
+from storm_kafka_compat.config import (AUTH_KEYS, SPOUT_FIELDS, TOPOLOGY_FIELDS, JobConfig,
+                                       job_config_from_dict, parse_yaml)
 from storm_kafka_compat.errors import ConfigError
 
 #: the ``format()`` name (a Python source may not be called ``kafka``: Spark's own wins)

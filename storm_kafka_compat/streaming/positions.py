@@ -11,11 +11,12 @@ from typing import Dict, Mapping, Optional, Sequence, Unpack
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
+from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.runtime import Runtime, RuntimeParts
 from storm_kafka_compat.spout.assignment import Assignment
-from storm_kafka_compat.spout.startup import StartDecision, decide_start, outside_log
 from storm_kafka_compat.structs import TopicPartition
+
 
 log = logging.getLogger(__name__)
 

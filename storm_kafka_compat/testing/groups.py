@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Mapping, Optional
 
 from storm_kafka_compat.offsets.store import GroupStore
-from storm_kafka_compat.structs import Committed, TopicPartition
+from storm_kafka_compat.structs import Committed
+from storm_kafka_compat.structs import TopicPartition
 
 
 class MemoryGroupOffsets:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import JobConfig
-from storm_kafka_compat.executor.hosts.host import BoltHost, Slot, all_slots
 from storm_kafka_compat.executor.stage_tasks import StageLayout
+from storm_kafka_compat.executor.hosts.host import BoltHost, Slot, all_slots
 from storm_kafka_compat.structs import TopicPartition
 
 

@@ -15,15 +15,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.engine.hosted import run_hosted
 from storm_kafka_compat.engine.stages import settle
-from storm_kafka_compat.executor.stage_records import (
-    Record,
-    StagePartitioner,
-    bolt_stage,
-    fold_records,
-    hosted_spout_stage,
-    spout_stage,
-    unresolved_roots,
-)
+from storm_kafka_compat.executor.stage_records import (Record, StagePartitioner, bolt_stage,
+                                                       fold_records, hosted_spout_stage,
+                                                       spout_stage, unresolved_roots)
 from storm_kafka_compat.executor.task import run_task
 from storm_kafka_compat.executor.worker import WorkerJob
 from storm_kafka_compat.kafka.client import KafkaAccess

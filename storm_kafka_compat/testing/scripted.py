@@ -41,34 +41,16 @@ import threading
 import time as _time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import (
-    Any,
-    Callable,
-    Deque,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    Union,
-)
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker
-from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
-from storm_kafka_compat.kafka.client import (
-    TIMESTAMP_CREATE_TIME,
-    KafkaMessage,
-    RecordBatch,
-    slice_messages,
-)
-from storm_kafka_compat.kafka.fetch_group import (
-    GroupAnswer,
-    GroupFetchBase,
-    HeldRecords,
-    PartitionKey,
-)
+from storm_kafka_compat.errors import (FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
+from storm_kafka_compat.kafka.client import (TIMESTAMP_CREATE_TIME, KafkaMessage, RecordBatch,
+                                             slice_messages)
+from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
+                                                  PartitionKey)
 
 Payload = Union[bytes, str, None]
 

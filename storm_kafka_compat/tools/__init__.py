@@ -35,11 +35,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from storm_kafka_compat.spout.client.first_poll import CommitMetadata
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.offsets.document import StoredDocument, document_fields
 from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.client.first_poll import CommitMetadata
 from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)

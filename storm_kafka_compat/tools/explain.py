@@ -26,13 +26,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from storm_kafka_compat.spout.client.first_poll import (OUT_OF_RANGE, FirstPollDecision,
+                                                        decide_first_poll)
+from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME
-from storm_kafka_compat.errors import CorruptStateError, KafkaAccessError, NoOffsetResetError
-from storm_kafka_compat.spout.client.first_poll import (
-    OUT_OF_RANGE,
-    FirstPollDecision,
-    decide_first_poll,
-)
+from storm_kafka_compat.errors import CorruptStateError, KafkaAccessError
 from storm_kafka_compat.spout.startup import INVALID_STATE, OutsideLog, decide_start, outside_log
 from storm_kafka_compat.tools import GroupPartitionState, PartitionState, ToolEnv
 

@@ -44,10 +44,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, JobConfig, ZkHosts
-from storm_kafka_compat.errors import ActiveGroupError, ConfigError
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.errors import ActiveGroupError
 from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.store import DocumentStore, GroupStore
-from storm_kafka_compat.structs import Committed, TopicPartition
+from storm_kafka_compat.structs import Committed
+from storm_kafka_compat.structs import TopicPartition
 from storm_kafka_compat.tools import PartitionState, ToolEnv, select_partitions
 
 log = logging.getLogger(__name__)

@@ -22,16 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.traps import Trap, TrapFacts, find_traps
 from storm_kafka_compat.offsets.paths import spout_root
-from storm_kafka_compat.offsets.spout_ids import (
-    SpoutIdDocuments,
-    holding,
-    ids_under_root,
-    other_ids_problem,
-    topic_matcher,
-)
+from storm_kafka_compat.offsets.spout_ids import (SpoutIdDocuments, holding, ids_under_root,
+                                                  other_ids_problem, topic_matcher)
 from storm_kafka_compat.offsets.store import SpoutListing
 from storm_kafka_compat.tools import ToolEnv, document_versions
 from storm_kafka_compat.tools.lag import LagRow, lag

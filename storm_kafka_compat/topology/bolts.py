@@ -29,9 +29,11 @@ import inspect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
-from storm_kafka_compat.errors import BatchEndError, FailedException, ReportedFailedException
+from storm_kafka_compat.errors import (BatchEndError, FailedException,
+                                       ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple

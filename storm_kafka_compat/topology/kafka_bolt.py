@@ -30,17 +30,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
 from storm_kafka_compat.topology.bolts import OutputCollector, RichBolt, TopologyContext
-from storm_kafka_compat.topology.kafka_mapping import (
-    DefaultTopicSelector,
-    FieldIndexTopicSelector,
-    FieldNameBasedTupleToKafkaMapper,
-    FieldNameTopicSelector,
-    KafkaTopicSelector,
-    TupleToKafkaMapper,
-)
+from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
+                                                       FieldIndexTopicSelector,
+                                                       FieldNameBasedTupleToKafkaMapper,
+                                                       FieldNameTopicSelector, KafkaTopicSelector,
+                                                       TupleToKafkaMapper)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 logger = logging.getLogger(__name__)

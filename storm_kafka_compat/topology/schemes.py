@@ -51,11 +51,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from typing import (Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple,
+                    runtime_checkable)
 
 from storm_kafka_compat.config import STORM_SCHEME_CLASSES
-from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.objects import load_object
 
 logger = logging.getLogger(__name__)
 

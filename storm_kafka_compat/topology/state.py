@@ -27,7 +27,8 @@ import logging
 import pickle
 from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Set, Tuple
 
-from storm_kafka_compat.topology.bolts import BasicOutputCollector, OutputCollector, TopologyContext
+from storm_kafka_compat.topology.bolts import (BasicOutputCollector, OutputCollector,
+                                               TopologyContext)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 log = logging.getLogger(__name__)

@@ -12,21 +12,13 @@ import pickle
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from storm_kafka_compat.topology.bolts import (
-    OutputCollector,
-    TopologyContext,
-    normalize_output_fields,
-)
+from storm_kafka_compat.topology.bolts import (OutputCollector, TopologyContext,
+                                               normalize_output_fields)
 from storm_kafka_compat.topology.state import TaskState
 from storm_kafka_compat.topology.ticks import is_tick
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
-from storm_kafka_compat.topology.windowing import (
-    LATE_TUPLE_FIELD,
-    Event,
-    Fired,
-    WindowedBolt,
-    Windows,
-)
+from storm_kafka_compat.topology.windowing import (LATE_TUPLE_FIELD, Event, Fired, WindowedBolt,
+                                                   Windows)
 
 __all__ = ["WindowedBoltExecutor", "WindowCollector"]
 

@@ -25,13 +25,9 @@ from typing import Dict, Iterable, Optional, Tuple
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.offsets.document import StoredDocument, encode_document, parse_document
+from storm_kafka_compat.trident.state import (coordinator_path, last_batch, parse_current_tx,
+                                              partition_dir)
 from storm_kafka_compat.offsets.zkstore import ZkStateStore
-from storm_kafka_compat.trident.state import (
-    coordinator_path,
-    last_batch,
-    parse_current_tx,
-    partition_dir,
-)
 
 logger = logging.getLogger(__name__)
 

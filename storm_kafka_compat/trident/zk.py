@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from storm_kafka_compat.trident.state import (
-    TridentBatch,
-    coordinator_path,
-    last_batch,
-    parse_current_tx,
-    partition_dir,
-)
+from storm_kafka_compat.trident.state import (TridentBatch, coordinator_path, last_batch,
+                                              parse_current_tx, partition_dir)
 
 __all__ = ["read_trident_partition", "write_trident_rollback"]
 
@@ -71,7 +66,8 @@ def write_trident_rollback(zk: Any, path: str, txid: int, data: bytes, *,
     """
     if spout_root is not None and not force:
         from storm_kafka_compat.errors import ResetRefusedError
-        from storm_kafka_compat.offsets.ownership import OwnerRecord, is_owner_node, owners_refusal
+        from storm_kafka_compat.offsets.ownership import (OwnerRecord, is_owner_node,
+                                                          owners_refusal)
         names = (zk.get_children_async(spout_root).get(timeout=timeout_s)
                  if zk.exists_async(spout_root).get(timeout=timeout_s) else [])
         owners = {}

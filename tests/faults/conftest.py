@@ -17,15 +17,9 @@ from typing import Callable, Iterator, List
 import pytest
 
 # the broker fixtures live in tests/integration/conftest.py; import them explicitly
-from tests.integration.conftest import (  # noqa: F401
-    _BROKERS_KEY,
-    _kafka_log_sections,
-    kafka09,
-    kafka09_factory,
-    kafka09_topic,
-    modern_factory,
-    tansu_factory,
-)
+from tests.integration.conftest import (_BROKERS_KEY, _kafka_log_sections,  # noqa: F401
+                                       kafka09, kafka09_factory, kafka09_topic, modern_factory,
+                                       tansu_factory)
 
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
 

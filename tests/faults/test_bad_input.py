@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from storm_kafka_compat.config import SPOUT_FIELDS
-from storm_kafka_compat.servers.zookeeper import free_port
 from tests.faults.harness import job_config, run_cli, write_config, zk_tree
+from storm_kafka_compat.servers.zookeeper import free_port
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

@@ -18,14 +18,8 @@ import pytest
 
 from storm_kafka_compat.servers.kafka_clients import produce
 from tests import stateful_bolts
-from tests.faults.harness import (
-    JOB_START_TIMEOUT_S,
-    job_config,
-    process_table,
-    read_deliveries,
-    wait_until,
-    write_config,
-)
+from tests.faults.harness import (JOB_START_TIMEOUT_S, job_config, process_table,
+                                  read_deliveries, wait_until, write_config)
 from tests.stateful_inputs import as_messages, sentences, word_counts
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]

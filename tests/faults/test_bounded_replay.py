@@ -21,18 +21,10 @@ from typing import Dict, List, Set, Tuple
 
 import pytest
 
-from storm_kafka_compat.servers.kafka_clients import produce
 from tests.faults.harness import (
-    JOB_START_TIMEOUT_S,
-    committed_offsets,
-    delivered_offsets,
-    job_config,
-    missing_offsets,
-    process_table,
-    read_deliveries,
-    wait_until,
-    write_config,
-)
+    JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets, job_config, missing_offsets,
+    process_table, read_deliveries, wait_until, write_config)
+from storm_kafka_compat.servers.kafka_clients import produce
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

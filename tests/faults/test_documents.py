@@ -21,17 +21,8 @@ from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.paths import partition_path
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
-    committed_offsets,
-    job_config,
-    produce_chunk,
-    read_deliveries,
-    read_documents,
-    run_cli,
-    set_document,
-    wait_until,
-    write_config,
-    zk_tree,
-)
+    committed_offsets, job_config, produce_chunk, read_deliveries, read_documents, run_cli,
+    set_document, wait_until, write_config, zk_tree)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

@@ -12,15 +12,8 @@ import pytest
 
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
-    committed_offsets,
-    delivered_offsets,
-    duplicates,
-    job_config,
-    missing_offsets,
-    read_deliveries,
-    wait_until,
-    write_config,
-)
+    committed_offsets, delivered_offsets, duplicates, job_config, missing_offsets,
+    read_deliveries, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

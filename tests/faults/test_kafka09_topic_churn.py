@@ -17,15 +17,8 @@ import pytest
 from storm_kafka_compat.offsets.paths import partition_path
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
-    delivered_offsets,
-    find_metric,
-    job_config,
-    missing_offsets,
-    read_deliveries,
-    read_documents,
-    wait_until,
-    write_config,
-)
+    delivered_offsets, find_metric, job_config, missing_offsets, read_deliveries,
+    read_documents, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

@@ -21,19 +21,9 @@ from typing import Dict
 import pytest
 
 from storm_kafka_compat.offsets.document import encode_document
-from tests.faults.harness import (
-    JOB_START_TIMEOUT_S,
-    committed_offsets,
-    delivered_offsets,
-    job_config,
-    missing_offsets,
-    produce_chunk,
-    read_deliveries,
-    read_documents,
-    wait_full_isr,
-    wait_until,
-    write_config,
-)
+from tests.faults.harness import (JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets,
+                                  job_config, missing_offsets, produce_chunk, read_deliveries,
+                                  read_documents, wait_full_isr, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

@@ -30,20 +30,9 @@ from typing import Dict, Optional
 import pytest
 
 from tests.faults.harness import (
-    JOB_START_TIMEOUT_S,
-    RECORD_ENV,
-    REPO,
-    committed_offsets,
-    console_script,
-    delivered_offsets,
-    duplicates,
-    job_config,
-    process_table,
-    produce_chunk,
-    read_deliveries,
-    wait_until,
-    write_config,
-)
+    JOB_START_TIMEOUT_S, RECORD_ENV, REPO,
+    committed_offsets, console_script, delivered_offsets, duplicates, job_config,
+    process_table, produce_chunk, read_deliveries, wait_until, write_config)
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

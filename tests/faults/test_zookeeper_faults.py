@@ -11,15 +11,8 @@ import pytest
 
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S,
-    committed_offsets,
-    delivered_offsets,
-    find_metric,
-    job_config,
-    missing_offsets,
-    read_deliveries,
-    wait_until,
-    write_config,
-)
+    committed_offsets, delivered_offsets, find_metric, job_config, missing_offsets,
+    read_deliveries, wait_until, write_config)
 from tests.faults.proxy import TcpProxy
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.engine.report import RunSummary

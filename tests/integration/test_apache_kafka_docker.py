@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.config import (
-    EARLIEST_TIME,
-    LATEST_TIME,
-    Broker,
-    SpoutConfig,
-    TopologyConfig,
-    ZkHosts,
-)
+from storm_kafka_compat.config import (EARLIEST_TIME, LATEST_TIME, Broker, SpoutConfig,
+                                       TopologyConfig, ZkHosts)
+from tests.assignments import zk_assignment
 from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.errors import OffsetOutOfRangeError
+from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 from storm_kafka_compat.servers.tansu import free_port
-from storm_kafka_compat.testing.scripted import ScriptedKafka
-from tests.assignments import zk_assignment
 
 ZOOKEEPER_IMAGE = "confluentinc/cp-zookeeper:7.6.1"
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.1"

@@ -18,13 +18,13 @@ import json
 
 import pytest
 
-from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-from storm_kafka_compat.kafka.lazy import LazyKafka
 from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.testing.groups import MetadataKeepingGroups
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.kafka.lazy import LazyKafka
 
 pytestmark = pytest.mark.integration
 

@@ -5,23 +5,15 @@ import time
 import pytest
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, SpoutConfig, ZkHosts
-from storm_kafka_compat.errors import (
-    ConfigError,
-    FailedFetchError,
-    KafkaAccessError,
-    OffsetOutOfRangeError,
-)
+from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
+                                       OffsetOutOfRangeError)
 
 ck = pytest.importorskip(
     "confluent_kafka", reason="confluent-kafka is not installed (the `confluent` extra)")
 
 from storm_kafka_compat.kafka import KafkaAccess  # noqa: E402
-from storm_kafka_compat.kafka.confluent import (  # noqa: E402
-    ConfluentAccess,
-    consumer_config,
-    map_error,
-    to_messages,
-)
+from storm_kafka_compat.kafka.confluent import (ConfluentAccess, consumer_config,  # noqa: E402
+                                                map_error, to_messages)
 from storm_kafka_compat.servers.tansu import create_topic, produce_exact  # noqa: E402
 
 E = ck.KafkaError

@@ -10,11 +10,11 @@ the registry the broker wrote and a batching producer."""
 import pytest
 
 from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.spout.startup import decide_start
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.servers.registry import write_broker_registry
-from storm_kafka_compat.spout.startup import decide_start
-from storm_kafka_compat.testing.inprocess import InProcessRunner
 from tests import bolts
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ watermark); test_kafka09_spark_sources.py runs DataFrame mode on Apache Kafka
 import pytest
 
 from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.executor.reader import KAFKA_COLUMNS
 from storm_kafka_compat.engine.dataframe import DataFrameRunner
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.executor.reader import KAFKA_COLUMNS
 from storm_kafka_compat.offsets.document import parse_document
 from tests.integration.conftest_spark import spark  # noqa: F401
 

@@ -11,8 +11,8 @@ reads a batching producer's topic on Apache Kafka 0.9.0.1 (v0 records, no timest
 
 import pytest
 
-from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.streaming.datasource import KAFKA_SCHEMA_DDL, register, with_zk_commit
+from storm_kafka_compat.offsets.document import encode_document
 from tests.integration.conftest_spark import spark  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.config import BootstrapHosts, Broker, SpoutConfig, TopologyConfig, ZkHosts
+from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, TopologyConfig,
+                                       ZkHosts)
 from storm_kafka_compat.discovery import PartitionInfo
-from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 from tests.assignments import bootstrap_assignment, zk_assignment
+from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 
 pytestmark = pytest.mark.integration
 

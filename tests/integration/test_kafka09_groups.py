@@ -12,25 +12,16 @@ import json
 
 import pytest
 
-from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
-from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.spout.client.first_poll import CommitMetadata
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.offsets.document import parse_document
 from tests.bolts import read_records
-from tests.integration.kafka09_jobs import (
-    KAFKA_09,
-    KAFKA_PYTHON_09,
-    cli,
-    client_job,
-    get,
-    group_commits,
-    parse_table,
-    put,
-    storm_document,
-    zk_job,
-)
+from tests.integration.kafka09_jobs import (KAFKA_09, KAFKA_PYTHON_09, cli, client_job, get,
+                                            group_commits, parse_table, put, storm_document,
+                                            zk_job)
 
 pytestmark = pytest.mark.integration
 

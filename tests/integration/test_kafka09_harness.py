@@ -10,13 +10,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_package_is_cached_and_verified():
-    from storm_kafka_compat.servers.kafka_package import (
-        KAFKA_VERSION,
-        NPM_SHASUM,
-        _package_dir,
-        kafka_classpath,
-        kafka_libs,
-    )
+    from storm_kafka_compat.servers.kafka_package import (KAFKA_VERSION, NPM_SHASUM, _package_dir,
+                                                          kafka_classpath, kafka_libs)
     libs = kafka_libs()
     assert (libs / f"kafka-clients-{KAFKA_VERSION}.jar").is_file()
     assert kafka_libs() == libs            # second call: the cache, no download

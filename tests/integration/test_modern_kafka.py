@@ -20,16 +20,8 @@ import pytest
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.discovery.zk import ZkDiscovery
-from tests.integration.modern_jobs import (
-    SEEN,
-    by_partition,
-    legacy_job,
-    produce_records,
-    producer,
-    run,
-    seen,
-    zk_offset,
-)
+from tests.integration.modern_jobs import (SEEN, by_partition, legacy_job, produce_records,
+                                           producer, run, seen, zk_offset)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("clear_seen")]
 
@@ -67,7 +59,6 @@ def test_zkhosts_on_a_zookeeper_without_a_registry_names_kraft_and_bootstrap(
     """Kafka 4.x keeps its metadata in KRaft: a ZooKeeper (here the job's own) holds
     no /brokers. The operator tools and the run say so and name the fix."""
     import yaml
-
     from tests.integration.kafka09_jobs import cli
     topic = unique("topic")
     kafka4.create_topic(topic, 1, 1)

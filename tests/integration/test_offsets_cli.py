@@ -16,16 +16,11 @@ metadata checked on the broker).
 from __future__ import annotations
 
 import time
-
 import pytest
 
-from storm_kafka_compat.errors import (
-    ActiveGroupError,
-    ConfigError,
-    GroupAccessError,
-    KafkaAccessError,
-)
+from storm_kafka_compat.errors import ConfigError, KafkaAccessError
 from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
+from storm_kafka_compat.errors import ActiveGroupError, GroupAccessError
 
 pytestmark = pytest.mark.integration
 

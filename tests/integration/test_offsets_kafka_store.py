@@ -24,8 +24,8 @@ from typing import Dict, List
 import pytest
 import yaml
 
-from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 from storm_kafka_compat.spout.client.first_poll import CommitMetadata
+from storm_kafka_compat.kafka.groups import KafkaGroupOffsets
 
 pytestmark = pytest.mark.integration
 

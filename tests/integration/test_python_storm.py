@@ -102,10 +102,10 @@ def test_storm_py_bolt_anchors_acks_fails_reports_and_asks_task_ids(
         storm_py_dir: Path, tmp_path: Path) -> None:
     """storm.py's Bolt (explicit.py): emit returns the task ids (read back from us),
     reportError and fail reach the outcome, a sys.exit fails what it held."""
-    from storm_kafka_compat.batch import FetchPlan
     from storm_kafka_compat.executor.dag import LocalRuntime
     from storm_kafka_compat.executor.process import process_batch
     from storm_kafka_compat.kafka.client import KafkaMessage
+    from storm_kafka_compat.batch import FetchPlan
     from storm_kafka_compat.topology.builder import from_spec
     from storm_kafka_compat.topology.schemes import load_scheme
     shutil.copy(DATA / "python_storm" / "explicit.py", tmp_path)

@@ -201,7 +201,6 @@ def _config(path: Path, cluster: Any, topic: str, zk_root: str, *, spout_id: str
             hosts: Dict[str, Any], topology_id: str = OUR_ID,
             topology: Optional[Dict[str, Any]] = None, **spout: Any) -> Path:
     import yaml
-
     from tests.integration.kafka09_jobs import KAFKA_09
     path.write_text(yaml.safe_dump({
         "spout": {"topic": topic, "zkRoot": zk_root, "id": spout_id, "scheme": "string", **spout},

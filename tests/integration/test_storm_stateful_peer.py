@@ -12,7 +12,8 @@ import pytest
 
 from tests.peers.fixtures import storm2_ready  # noqa: F401
 from tests.peers.storm_topologies import run_stateful, storm_running_max
-from tests.stateful_inputs import as_messages, key_values, running_max, sentences, word_counts
+from tests.stateful_inputs import (as_messages, key_values, running_max, sentences,
+                                   word_counts)
 
 pytestmark = [pytest.mark.integration]
 

@@ -5,10 +5,10 @@ import pytest
 
 from storm_kafka_compat.config import Broker, SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import zk_assignment
 from storm_kafka_compat.errors import CoordinatorError, NoLeaderError
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
 from storm_kafka_compat.servers import registry
-from tests.assignments import zk_assignment
 
 pytestmark = pytest.mark.integration
 

@@ -7,15 +7,8 @@ from typing import Any, Callable, Iterator, List
 
 import pytest
 
-from tests.peers.storm import (
-    STORM1,
-    STORM2,
-    ClientTopology,
-    FluxTopology,
-    StormLocal,
-    peer_classes,
-    why_not,
-)
+from tests.peers.storm import (STORM1, STORM2, ClientTopology, FluxTopology, StormLocal,
+                               peer_classes, why_not)
 
 
 def _ready(bundle: Any, what: str) -> None:

@@ -9,13 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.servers.maven import (
-    Artifact,
-    MavenBundle,
-    MavenUnavailableError,
-    missing_prerequisite,
-    resolve,
-)
+from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
+                                              missing_prerequisite, resolve)
 
 MULTILANG = MavenBundle("storm-multilang-2.8.3", (
     Artifact("org.apache.storm:multilang-python:2.8.3"),))

@@ -32,14 +32,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import yaml
 
 from storm_kafka_compat.servers.kafka_package import cache_dir
-from storm_kafka_compat.servers.maven import (
-    Artifact,
-    MavenBundle,
-    MavenUnavailableError,
-    classpath,
-    missing_prerequisite,
-    resolve,
-)
+from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
+                                              classpath, missing_prerequisite, resolve)
 from storm_kafka_compat.servers.process import ServerProcess
 from storm_kafka_compat.servers.zookeeper import java_binary, jdk_tool
 

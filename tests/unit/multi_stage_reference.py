@@ -12,13 +12,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from storm_kafka_compat.executor.dag import AckSink, LocalRuntime, TaskDispatcher, local_runtime
-from storm_kafka_compat.executor.process import BatchOutcome
-from storm_kafka_compat.executor.stage_tasks import SpoutStageResult
-from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.acker import xor_by_root
 from storm_kafka_compat.topology.builder import Topology
+from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.executor.process import BatchOutcome
+from storm_kafka_compat.executor.dag import LocalRuntime, TaskDispatcher, AckSink, local_runtime
+from storm_kafka_compat.executor.stage_tasks import SpoutStageResult
 
 
 @dataclass

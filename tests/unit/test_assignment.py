@@ -4,8 +4,8 @@ import logging
 
 import pytest
 
-from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.spout.assignment import partitions_for_task
+from storm_kafka_compat.errors import ConfigError
 
 L = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from storm_kafka_compat.bench.analysis import check_targets, compute_ratios
 from storm_kafka_compat.bench.memory import pending_memory
 from storm_kafka_compat.bench.planning import planning_time
+from storm_kafka_compat.bench.analysis import check_targets, compute_ratios
 from storm_kafka_compat.cli.bench_cmd import figure_rows
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any, List
 
-from storm_kafka_compat.batch import BatchResult, FetchPlan, PartitionResult
 from storm_kafka_compat.engine.errors import REMINDER_MS, STUCK_BATCHES, BoltErrors
 from storm_kafka_compat.engine.report import progress_line
+from storm_kafka_compat.batch import BatchResult, FetchPlan, PartitionResult
 from storm_kafka_compat.structs import BoltError, ErrorTally
 
 

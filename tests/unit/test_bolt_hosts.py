@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pickle
 
-from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
 from storm_kafka_compat.executor.hosts.host import BoltHost, deal_slots
 from storm_kafka_compat.executor.hosts.snapshots import StateStore
-from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import TopicPartition
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.grouping import key_hash, stable_hash

@@ -2,11 +2,8 @@
 
 import pytest
 
-from storm_kafka_compat.config.kafka_spout import (
-    KafkaSpoutConfig,
-    kafka_spout_config_from_dict,
-    migration_hint,
-)
+from storm_kafka_compat.config.kafka_spout import (KafkaSpoutConfig, kafka_spout_config_from_dict,
+                                              migration_hint)
 from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 from storm_kafka_compat.errors import ConfigError
 

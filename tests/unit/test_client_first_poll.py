@@ -5,17 +5,11 @@ import logging
 
 import pytest
 
+from storm_kafka_compat.spout.client.first_poll import (NO_COMMIT, OUT_OF_RANGE, RESUME,
+                                                        RESUME_FOREIGN, STRATEGY, CommitMetadata,
+                                                        committed_by_this_topology,
+                                                        decide_first_poll)
 from storm_kafka_compat.errors import NoOffsetResetError
-from storm_kafka_compat.spout.client.first_poll import (
-    NO_COMMIT,
-    OUT_OF_RANGE,
-    RESUME,
-    RESUME_FOREIGN,
-    STRATEGY,
-    CommitMetadata,
-    committed_by_this_topology,
-    decide_first_poll,
-)
 
 OURS = CommitMetadata("topo-1-100", 1, "Thread-4-kafka-spout-executor[1 1]").to_json()
 OTHER = CommitMetadata("topo-1-99", 1, "t").to_json()

@@ -2,11 +2,11 @@
 
 import pytest
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig
-from storm_kafka_compat.config.kafka_spout_retry import RetrySettings, TimeInterval
 from storm_kafka_compat.errors import NoOffsetResetError
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager
+from storm_kafka_compat.config.kafka_spout_retry import RetrySettings, TimeInterval
 
 
 class Clock:

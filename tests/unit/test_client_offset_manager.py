@@ -2,8 +2,8 @@
 
 import pytest
 
-from storm_kafka_compat.errors import OffsetManagerInvariantError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
+from storm_kafka_compat.errors import OffsetManagerInvariantError
 
 
 def om_with(committed, emitted, acked):

@@ -3,8 +3,8 @@
 import pytest
 
 from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
-from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.spout.client.retry import RetryService
+from storm_kafka_compat.errors import ConfigError
 
 MS = 1_000_000
 

@@ -5,14 +5,15 @@ import json
 
 import pytest
 
-from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.errors import ConfigError, GroupAccessError
 from storm_kafka_compat.runtime import Runtime
 from storm_kafka_compat.spout.client.spout import GroupCommits
 from storm_kafka_compat.testing.groups import MemoryGroupOffsets
-from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.errors import GroupAccessError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.testing.inprocess import InProcessRunner
 
 SEEN = []
 FAIL = set()

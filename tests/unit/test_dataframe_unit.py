@@ -6,22 +6,17 @@ import datetime
 import pytest
 
 from storm_kafka_compat.config import Broker, job_config_from_dict
-from storm_kafka_compat.engine.dataframe import failed_offsets
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.executor.reader import kafka_row
 from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.offsets.document import encode_document, parse_document
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.dataframe import failed_offsets
+from storm_kafka_compat.executor.reader import kafka_row
 from storm_kafka_compat.streaming.datasource import StormKafkaStreamReader, read_range
 from storm_kafka_compat.streaming.options import job_from_options
-from storm_kafka_compat.streaming.positions import (
-    ZkPositions,
-    batch_positions,
-    cap_ends,
-    from_offset_map,
-    to_offset_map,
-)
+from storm_kafka_compat.streaming.positions import (ZkPositions, batch_positions, cap_ends,
+                                                    from_offset_map, to_offset_map)
+from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
-from storm_kafka_compat.testing.scripted import ScriptedKafka
 
 BASE = {"topic": "orders", "zkroot": "/kafka", "id": "spout1", "static": "0=k1:9092,1=k1:9092",
         "topology.name": "orders-topo", "topology.id": "orders-topo-2-2"}

@@ -5,20 +5,15 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from storm_kafka_compat.config import (
-    BootstrapHosts,
-    Broker,
-    SpoutConfig,
-    StaticHosts,
-    TopologyConfig,
-    ZkHosts,
-)
+from storm_kafka_compat.config import (BootstrapHosts, Broker, SpoutConfig, StaticHosts,
+                                       TopologyConfig, ZkHosts)
 from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import bootstrap_assignment, static_assignment, zk_assignment
 from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError, NoLeaderError
-from storm_kafka_compat.servers.registry import broker_registration_json, partition_state_json
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from tests.assignments import bootstrap_assignment, static_assignment, zk_assignment
+from storm_kafka_compat.servers.registry import (broker_registration_json,
+                                                 partition_state_json)
 
 
 class FakeReader:

@@ -5,11 +5,11 @@ import re
 import pytest
 
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
-from storm_kafka_compat.offsets.document import encode_document, parse_document
-from storm_kafka_compat.testing.inprocess import InProcessRunner
-from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.offsets.document import encode_document, parse_document
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from tests import bolts
 
 
@@ -349,10 +349,10 @@ def test_a_failed_spark_job_reports_the_python_error_line():
 def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback():
     """A defect in the Kafka client (e.g. the None timestamp of 0.9 records) is named
     as such, with the traceback the driver logs under -v."""
-    from storm_kafka_compat.batch import FailureKind, FetchPlan
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
     from storm_kafka_compat.executor.task import run_task
     from storm_kafka_compat.executor.worker import WorkerJob
+    from storm_kafka_compat.batch import FailureKind, FetchPlan
 
     class Crashing:
         def fetch_batch(self, *a, **k):
@@ -391,8 +391,8 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
 
 
 def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
-    from storm_kafka_compat.engine.report import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
     from storm_kafka_compat.errors import FailedFetchError
+    from storm_kafka_compat.engine.report import LOOKUP_PAUSE_MAX_MS, LOOKUP_PAUSE_MS
 
     kafka, store = kafka_with(3, partitions=2), MemoryStateStore()
     now = [0]

@@ -1,16 +1,16 @@
 """Reference section 11 cases not covered elsewhere, through the driver loop without Spark."""
 
+from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 import json
 
 import pytest
 
-from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
-from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.errors import OwnershipConflictError
-from storm_kafka_compat.offsets.document import encode_document, parse_document
-from storm_kafka_compat.testing.inprocess import InProcessRunner
-from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.offsets.document import encode_document, parse_document
+from storm_kafka_compat.testing.memory_store import MemoryStateStore
 
 
 def job(topic="orders", partitions=1, **spout_kw):

@@ -2,11 +2,11 @@
 
 import pytest
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import SpoutConfig, StaticHosts
+from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.executor.task import run_task
 from storm_kafka_compat.executor.worker import WorkerJob
-from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import EMIT_NULL_TUPLES_KEY
 from tests import bolts
 

@@ -5,21 +5,16 @@ module:Class); where each runs (stages) and what build() rejects."""
 from __future__ import annotations
 
 import collections
-
 import pytest
 
-from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.executor.dag import AckSink, LocalRuntime, TaskDispatcher
 from storm_kafka_compat.executor.stage_tasks import stage_layout
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt
 from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
-from storm_kafka_compat.topology.grouping import (
-    CustomStreamGrouping,
-    Grouping,
-    PartialKeyBalance,
-    canonical_grouping,
-    stable_hash,
-)
+from storm_kafka_compat.topology.grouping import (CustomStreamGrouping, Grouping,
+                                                  PartialKeyBalance, canonical_grouping,
+                                                  stable_hash)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 

@@ -7,21 +7,21 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.errors import ConfigError, TopologyError
-from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka import producer as producer_mod
 from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.kafka.producer import producer_config, serializer_for
-from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.kafka.producer import producer_config
 from storm_kafka_compat.topology.kafka_bolt import KafkaBolt, kafka_bolt_from_properties
-from storm_kafka_compat.topology.kafka_mapping import (
-    DefaultTopicSelector,
-    FieldIndexTopicSelector,
-    FieldNameBasedTupleToKafkaMapper,
-    FieldNameTopicSelector,
-)
+from storm_kafka_compat.topology.kafka_mapping import (DefaultTopicSelector,
+                                                       FieldIndexTopicSelector,
+                                                       FieldNameBasedTupleToKafkaMapper,
+                                                       FieldNameTopicSelector)
+from storm_kafka_compat.kafka.producer import serializer_for
+from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
+from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 STRING = load_scheme("string")

@@ -10,12 +10,9 @@ from kafka import TopicPartition
 from kafka import errors as Errors
 from kafka.structs import OffsetAndMetadata
 
+from storm_kafka_compat.kafka.groups import (COORDINATOR_BACKOFF_MAX_S, KafkaGroupOffsets,
+                                             is_retriable_coordinator_error)
 from storm_kafka_compat.errors import GroupAccessError
-from storm_kafka_compat.kafka.groups import (
-    COORDINATOR_BACKOFF_MAX_S,
-    KafkaGroupOffsets,
-    is_retriable_coordinator_error,
-)
 from storm_kafka_compat.testing.clock import ManualClock
 
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.config.kafka_settings import (
-    KafkaSettings,
-    check_client_settings,
-    kafka_settings_from_dict,
-    parse_api_version,
-)
 from storm_kafka_compat.errors import ConfigError
+from storm_kafka_compat.config.kafka_settings import (KafkaSettings, check_client_settings,
+                                               kafka_settings_from_dict, parse_api_version)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -138,8 +134,7 @@ def test_librdkafka_warnings_about_old_broker_settings_are_demoted():
 ])
 def test_the_isolation_level_is_one_setting_both_backends_read(mapping, kafka_python, librdkafka):
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.kafka import confluent
-    from storm_kafka_compat.kafka import kafka_python as kp
+    from storm_kafka_compat.kafka import confluent, kafka_python as kp
     settings = kafka_settings_from_dict(mapping)
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i")
     assert kp.consumer_config("h:1", spout, settings.for_kafka_python())[

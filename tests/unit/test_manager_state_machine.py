@@ -6,8 +6,7 @@ given up, unless it was counted as given up, vanished or lost; and pending
 memory stays within its bound.
 """
 
-from hypothesis import settings
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from storm_kafka_compat.config import SpoutConfig, StaticHosts

@@ -1,10 +1,10 @@
 """Batches sized by time on the driver (engine.pacing): the pacer's arithmetic, and
 which pipelines are paced."""
 
-from typing import List
-
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
+from typing import List
+
 from storm_kafka_compat.engine.pacing import FIRST_CAP, WINDOW, BatchPacer, fit
 from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.testing.memory_store import MemoryStateStore

@@ -12,17 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.topology.bolts import (BasicBolt, FailedException, RichBolt,
+                                               simple_bolt)
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.process import BatchOutcome, as_fetch_plan, process_batch
 from storm_kafka_compat.executor.stage_tasks import run_spout_stage
-from storm_kafka_compat.kafka.client import KafkaMessage
-from storm_kafka_compat.topology.bolts import BasicBolt, FailedException, RichBolt, simple_bolt
-from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
-from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.tuples import StormTuple
 from tests.unit.multi_stage_reference import resolve_batch, run_stage
+from storm_kafka_compat.topology.schemes import load_scheme
+from storm_kafka_compat.topology.builder import Topology, TopologyBuilder
+from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.topology.tuples import StormTuple
 
 
 def msg(offset: int, value: Optional[bytes], key: Optional[bytes] = None,

@@ -3,8 +3,7 @@
 from typing import Any, List, Tuple
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from storm_kafka_compat.offsets.ranges import OffsetRanges, coalesce, overlap, subtract
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.errors import FailedException
 from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.errors import FailedException
 from storm_kafka_compat.kafka.client import KafkaMessage, RecordBatch
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme, value_tuple_of
 from storm_kafka_compat.topology.tuples import StormTuple
 

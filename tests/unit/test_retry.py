@@ -4,7 +4,8 @@ import pytest
 
 from storm_kafka_compat.config import LONG_MAX, SpoutConfig, StaticHosts
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.spout.retry import ExponentialBackoffMsgRetryManager, load_retry_manager
+from storm_kafka_compat.spout.retry import (ExponentialBackoffMsgRetryManager,
+                                                load_retry_manager)
 
 
 class Clock:

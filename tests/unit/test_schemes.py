@@ -8,14 +8,10 @@ from typing import Any, NamedTuple, Optional
 
 import pytest
 
-from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.topology.schemes import (
-    BUILTIN_SCHEMES,
-    KeyValueSchemeAsMultiScheme,
-    Scheme,
-    load_scheme,
-)
+from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.topology.schemes import (BUILTIN_SCHEMES, KeyValueSchemeAsMultiScheme,
+                                                 Scheme, load_scheme)
 
 
 class Msg(NamedTuple):

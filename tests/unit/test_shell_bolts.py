@@ -12,19 +12,14 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.topology.compat.multilang import (
-    ProtocolError,
-    encode,
-    handshake,
-    read_message,
-    tuple_message,
-)
+from storm_kafka_compat.topology.compat.multilang import (ProtocolError, encode, handshake,
+                                                 read_message, tuple_message)
 from storm_kafka_compat.topology.compat.shell import ShellBolt
-from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.process import process_batch
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.kafka.client import KafkaMessage
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import RichBolt
 from storm_kafka_compat.topology.builder import from_spec
 from storm_kafka_compat.topology.schemes import load_scheme

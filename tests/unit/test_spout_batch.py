@@ -8,14 +8,8 @@ import pickle
 
 import pytest
 
-from storm_kafka_compat.batch import (
-    BatchPlan,
-    BatchResult,
-    FailureKind,
-    FetchPlan,
-    PartitionResult,
-    TaskFailure,
-)
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                      PartitionResult, TaskFailure)
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.errors import FailedFetchError, OffsetOutOfRangeError, PipelineError
 from storm_kafka_compat.executor import worker

@@ -12,13 +12,8 @@ from hypothesis import strategies as st
 
 from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.engine.stages import settle
-from storm_kafka_compat.executor.stage_records import (
-    ACK_BUCKETS,
-    Outbox,
-    fold_acker,
-    fold_records,
-    unresolved_roots,
-)
+from storm_kafka_compat.executor.stage_records import (ACK_BUCKETS, Outbox, fold_acker,
+                                                       fold_records, unresolved_roots)
 
 
 def test_an_outbox_writes_one_record_per_bolt_task_and_per_bucket():

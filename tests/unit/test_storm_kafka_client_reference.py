@@ -10,18 +10,18 @@ from typing import List, Optional
 
 import pytest
 
-from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig, kafka_spout_config_from_dict
-from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
-from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.assignment import partitions_for_task
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
+from storm_kafka_compat.config.kafka_spout_retry import INT_MAX, RetrySettings, TimeInterval
 from storm_kafka_compat.spout.client.retry import RetryService
-from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.testing.inprocess import InProcessRunner
+from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.testing.groups import MemoryGroupOffsets
+from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.spout.assignment import partitions_for_task
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
@@ -485,8 +485,8 @@ def test_outcomes_for_a_revoked_partition_are_ignored(outcome):
     """KafkaSpoutRebalanceTest: a batch result that comes back for a partition revoked
     meanwhile is dropped: nothing is committed or retried for it; the assigned partition
     commits as usual."""
-    from storm_kafka_compat.batch import BatchResult, PartitionResult
     from storm_kafka_compat.engine.driver import Pipeline
+    from storm_kafka_compat.batch import BatchResult, PartitionResult
 
     kafka = ScriptedKafka()
     for topic in ("kept", "revoked"):

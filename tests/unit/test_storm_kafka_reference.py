@@ -11,25 +11,20 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from storm_kafka_compat.config import (
-    NO_OFFSET,
-    Broker,
-    SpoutConfig,
-    StaticHosts,
-    TopologyConfig,
-    ZkHosts,
-)
+from storm_kafka_compat.config import (Broker, NO_OFFSET, SpoutConfig, StaticHosts,
+                                       TopologyConfig, ZkHosts)
 from storm_kafka_compat.discovery import PartitionInfo
+from tests.assignments import zk_assignment
+from storm_kafka_compat.spout.assignment import partitions_for_task
 from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import ConfigError, FailedFetchError, OffsetOutOfRangeError
-from storm_kafka_compat.servers.registry import broker_registration_json, partition_state_json
-from storm_kafka_compat.spout.assignment import partitions_for_task
+from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.spout.manager import PartitionManager
 from storm_kafka_compat.spout.retry import load_retry_manager
 from storm_kafka_compat.spout.startup import decide_start
-from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import StringKeyValueScheme, load_scheme
-from tests.assignments import zk_assignment
+from storm_kafka_compat.servers.registry import (broker_registration_json,
+                                                 partition_state_json)
 
 
 class Clock:

@@ -7,21 +7,14 @@ from __future__ import annotations
 import pytest
 
 from storm_kafka_compat.config import job_config_from_dict
+from storm_kafka_compat.executor.stage_tasks import stage_layout
 from storm_kafka_compat.errors import ConfigError, TopologyError
 from storm_kafka_compat.executor.hosts.host import BoltHost
-from storm_kafka_compat.executor.stage_tasks import stage_layout
 from storm_kafka_compat.testing.clock import ManualClock
 from storm_kafka_compat.topology.bolts import BasicBolt
 from storm_kafka_compat.topology.builder import from_spec
-from storm_kafka_compat.topology.ticks import (
-    SYSTEM_COMPONENT,
-    TICK_FREQ_KEY,
-    TICK_STREAM,
-    TickSchedule,
-    is_tick,
-    tick_freq_of,
-    tick_tuple,
-)
+from storm_kafka_compat.topology.ticks import (SYSTEM_COMPONENT, TICK_FREQ_KEY, TICK_STREAM,
+                                               TickSchedule, is_tick, tick_freq_of, tick_tuple)
 from storm_kafka_compat.topology.tuples import StormTuple
 
 SEEN = []

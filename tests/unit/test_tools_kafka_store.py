@@ -7,26 +7,19 @@ Kafka's command."""
 from __future__ import annotations
 
 import json
-
 import pytest
 import yaml
 
 from storm_kafka_compat.cli.main import main
 from storm_kafka_compat.cli.offsets_cmd import kafka_consumer_groups_reset
+from storm_kafka_compat.spout.client.first_poll import (NO_COMMIT, OUT_OF_RANGE, RESUME,
+                                                  RESUME_FOREIGN, STRATEGY, CommitMetadata)
+from storm_kafka_compat.runtime import Runtime
+from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.kafka.lazy import LazyKafka
-from storm_kafka_compat.runtime import Runtime
-from storm_kafka_compat.spout.client.first_poll import (
-    NO_COMMIT,
-    OUT_OF_RANGE,
-    RESUME,
-    RESUME_FOREIGN,
-    STRATEGY,
-    CommitMetadata,
-)
-from storm_kafka_compat.testing.groups import MemoryGroupOffsets
 from storm_kafka_compat.testing.scripted import ScriptedKafka
+from storm_kafka_compat.kafka.lazy import LazyKafka
 from storm_kafka_compat.tools import ToolEnv
 from storm_kafka_compat.tools.explain import explain_group
 from storm_kafka_compat.tools.lag import GROUP_TABLE_COLUMNS, lag, monitor_json

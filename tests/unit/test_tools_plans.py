@@ -9,28 +9,18 @@ import pytest
 
 from storm_kafka_compat.config import Broker, StaticHosts, job_config_from_dict
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.errors import ConfigError, ResetRefusedError
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.testing.memory_store import MemoryStateStore
 from storm_kafka_compat.tools import ToolEnv, select_partitions
 from storm_kafka_compat.tools.explain import explain
 from storm_kafka_compat.tools.lag import LagRow, lag, monitor_json
-from storm_kafka_compat.tools.migrate import (
-    FROM_KAFKA,
-    TO_KAFKA,
-    commit_metadata,
-    execute_migrate,
-    metadata_topology_id,
-    parse_kafka08_offset,
-    plan_migrate,
-)
-from storm_kafka_compat.tools.reset import (
-    ResetSpec,
-    execute_reset,
-    export_csv,
-    parse_datetime,
-    plan_reset,
-)
+from storm_kafka_compat.tools.migrate import (FROM_KAFKA, TO_KAFKA, commit_metadata,
+                                              execute_migrate, metadata_topology_id,
+                                              parse_kafka08_offset, plan_migrate)
+from storm_kafka_compat.tools.reset import (ResetSpec, execute_reset, export_csv, parse_datetime,
+                                            plan_reset)
+from storm_kafka_compat.errors import ResetRefusedError
 
 LEADER = Broker("k1", 9092)
 

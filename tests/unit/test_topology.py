@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storm_kafka_compat.errors import ConfigError, TopologyError
+from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt, SimpleBolt
 from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
 from storm_kafka_compat.topology.grouping import Grouping, route, stable_hash
+from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 
 

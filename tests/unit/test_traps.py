@@ -8,14 +8,8 @@ import pytest
 
 from storm_kafka_compat.cli.main import main
 from storm_kafka_compat.config import job_config_from_dict
-from storm_kafka_compat.config.traps import (
-    CAUTION,
-    DANGER,
-    Evidence,
-    TrapFacts,
-    find_traps,
-    suggested_topology_id,
-)
+from storm_kafka_compat.config.traps import (CAUTION, DANGER, Evidence, TrapFacts, find_traps,
+                                             suggested_topology_id)
 from storm_kafka_compat.flux import convert_flux, convert_properties
 
 BASE: Dict[str, Any] = {"spout": {"topic": "clicks", "zkRoot": "/offsets", "id": "clicks-spout",

@@ -8,14 +8,8 @@ import json
 
 import pytest
 
-from storm_kafka_compat.trident.state import (
-    TridentBatch,
-    encode_batch,
-    java_hashmap_order,
-    last_batch,
-    parse_batch,
-    partition_dir,
-)
+from storm_kafka_compat.trident.state import (TridentBatch, encode_batch, java_hashmap_order,
+                                              last_batch, parse_batch, partition_dir)
 
 
 @pytest.mark.parametrize("kwargs, path", [

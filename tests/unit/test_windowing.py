@@ -10,7 +10,8 @@ import pytest
 
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
-from storm_kafka_compat.topology.windowing import Count, Duration, WindowedBolt, Windows, WindowSpec
+from storm_kafka_compat.topology.windowing import (Count, Duration, WindowSpec, Windows,
+                                                   WindowedBolt)
 
 
 def tup(ts: int, name: str = "") -> StormTuple:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
-from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
 from storm_kafka_compat.executor.stage_tasks import StageLayout
+from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ import logging
 from dataclasses import dataclass
 from typing import Final, Literal, Mapping, Optional, Tuple
 
-from storm_kafka_compat.config.kafka_spout import EARLIEST, LATEST, STRATEGIES, UNCOMMITTED_EARLIEST
+from storm_kafka_compat.config.kafka_spout import (EARLIEST, LATEST, STRATEGIES,
+                                                 UNCOMMITTED_EARLIEST)
 from storm_kafka_compat.errors import NoOffsetResetError
 
 log = logging.getLogger(__name__)

@@ -32,19 +32,15 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
 
-from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import Broker
-from storm_kafka_compat.config.kafka_spout import (
-    AT_LEAST_ONCE,
-    AT_MOST_ONCE,
-    NO_GUARANTEE,
-    KafkaSpoutConfig,
-)
-from storm_kafka_compat.errors import NoOffsetResetError
+from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.spout.manager import PartitionCounters
 from storm_kafka_compat.offsets.ranges import OffsetRanges, Range, overlap
+from storm_kafka_compat.config.kafka_spout import (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE,
+                                                    KafkaSpoutConfig)
+from storm_kafka_compat.errors import NoOffsetResetError
 from storm_kafka_compat.spout.client.offset_manager import OffsetManager
 from storm_kafka_compat.spout.client.retry import RetryService
-from storm_kafka_compat.spout.manager import PartitionCounters
 from storm_kafka_compat.spout.retry import Clock
 from storm_kafka_compat.structs import TopicPartition
 

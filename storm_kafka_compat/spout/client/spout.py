@@ -21,16 +21,13 @@ import threading
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
-from storm_kafka_compat.config.kafka_spout import AT_LEAST_ONCE, KafkaSpoutConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
 from storm_kafka_compat.errors import ConfigError, StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.store import GroupStore
-from storm_kafka_compat.spout.client.first_poll import (
-    CommitMetadata,
-    FirstPollDecision,
-    decide_first_poll,
-)
+from storm_kafka_compat.config.kafka_spout import AT_LEAST_ONCE, KafkaSpoutConfig
+from storm_kafka_compat.spout.client.first_poll import (CommitMetadata, FirstPollDecision,
+                                                        decide_first_poll)
 from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.spout import Spout

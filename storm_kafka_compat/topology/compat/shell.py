@@ -30,23 +30,12 @@ import tempfile
 import weakref
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from storm_kafka_compat.topology.compat.multilang import (
-    HEARTBEAT,
-    ProtocolError,
-    encode,
-    handshake,
-    read_message,
-    tuple_message,
-)
+from storm_kafka_compat.topology.compat.multilang import (HEARTBEAT, ProtocolError, encode,
+                                                 handshake, read_message, tuple_message)
 from storm_kafka_compat.topology.compat.streamparse import multilang_context
 from storm_kafka_compat.errors import BatchEndError
-from storm_kafka_compat.topology.bolts import (
-    OutputCollector,
-    OutputFields,
-    RichBolt,
-    TopologyContext,
-    normalize_output_fields,
-)
+from storm_kafka_compat.topology.bolts import (OutputCollector, OutputFields, RichBolt,
+                                               TopologyContext, normalize_output_fields)
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
 
 log = logging.getLogger(__name__)
