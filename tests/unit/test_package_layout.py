@@ -42,6 +42,15 @@ def _imported(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _imports(name: str, path: Path, tree: ast.Module) -> Iterator[Tuple[str, int]]:
+    """Every module ``name`` imports, anywhere in it (lazily too), with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            yield _imported(name, path.name == "__init__.py", node), node.lineno
+        elif isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+
+
 def test_no_function_is_longer_than_80_lines() -> None:
     long: List[str] = []
     for name, _, tree in _modules():
@@ -68,19 +77,10 @@ def test_no_private_name_is_imported_from_another_module() -> None:
 
 
 def test_the_product_floor_imports_neither_test_tools_nor_servers() -> None:
-    found: List[str] = []
-    for name, path, tree in _modules():
-        if name.split(".")[1:2] == [] or name.split(".")[1] not in FLOOR:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                targets = [_imported(name, path.name == "__init__.py", node)]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                continue
-            found += [f"{name} imports {t} (line {node.lineno})" for t in targets
-                      if any(t == tool or t.startswith(tool + ".") for tool in TOOLS)]
+    found = [f"{name} imports {t} (line {line})" for name, path, tree in _modules()
+             if name.split(".")[1:2] and name.split(".")[1] in FLOOR
+             for t, line in _imports(name, path, tree)
+             if any(t == tool or t.startswith(tool + ".") for tool in TOOLS)]
     assert found == [], "; ".join(found)
 
 
@@ -101,31 +101,18 @@ def _room(module: str) -> str:
 def test_each_room_imports_only_the_rooms_below_it() -> None:
     rooms = {_room(name) for name, _, _ in _modules()} - {""}
     assert rooms <= set(ROOMS), f"place these rooms in ROOMS: {sorted(rooms - set(ROOMS))}"
-    up: List[str] = []
-    for name, path, tree in _modules():
-        src = _room(name)
-        if not src:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                targets = [_imported(name, path.name == "__init__.py", node)]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                continue
-            up += [f"{name} imports {t} (line {node.lineno})" for t in targets
-                   if t.startswith("storm_kafka_compat.") and _room(t) in ROOMS
-                   and ROOMS.index(_room(t)) > ROOMS.index(src)]
+    up = [f"{name} imports {t} (line {line})" for name, path, tree in _modules()
+          if _room(name) for t, line in _imports(name, path, tree)
+          if t.startswith("storm_kafka_compat.") and _room(t) in ROOMS
+          and ROOMS.index(_room(t)) > ROOMS.index(_room(name))]
     assert up == [], "these import a room above their own: " + "; ".join(up)
 
 
 def test_the_executor_side_knows_nothing_of_the_driver_side() -> None:
     """What a Spark task runs is built from the job's pure data: it imports neither the
     driver's loop and runners, nor the spout that plans, nor the runtime that picks."""
-    found = [f"{name} imports {t}" for name, path, tree in _modules()
-             if _room(name) == "executor"
-             for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-             for t in [_imported(name, path.name == "__init__.py", node)]
+    found = [f"{name} imports {t} (line {line})" for name, path, tree in _modules()
+             if _room(name) == "executor" for t, line in _imports(name, path, tree)
              if _room(t) in ("engine", "spout", "runtime", "streaming")]
     assert found == [], "; ".join(found)
 
