@@ -19,9 +19,11 @@ the Spark job wired and the collected records settled into the batch's result
 manager), a root neither failed nor complete is an open tree that times out on the
 driver. Roots that complete inside stage 0 never leave it.
 
-Bolt state lives in the Python worker that runs a task; Spark may run a bolt
-task in different workers from batch to batch, so keep aggregates outside the
-bolt (as a Storm topology that must survive worker restarts does).
+A run keeps each bolt task of the later stages in a bolt host
+(:mod:`storm_kafka_compat.executor.hosts`, :mod:`.hosted`): one instance, one state,
+saved with the offsets. Without hosts (tests that run the stages in Spark alone) a bolt
+task's instance lives in whichever Python worker runs its stage's task, so its state
+splits across workers.
 
 The layout is cut on the driver (:func:`layout_for`, from
 :func:`~storm_kafka_compat.executor.stage_tasks.stage_layout`) and travels in the
