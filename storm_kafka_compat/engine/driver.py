@@ -174,12 +174,6 @@ class Pipeline:
         """A stop was asked for; the loop ends after the batch in flight."""
         return self.stops.stopping
 
-    @property
-    def starting(self) -> bool:
-        """:meth:`run` is starting (partition refresh, Spark's start) and no stop was
-        asked for yet: a stop signal then ends the start-up at once."""
-        return self.stops.starting
-
     def force_stop(self) -> None:
         """Stop now: cancel the batch in flight (its tasks' results are dropped,
         nothing of it is acknowledged), then commit and return."""

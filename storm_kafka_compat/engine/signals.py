@@ -32,8 +32,8 @@ log = logging.getLogger("storm_kafka_compat.engine.driver")
 
 
 class Stoppable(Protocol):
-    """What a stop signal reaches: the driver loop
-    (:class:`~storm_kafka_compat.engine.driver.Pipeline`)."""
+    """What a stop signal reaches: the driver loop's :class:`StopState`
+    (:attr:`~storm_kafka_compat.engine.driver.Pipeline.stops`)."""
 
     #: stop signals this process took (the second stops at once)
     signals_received: int

@@ -30,6 +30,8 @@ GROUPING_ALIASES: Dict[str, GroupingKind] = {
     "partialKey": "partial_key", "PARTIAL_KEY": "partial_key", "SHUFFLE": "shuffle",
     "FIELDS": "fields", "GLOBAL": "global", "ALL": "all", "DIRECT": "direct", "NONE": "none",
     "CUSTOM": "custom", "customGrouping": "custom", "noneGrouping": "none"}
+#: every spelling of a grouping name -> the project's
+_BY_NAME: Dict[str, GroupingKind] = {**{g: g for g in GROUPINGS}, **GROUPING_ALIASES}
 #: groupings whose task the emitter picks (``emit_direct``), not the tuple
 ROUTED_BY_EMITTER: Tuple[GroupingKind, ...] = ("direct",)
 
@@ -201,9 +203,7 @@ def _custom_tasks(grouping: Grouping, chooser: Any, tup: StormTuple, n_tasks: in
 def canonical_grouping(kind: str) -> Optional[GroupingKind]:
     """A grouping name as this project spells it (Storm's spellings accepted); None
     for a name that is no grouping."""
-    if kind in GROUPING_ALIASES:
-        return GROUPING_ALIASES[kind]
-    return next((g for g in GROUPINGS if g == kind), None)
+    return _BY_NAME.get(kind)
 
 
 def new_custom_grouping(grouping: Grouping, source_task: int, n_tasks: int) -> Any:
