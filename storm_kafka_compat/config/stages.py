@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import AbstractSet, Dict, Mapping, Sequence, Tuple
 
-__all__ = ["CROSSING_GROUPINGS", "stage_levels"]
+__all__ = ["CROSSING_GROUPINGS", "SHUFFLES", "stage_levels"]
 
 
 #: groupings that need the tuples of every partition in one place, or send a tuple
 #: to a task picked by the emitter or by user code
 CROSSING_GROUPINGS = ("fields", "global", "all", "partial_key", "direct", "custom")
+#: the groupings routed as a shuffle: every task of a stage is local to the Spark task
+SHUFFLES = ("shuffle", "local_or_shuffle", "none")
 
 
 def stage_levels(order: Sequence[str], inputs: Mapping[str, Sequence[Tuple[str, str]]],

@@ -12,6 +12,7 @@ import weakref
 from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set,
                     Tuple, Union)
 
+from storm_kafka_compat.config.stages import SHUFFLES
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
@@ -81,6 +82,13 @@ class TaskDispatcher:
             static = self.runtime.static_targets.get(key)
             if static is not None:
                 return static
+            shuffled = self.runtime.shuffled_targets.get(key)
+            if shuffled is not None:              # one shuffle: round-robin or drawn
+                target, n = shuffled
+                rt = self.runtime
+                if rt.shuffle_rng is not None:
+                    return [(target, rt.shuffle_rng.randrange(n))]
+                return [(target, rt.next_seq(key[0], target) % n)]
         subs = self.runtime.subs.get(key)
         if not subs:
             return []
@@ -199,6 +207,11 @@ class LocalRuntime:
                           else topology.bolts[key[0]].output_fields.get(key[1]))
                 if fields and g.fields[0] in fields:
                     self.keyed_targets[key] = (target, list(fields).index(g.fields[0]), n)
+        #: (source, stream) whose only subscription is a shuffle (as routed by
+        #: :func:`~storm_kafka_compat.topology.grouping.route`) of several tasks: (target, tasks)
+        self.shuffled_targets: Dict[Tuple[str, str], Tuple[str, int]] = {
+            key: (subs[0][0], subs[0][2]) for key, subs in self.subs.items()
+            if len(subs) == 1 and subs[0][1].kind in SHUFFLES and subs[0][2] > 1}
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:

@@ -33,8 +33,9 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
                                       TaskTiming)
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
+from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.reader import PartitionReader, TaskBudget
-from storm_kafka_compat.executor.task import (Processor, bolt_error, collection_paused, passed,
+from storm_kafka_compat.executor.task import (Processor, bolt_error, passed,
                                               process_chunks, processor, run_task)
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.executor.dag import LocalRuntime
+from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.hosts.host import Slot
 from storm_kafka_compat.executor.reader import FILL_SHARE, PartitionReader, TaskBudget
 from storm_kafka_compat.executor.stage_tasks import (GroupResult, StageLayout, run_spout_stage,
@@ -126,8 +127,9 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             if not plan.retry:
                 messages = fill(reader, messages, fill_until)
             runtime = _stage_runtime(job)
-            sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(), topology=runtime,
-                                 plan_filter=plan, local=local)
+            with collection_paused():
+                sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(),
+                                     topology=runtime, plan_filter=plan, local=local)
         except Exception as exc:  # never lose the other partitions' results
             yield _bolt_error(plan, exc)
             continue
@@ -300,6 +302,7 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
         else:
             yield key, value
     if routed:
-        job.hosts.deposit(batch, ("s", index), attempt,
-                          {slot: TupleBatch(held) for slot, held in routed.items()})
+        with collection_paused():
+            job.hosts.deposit(batch, ("s", index), attempt,
+                              {slot: TupleBatch(held) for slot, held in routed.items()})
     yield ("s", index), attempt

@@ -17,16 +17,15 @@ worker does not reconnect or re-import each batch.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import time
-from contextlib import contextmanager
-from typing import Callable, Iterator, Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
                                       TaskTiming)
 from storm_kafka_compat.config.objects import load_object
+from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.process import BatchOutcome, process_batch
 from storm_kafka_compat.executor.reader import PartitionReader
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
@@ -113,24 +112,6 @@ def _timed(result: PartitionResult, reader: PartitionReader) -> PartitionResult:
         timing.read_s = reader.read_s
         timing.process_s = max(0.0, timing.ended - timing.started - reader.read_s)
     return result
-
-
-@contextmanager
-def collection_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector held off while a task processes its plan (at
-    most its time budget): the loop makes two objects a message (the tuple and its
-    values), and collections triggered by them scanned the worker's whole heap again
-    and again, about a third of a task's CPU time (profiled). Reference counting still
-    frees everything at once; what a bolt leaves in reference cycles is collected when
-    the task ends and the collector runs again."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _read_and_process(reader: PartitionReader, result: PartitionResult,

@@ -30,8 +30,6 @@ GROUPINGS: Dict[str, str] = {
     "FIELDS": "fields", "ALL": "all", "GLOBAL": "global", "PARTIAL_KEY": "partial_key",
     "DIRECT": "direct", "CUSTOM": "custom",
 }
-#: the groupings that read the spout as the pipeline's default input does
-SHUFFLES = ("shuffle", "local_or_shuffle", "none")
 #: the name inputs use for the Kafka spout in ``topology.bolts`` (pipeline default)
 SPOUT_NAME = "spout"
 

@@ -17,9 +17,10 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 import yaml
 
 from storm_kafka_compat.config import (parse_yaml)
+from storm_kafka_compat.config.stages import SHUFFLES
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
-from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SHUFFLES, SPOUT_NAME,
+from storm_kafka_compat.flux.common import (Conversion, GROUPINGS, SPOUT_NAME,
                                             load_properties, place_bolts, placeholders_left,
                                             storm_config_into, substitute)
 from storm_kafka_compat.flux.components import ComponentResolver, Resolved, python_placeholder

@@ -36,7 +36,7 @@ from storm_kafka_compat.errors import (BatchEndError, FailedException,
                                        ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
-from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, make_tuple
 
 logger = logging.getLogger(__name__)
 
@@ -176,33 +176,34 @@ class OutputCollector:
             raise ValueError(
                 f"bolt {ctx.component_id!r} emitted {len(values)} values on stream {stream!r} "
                 f"whose fields are {list(fields)}; emit one value per field")
-        first = anchors[0] if anchors else None
-        proto = StormTuple(values, fields, stream=stream, source_component=ctx.component_id,
-                           source_task=ctx.task_index,
-                           topic=first.topic if first is not None else None,
-                           partition=first.partition if first is not None else None,
-                           offset=first.offset if first is not None else None)
         self.emitted += 1
         dispatcher = self.dispatcher
         assert dispatcher is not None, "collector used outside a batch"
+        first = anchors[0] if anchors else None
+        if first is not None:
+            topic, partition, offset = first.topic, first.partition, first.offset
+        else:
+            topic = partition = offset = None
+        component_id, task_index = ctx.component_id, ctx.task_index
+        proto = make_tuple(values, fields, stream, component_id, task_index, topic, partition,
+                           offset, {})
         targets = dispatcher.targets(proto, direct) if direct is not None \
             else dispatcher.targets(proto)
         tasks: List[int] = []
         rng = self.rng
+        deliver = dispatcher.deliver
         for i, (component, task) in enumerate(targets):
-            copy_ = proto if i == 0 else StormTuple(
-                values, fields, stream=stream, source_component=ctx.component_id,
-                source_task=ctx.task_index, topic=proto.topic, partition=proto.partition,
-                offset=proto.offset)
+            copy_ = proto if i == 0 else make_tuple(values, fields, stream, component_id,
+                                                    task_index, topic, partition, offset, {})
             if anchors:
                 ids = copy_.anchors
                 for a in anchors:
                     if a.anchors:
-                        edge = new_id(rng)
+                        edge = rng.getrandbits(64) or new_id(rng)
                         a.ack_val ^= edge
                         for root in a.anchors:
                             ids[root] = ids.get(root, 0) ^ edge
-            dispatcher.deliver(component, task, copy_)
+            deliver(component, task, copy_)
             tasks.append(task)
         return tasks
 
@@ -248,8 +249,8 @@ class BasicOutputCollector:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> List[int]:
         """Emit ``values`` anchored to the input being executed."""
-        anchors = [self.input] if self.input is not None else None
-        return self.collector.emit(values, anchors=anchors, stream=stream)
+        held = self.input
+        return self.collector.emit_to(None, values, None if held is None else [held], stream)
 
     def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit ``values`` to task ``task``, anchored to the input being executed."""

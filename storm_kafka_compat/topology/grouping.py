@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, get_args
 
+from storm_kafka_compat.config.stages import SHUFFLES
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, fields_index
 
@@ -168,7 +169,7 @@ def route(grouping: Grouping, tup: StormTuple, n_tasks: int, *,
         return _custom_tasks(grouping, chooser, tup, n_tasks)
     if n_tasks == 1:
         return [0]
-    if kind in ("shuffle", "local_or_shuffle", "none"):
+    if kind in SHUFFLES:
         return [rng.randrange(n_tasks) if rng is not None else seq % n_tasks]
     if kind == "partial_key":
         index = fields_index(tup.fields)

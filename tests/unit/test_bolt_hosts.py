@@ -61,6 +61,20 @@ def test_a_deposit_of_an_attempt_the_driver_did_not_take_is_dropped():
     assert answer.failed_roots == set() and answer.errors == []
 
 
+def test_deposits_sent_pickled_are_unpickled_only_for_the_attempt_the_driver_took():
+    layout, by_slot = _routed([b"a b a", b"b c"])
+    host = _host(layout)
+    packed = {slot: TupleBatch(held) for slot, held in by_slot.items()}
+    host.deposit(1, ("s", 0), 0, b"not a pickle: the attempt that died is never read")
+    host.deposit(1, ("s", 0), 1, pickle.dumps(packed))
+    answer = host.run_stage(1, 1, {("s", 0): 1})
+    counts = {}
+    for _slot, state in host.states.items():
+        counts.update(state.bolt.counts)
+    assert counts == {b"a": 2, b"b": 2, b"c": 1}
+    assert answer.errors == [] and not host._packed
+
+
 def test_tuples_pickled_by_columns_come_back_equal():
     _layout, by_slot = _routed([b"x y", b"y z z"])
     tuples = [t for held in by_slot.values() for t in held]

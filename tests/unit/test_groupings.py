@@ -154,3 +154,24 @@ def test_config_inputs_accept_storms_spellings_and_custom():
     g = from_spec(spec, spout_fields=("n",)).bolts["x"].inputs[0]
     assert g == Grouping("custom", "spout", custom="tests.unit.test_groupings:Evens")
 
+
+
+@pytest.mark.parametrize("kind", ["shuffle", "local_or_shuffle", "none"])
+def test_a_lone_shuffle_subscription_routes_as_the_general_route_does(kind):
+    """The dispatcher's shortcut for a stream with one shuffled subscriber gives the tasks
+    :func:`route` gives: round-robin per (source, target), or drawn from the runtime's
+    shuffle generator when it has one."""
+    import random
+
+    from storm_kafka_compat.topology.grouping import Grouping, route
+    b = TopologyBuilder().set_spout("kafka", ("n",))
+    getattr(b.set_bolt("only", Sink, 3), f"{kind}_grouping")("kafka")
+    d = dispatcher(b.build())
+    assert ("kafka", "default") in d.runtime.shuffled_targets
+    got = [task for n in range(7) for _c, task in d.targets(spout_tuple(n))]
+    assert got == [route(Grouping(kind, "kafka"), spout_tuple(n), 3, seq=n)[0]
+                   for n in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    d.runtime.shuffle_rng = random.Random(5)
+    drawn = [task for n in range(20) for _c, task in d.targets(spout_tuple(n))]
+    again = random.Random(5)
+    assert drawn == [again.randrange(3) for _ in range(20)]

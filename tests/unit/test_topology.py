@@ -276,6 +276,17 @@ def test_the_engines_spout_tuple_is_the_keyword_built_one_slot_for_slot() -> Non
     assert fast.message_id == (3, 42)
 
 
+def test_the_emits_positional_tuple_sets_every_slot_as_the_keyword_one() -> None:
+    from storm_kafka_compat.topology.tuples import StormTuple, make_tuple
+    anchors = {7: 9}
+    fast = make_tuple(["w"], ("word",), "words", "split", 1, "t", 3, 42, anchors)
+    slow = StormTuple(["w"], ("word",), stream="words", source_component="split",
+                      source_task=1, topic="t", partition=3, offset=42, anchors={7: 9})
+    for slot in StormTuple.__slots__:
+        assert getattr(fast, slot) == getattr(slow, slot), slot
+    assert fast.anchors is anchors
+
+
 def test_a_misspelt_component_in_inputs_gets_did_you_mean(bolts_module: str) -> None:
     """Issue 34 item 9: a bolt name in CONFIG with a near match names it."""
     spec = {"bolts": [

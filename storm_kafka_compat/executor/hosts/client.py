@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -86,22 +87,30 @@ class HostDirectory:
                 tuples: Mapping[Slot, Any]) -> None:
         """Hand ``tuples`` (slot -> tuples) to the hosts of their slots, to be run when
         the driver runs their stage
-        (:meth:`~storm_kafka_compat.executor.hosts.host.BoltHost.deposit`)."""
+        (:meth:`~storm_kafka_compat.executor.hosts.host.BoltHost.deposit`): pickled
+        here, sent to every host at once, unpickled by the host when the stage runs."""
         by_host: Dict[Address, Dict[Slot, Any]] = {}
         for slot, held in tuples.items():
             by_host.setdefault(self.address_of(slot), {})[slot] = held
-        for address, part in by_host.items():
-            self.call(address, ("deposit", batch, source, attempt, part))
+        self.call_each({address: ("deposit", batch, source, attempt,
+                                  pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+                        for address, part in by_host.items()})
+
+    def call_each(self, requests: Mapping[Address, Tuple[Any, ...]]) -> List[Any]:
+        """:meth:`call` each host with its request, all at once (one thread a host);
+        the answers in the order of ``requests``."""
+        if len(requests) == 1:
+            (address, request), = requests.items()
+            return [self.call(address, request)]
+        with ThreadPoolExecutor(len(requests), thread_name_prefix="bolt-hosts") as ex:
+            return list(ex.map(lambda item: self.call(*item), requests.items()))
 
     def run_stage(self, batch: int, stage: int, sources: Mapping[Tuple[str, int], int]
                   ) -> List[Any]:
         """Every host runs ``batch``'s ``stage`` on what ``sources`` deposited (at once,
         one thread a host); their StageAnswers."""
         request = ("run_stage", batch, stage, dict(sources))
-        if len(self.addresses) == 1:
-            return [self.call(self.addresses[0], request)]
-        with ThreadPoolExecutor(len(self.addresses), thread_name_prefix="bolt-hosts") as ex:
-            return list(ex.map(lambda address: self.call(address, request), self.addresses))
+        return self.call_each({address: request for address in self.addresses})
 
 
 def slot_table(slot_host: Mapping[Slot, int]) -> Tuple[Tuple[Slot, int], ...]:

@@ -5,10 +5,12 @@ batch after batch, saved and restored. Pure: no sockets (:mod:`.server` serves i
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
 from storm_kafka_compat.executor.dag import LocalRuntime
+from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.stage_tasks import GroupResult, StageLayout, run_stage_group
 from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.builder import from_spec
@@ -66,6 +68,8 @@ class BoltHost:
         self.last_batch: Dict[Slot, int] = {}
         #: tuples deposited for a batch: (batch, source, attempt) -> slot -> tuples
         self._inbox: Dict[Tuple[int, Source, int], Dict[Slot, List[StormTuple]]] = {}
+        #: the same, as the Spark tasks sent them (pickled), until their stage runs
+        self._packed: Dict[Tuple[int, Source, int], List[bytes]] = {}
         #: a stage's answer per batch, for a driver that asks again
         self._stage_answers: Dict[Tuple[int, int], StageAnswer] = {}
         #: the tasks that ran tuples or a tick since the last save
@@ -101,15 +105,34 @@ class BoltHost:
         return result
 
     def deposit(self, batch: int, source: Source, attempt: int,
-                tuples: Mapping[Slot, "List[StormTuple] | TupleBatch"]) -> int:
+                tuples: "Mapping[Slot, List[StormTuple] | TupleBatch] | bytes") -> None:
         """Keep ``tuples`` for their tasks until the driver runs ``batch``'s stage; a
         later attempt of the same source replaces nothing (the driver names the attempt
-        whose results it took). Returns the tuples kept."""
-        box = self._inbox.setdefault((batch, tuple(source), attempt), {})  # type: ignore[arg-type]
+        whose results it took). ``tuples`` as bytes (a pickled mapping, as a Spark task
+        sends them) are kept as they came and unpickled when their stage runs: the
+        task that sent them does not wait for it, and an attempt the driver did not
+        take is never unpickled."""
+        key = (batch, tuple(source), attempt)
+        if isinstance(tuples, (bytes, bytearray)):
+            self._packed.setdefault(key, []).append(bytes(tuples))  # type: ignore[arg-type]
+            return
+        self._keep(key, tuples)  # type: ignore[arg-type]
+
+    def _keep(self, key: Tuple[int, Source, int],
+              tuples: "Mapping[Slot, List[StormTuple] | TupleBatch]") -> None:
+        box = self._inbox.setdefault(key, {})
         for slot, held in tuples.items():
             box.setdefault(tuple(slot), []).extend(  # type: ignore[arg-type]
                 held.tuples if isinstance(held, TupleBatch) else held)
-        return sum(len(t) for t in tuples.values())
+
+    def _unpack(self, batch: int, sources: Mapping[Source, int]) -> None:
+        """Unpickle what the taken attempts sent for ``batch``; drop the rest of it and
+        what older batches left."""
+        for key in [k for k in self._packed if k[0] <= batch]:
+            blobs = self._packed.pop(key)
+            if key[0] == batch and sources.get(key[1]) == key[2]:
+                for blob in blobs:
+                    self._keep(key, pickle.loads(blob))
 
     def run_stage(self, batch: int, stage: int, sources: Mapping[Source, int]) -> StageAnswer:
         """Run what was deposited for ``batch`` by ``sources`` (source -> the attempt the
@@ -119,6 +142,12 @@ class BoltHost:
         held = self._stage_answers.get(key)
         if held is not None:
             return held
+        with collection_paused():
+            return self._run_stage(key, sources)
+
+    def _run_stage(self, key: Tuple[int, int], sources: Mapping[Source, int]) -> StageAnswer:
+        batch, stage = key
+        self._unpack(batch, sources)
         names = frozenset(self.layout.stages[stage])
         inputs: Dict[Slot, List[StormTuple]] = {}
         for (b, source, attempt), box in list(self._inbox.items()):
