@@ -60,11 +60,18 @@ class TaskDispatcher:
     """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
 
     def __init__(self, runtime: "LocalRuntime", sink: RootSink, now_ms: int,
-                 local: Optional[AbstractSet[str]]) -> None:
+                 local: Optional[AbstractSet[str]], settles_at_end: bool = False) -> None:
         self.runtime = runtime
         self.sink = sink
         self.now_ms = now_ms
         self.local = local  # components run in this task; None: all
+        #: components a bolt's anchored emit reaches without an edge id of its own
+        #: (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_to`): with
+        #: ``settles_at_end`` (a staged batch, whose roots are judged once every stage
+        #: ran) the bolts that ack or fail each input in the call that executes it;
+        #: none for an acker that completes a root as soon as its XOR is zero
+        self.edge_free: AbstractSet[str] = runtime.acks_in_execute if settles_at_end \
+            else frozenset()
         self.queues: Dict[str, List[List[StormTuple]]] = {
             name: [[] for _ in runners] for name, runners in runtime.runners.items()}
         self.outbox: List[Tuple[str, int, StormTuple]] = []
@@ -212,6 +219,12 @@ class LocalRuntime:
         self.shuffled_targets: Dict[Tuple[str, str], Tuple[str, int]] = {
             key: (subs[0][0], subs[0][2]) for key, subs in self.subs.items()
             if len(subs) == 1 and subs[0][1].kind in SHUFFLES and subs[0][2] > 1}
+        #: bolts whose every task acks or fails each input in the call that executes it
+        #: (basic bolts without a batch end): nothing of such a tuple stays open after
+        #: its task ran
+        self.acks_in_execute = frozenset(
+            name for name, runners in self.runners.items()
+            if runners and all(r.acks_in_execute for r in runners))
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:

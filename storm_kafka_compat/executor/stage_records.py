@@ -139,12 +139,16 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
         result.skipped = o.skipped_null
         result.tuples = o.stage_counts.get(runtime.topology.spout, {}).get("emitted", 0)
         failed = set(o.failed)
+        # a root with tuples for later stages is sent with its offset even when its XOR
+        # is zero here (tuples to bolts that ack in execute carry no edge id): a bolt of
+        # a later stage may still fail it
+        sent_on = {root for _c, _t, tup in sp.routed for root in tup.anchors}
         for root, offset in sp.roots.items():
             if root in sp.failed_roots:
                 failed.add(offset)
                 continue
             xor = sp.init[root] ^ sp.pairs.get(root, 0)
-            if xor:
+            if xor or root in sent_on:
                 outbox.ack(root, (xor, False, (plan.topic, plan.partition, offset)))
         for root, value in sp.pairs.items():     # acks of earlier batches' trees
             if root not in sp.roots:

@@ -154,7 +154,7 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     if rng is not None:
         runtime.set_rng(rng)
     sink = AckSink()
-    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset(local))
+    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset(local), settles_at_end=True)
     if local:
         runtime.bind(dispatcher)
     roots: Dict[int, int] = {}
@@ -217,7 +217,7 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
         runtime.set_rng(rng)
     sink = AckSink()
     local = frozenset(local)
-    dispatcher = TaskDispatcher(runtime, sink, 0, local)
+    dispatcher = TaskDispatcher(runtime, sink, 0, local, settles_at_end=True)
     runtime.bind(dispatcher)
     before = runtime.counts()
     for component, task, tup in inputs:

@@ -29,8 +29,8 @@ import inspect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple,
-                    Union)
+from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Protocol,
+                    Sequence, Tuple, Union)
 
 from storm_kafka_compat.errors import (BatchEndError, FailedException,
                                        ReportedFailedException)
@@ -96,6 +96,10 @@ class TopologyContext:
 
 class Dispatcher(Protocol):
     """Where collectors send tuples and acker messages (supplied by the runtime)."""
+
+    #: components whose tuples need no edge id of their own (see
+    #: :attr:`~storm_kafka_compat.executor.dag.TaskDispatcher.edge_free`)
+    edge_free: AbstractSet[str]
 
     def targets(self, tup: StormTuple, direct: Optional[int] = None) -> List[Tuple[str, int]]:
         """The (component, task) copies an emitted tuple goes to (``direct``: the task
@@ -192,11 +196,23 @@ class OutputCollector:
         tasks: List[int] = []
         rng = self.rng
         deliver = dispatcher.deliver
+        edge_free = dispatcher.edge_free
         for i, (component, task) in enumerate(targets):
             copy_ = proto if i == 0 else make_tuple(values, fields, stream, component_id,
                                                     task_index, topic, partition, offset, {})
             if anchors:
                 ids = copy_.anchors
+                if component in edge_free:
+                    # acked or failed within the batch by the call that executes it, and
+                    # its roots judged only once every stage ran: the XOR would open and
+                    # close the same id; the tuple keeps its roots, for a fail and for
+                    # what it is the anchor of
+                    for a in anchors:
+                        for root in a.anchors:
+                            ids[root] = 0
+                    deliver(component, task, copy_)
+                    tasks.append(task)
+                    continue
                 for a in anchors:
                     if a.anchors:
                         edge = rng.getrandbits(64) or new_id(rng)
@@ -215,7 +231,8 @@ class OutputCollector:
             assert dispatcher is not None, "collector used outside a batch"
             ack_val = tup.ack_val
             for root, edge in tup.anchors.items():
-                dispatcher.ack_root(root, edge ^ ack_val)
+                if edge ^ ack_val:   # a zero changes no XOR (an edge-free leaf's ack)
+                    dispatcher.ack_root(root, edge ^ ack_val)
 
     def fail(self, tup: StormTuple) -> None:
         """Fail ``tup``: every root it belongs to fails (and is replayed)."""
@@ -391,6 +408,9 @@ class BoltRunner:
                         else ())
             context.output_fields = normalize_output_fields(declared)
         self.context = context
+        #: acks or fails each input in the call that executes it (a basic bolt without
+        #: a batch end, whose ``finish_batch`` could ack what it held)
+        self.acks_in_execute = self.kind == "basic" and not hasattr(bolt, "finish_batch")
         self.collector = OutputCollector(context, None, rng)
         self.executed = 0
         #: exceptions raised since :meth:`take_errors`, by type

@@ -20,6 +20,9 @@ class Harness:
     ``fanout`` is the number of task copies each emit produces (0: no subscriber).
     """
 
+    #: every copy gets an edge id (the acker completes a root once its XOR is zero)
+    edge_free: frozenset = frozenset()
+
     def __init__(self, seed: int = 7, fanout: int = 1) -> None:
         self.rng = random.Random(seed)
         self.acker = Acker(random.Random(seed + 1))

@@ -150,6 +150,8 @@ def test_a_window_with_an_extractor_is_saved_and_restored_with_its_tuples():
     from storm_kafka_compat.topology.windowed_executor import WindowedBoltExecutor
 
     class Sink:
+        edge_free = frozenset()
+
         def targets(self, tup, direct=None):
             return []
 
