@@ -144,6 +144,9 @@ class OutputCollector:
         self.emitted = 0
         self.acked = 0
         self.failed = 0
+        #: the last input an edge-free emit was anchored to, and its roots (each to 0)
+        self._roots_of: Optional[StormTuple] = None
+        self._roots: Dict[int, int] = {}
 
     def emit(self, values: Sequence[Any], anchors: Optional[Sequence[StormTuple]] = None,
              stream: str = DEFAULT_STREAM) -> List[int]:
@@ -206,10 +209,18 @@ class OutputCollector:
                     # acked or failed within the batch by the call that executes it, and
                     # its roots judged only once every stage ran: the XOR would open and
                     # close the same id; the tuple keeps its roots, for a fail and for
-                    # what it is the anchor of
-                    for a in anchors:
-                        for root in a.anchors:
-                            ids[root] = 0
+                    # what it is the anchor of. The emits of one input share one roots
+                    # map (read only: pickled once for all of them)
+                    if len(anchors) == 1:
+                        a = anchors[0]
+                        if a is not self._roots_of:
+                            self._roots_of = a
+                            self._roots = dict.fromkeys(a.anchors, 0)
+                        copy_.anchors = self._roots
+                    else:
+                        for a in anchors:
+                            for root in a.anchors:
+                                ids[root] = 0
                     deliver(component, task, copy_)
                     tasks.append(task)
                     continue
