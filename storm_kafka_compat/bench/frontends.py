@@ -28,8 +28,10 @@ from storm_kafka_compat.batch import BatchPlan, BatchResult
 def source_options(*, topic: str, bootstrap: str, zk_port: int, spout_id: str,
                    backend: str, kafka: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
     """The ``format("storm-kafka")`` options of the benchmark topic: the pipeline's
-    settings (zkRoot, the ZooKeeper of the run, the backend and its client settings)."""
-    options = {"topic": topic, "zkRoot": "/skc-bench-source", "id": spout_id,
+    settings (the ZooKeeper of the run, the backend and its client settings), under a
+    zkRoot of its own per run (as the pipeline's runs: no run sees another id's
+    documents under its root, and none is warned of them)."""
+    options = {"topic": topic, "zkRoot": f"/skc-bench-source/{spout_id}", "id": spout_id,
                "zkServers": "127.0.0.1", "zkPort": str(zk_port), "bootstrap": bootstrap,
                "topology.name": "bench", "kafka.backend": backend}
     for key, value in (kafka or {}).items():

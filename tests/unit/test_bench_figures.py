@@ -331,3 +331,14 @@ def test_batch_breakdown_lays_tasks_against_their_jobs():
     assert b["read"] == pytest.approx(0.8) and b["process"] == pytest.approx(2.2)
     assert b["idle_slots"] == pytest.approx(2 * 2.0 - 2.7 + 2 * 0.5 - 0.3)
     assert b["partition_moves"] == 1
+
+
+def test_each_front_end_run_reads_under_a_zk_root_of_its_own():
+    """As the pipeline's runs: a run's root holds only its own id's documents, so the
+    source never warns that other ids live there."""
+    from storm_kafka_compat.bench.frontends import source_options
+    one, two = (source_options(topic="t", bootstrap="127.0.0.1:9092", zk_port=2181,
+                               spout_id=f"bench-source-{i}", backend="confluent")
+                for i in (1, 2))
+    assert one["zkRoot"] != two["zkRoot"]
+    assert one["zkRoot"].endswith("/bench-source-1") and two["id"] == "bench-source-2"
