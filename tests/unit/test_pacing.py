@@ -137,3 +137,20 @@ def test_the_dataframe_mode_is_paced() -> None:
                           dataframe="tests.bolts:record")
     runner = runner_for(dataframe, lambda: None, staged=False)
     assert isinstance(runner, DataFrameRunner) and runner.whole_batches
+
+
+def test_batches_mostly_overhead_grow_by_the_budget_over_their_time() -> None:
+    """A word count's shape: 300 ms of Spark a batch, 0.04 ms a message, a 1 s budget.
+    Doubling took 12 batches to reach the size; charging a batch's whole time to its
+    messages bounds the cost, so the next batch may be budget / time as large, and its
+    processing still stays within one budget."""
+    overhead, cost, budget = 300.0, 0.04, 1000.0
+    pacer = BatchPacer(budget_ms=budget)
+    caps = _simulate(pacer, 14, overhead_ms=overhead, cost_ms=cost, partitions=4,
+                     first_extra_ms=3_000)
+    right = budget / cost / 4                                     # 6,250 a partition
+    reached = next(i for i, c in enumerate(caps) if c >= 0.9 * right)
+    assert reached <= 8, caps
+    assert all(cost * c * 4 <= budget * 1.001 for c in caps), caps   # never past a budget
+    # the doubling rule alone gave 16, 8, 4, 16, 32, ... 4096, 6249: the size at batch 12
+    assert all(b > 2.5 * a for a, b in zip(caps[2:5], caps[3:6])), caps
