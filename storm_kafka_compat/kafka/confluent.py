@@ -110,6 +110,9 @@ _LIBRDKAFKA_LOG.addFilter(_ExpectedOnOldBrokers())
 FETCH_QUEUE_BACKOFF_MS = 10
 #: records one fetch() may return when the caller sets no bound
 DEFAULT_MAX_MESSAGES = 10_000
+#: how far ahead of its consumer's position a fetch may start and still read on through
+#: what librdkafka already holds (dropping the records below), instead of seeking
+SKIP_AHEAD_MAX = 50_000
 #: settings this adapter owns; the client mapping may not change them
 RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
             "enable.partition.eof", "bootstrap.servers")
@@ -250,6 +253,28 @@ def to_messages(records: List[Any], topic: str, partition: int,
     return out
 
 
+def _skip_queued(c: Any, position: int, offset: int) -> Optional[List[Any]]:
+    """Read ``c`` (assigned to one partition, standing at ``position``) on to
+    ``offset`` through what librdkafka already holds, dropping the records below it,
+    without waiting: the records from ``offset`` on that came with the last chunk
+    (``[]`` when none did), or None when what it holds ends before ``offset`` or an
+    event comes first (the caller seeks). A Python worker that did not read this
+    partition in the last batch has its next records queued: reading on through them
+    cost less than a seek, which drops them and waits for a fetch in flight (about
+    ``fetch.wait.max.ms``)."""
+    while position < offset:
+        got: List[Any] = c.consume(min(DEFAULT_MAX_MESSAGES, offset - position), 0)
+        if not got:
+            return None
+        for i, record in enumerate(got):
+            if record.error() is not None:
+                return None
+            if record.offset() >= offset:
+                return got[i:]
+        position = got[-1].offset() + 1
+    return []
+
+
 def record_batch(records: List[Any], topic: str, partition: int,
                  offset: Optional[int] = None) -> RecordBatch:
     """librdkafka ``Message`` objects of one partition as a :class:`RecordBatch`
@@ -383,12 +408,19 @@ class ConfluentAccess:
             entry = self._fetcher(key)
             c = entry[0]
             try:
+                held: Optional[List[Any]] = None
                 if entry[1] != offset:
-                    from confluent_kafka import TopicPartition
-                    entry[1] = None
-                    c.assign([TopicPartition(topic, partition, offset)])
+                    if entry[1] is not None and 0 < offset - entry[1] <= SKIP_AHEAD_MAX:
+                        held = _skip_queued(c, entry[1], offset)
+                    if held is None:
+                        from confluent_kafka import TopicPartition
+                        entry[1] = None
+                        c.assign([TopicPartition(topic, partition, offset)])
                     entry[1] = offset
-                records, eof = self._first(c, topic, partition, offset, deadline)
+                if held:
+                    records, eof = held, None
+                else:
+                    records, eof = self._first(c, topic, partition, offset, deadline)
                 if not records:
                     if eof is not None and eof > offset:
                         entry[1] = eof        # past markers or aborted records

@@ -132,6 +132,55 @@ def test_a_timestamp_resolves_by_offsets_for_times_none_is_no_offset():
     assert a.offset_for("t", 0, 9000) == NO_OFFSET
 
 
+class _PrefetchingConsumer:
+    """One partition's log (offsets 0..99); what is queued runs from the position to
+    ``queued_to`` (librdkafka's prefetch). ``assign`` is a seek."""
+
+    made = []
+
+    def __init__(self, config, queued_to=60):
+        self.assigned = []
+        self.position = 0
+        self.queued_to = queued_to
+        self.made.append(self)
+
+    def assign(self, tps):
+        self.assigned.append(tps[0].offset)
+        self.position = tps[0].offset
+        self.queued_to = min(100, self.position + 60)
+
+    def consume(self, n, timeout):
+        end = min(self.queued_to, self.position + n)
+        out = [ck.Message(topic="t", partition=0, offset=o, value=b"v%d" % o)
+               for o in range(self.position, end)]
+        self.position = end
+        return out
+
+    def get_watermark_offsets(self, tp, timeout, cached):
+        return 0, 100
+
+    def close(self):
+        pass
+
+
+def test_a_fetch_a_little_ahead_reads_on_through_the_prefetch_instead_of_seeking():
+    """A Python worker that skipped a batch of this partition: its consumer stands
+    behind and holds the records; it reads on through them, dropping those below, and
+    seeks only when they do not reach the offset asked for or the offset is behind."""
+    _PrefetchingConsumer.made.clear()
+    a = ConfluentAccess("h:1", spout(), consumer_factory=_PrefetchingConsumer)
+    assert [m.offset for m in a.fetch("t", 0, 0, max_messages=10)] == list(range(10))
+    [c] = _PrefetchingConsumer.made
+    assert c.assigned == [0]
+    got = a.fetch("t", 0, 25, max_messages=10)            # 10..24 dropped from the queue
+    assert [m.offset for m in got] == list(range(25, 35)) and c.assigned == [0]
+    assert [m.value for m in got][:1] == [b"v25"]
+    got = a.fetch("t", 0, 90, max_messages=5)             # beyond what is queued: a seek
+    assert [m.offset for m in got] == list(range(90, 95)) and c.assigned == [0, 90]
+    got = a.fetch("t", 0, 40, max_messages=5)             # behind: a seek
+    assert [m.offset for m in got] == list(range(40, 45)) and c.assigned == [0, 90, 40]
+
+
 # --- against tansu ------------------------------------------------------------------------
 
 @pytest.fixture
