@@ -197,42 +197,49 @@ class OutputCollector:
         targets = dispatcher.targets(proto, direct) if direct is not None \
             else dispatcher.targets(proto)
         tasks: List[int] = []
-        rng = self.rng
         deliver = dispatcher.deliver
         edge_free = dispatcher.edge_free
         for i, (component, task) in enumerate(targets):
             copy_ = proto if i == 0 else make_tuple(values, fields, stream, component_id,
                                                     task_index, topic, partition, offset, {})
             if anchors:
-                ids = copy_.anchors
                 if component in edge_free:
-                    # acked or failed within the batch by the call that executes it, and
-                    # its roots judged only once every stage ran: the XOR would open and
-                    # close the same id; the tuple keeps its roots, for a fail and for
-                    # what it is the anchor of. The emits of one input share one roots
-                    # map (read only: pickled once for all of them)
-                    if len(anchors) == 1:
-                        a = anchors[0]
-                        if a is not self._roots_of:
-                            self._roots_of = a
-                            self._roots = dict.fromkeys(a.anchors, 0)
-                        copy_.anchors = self._roots
-                    else:
-                        for a in anchors:
-                            for root in a.anchors:
-                                ids[root] = 0
-                    deliver(component, task, copy_)
-                    tasks.append(task)
-                    continue
-                for a in anchors:
-                    if a.anchors:
-                        edge = rng.getrandbits(64) or new_id(rng)
-                        a.ack_val ^= edge
-                        for root in a.anchors:
-                            ids[root] = ids.get(root, 0) ^ edge
+                    self._roots_only(copy_, anchors)
+                else:
+                    self._new_edges(copy_, anchors)
             deliver(component, task, copy_)
             tasks.append(task)
         return tasks
+
+    def _new_edges(self, tup: StormTuple, anchors: Sequence[StormTuple]) -> None:
+        """Anchor ``tup`` as Storm does: a new edge id per anchor, XOR-ed into the
+        anchor's pending value and recorded per root in ``tup``."""
+        ids = tup.anchors
+        rng = self.rng
+        for a in anchors:
+            if a.anchors:
+                edge = rng.getrandbits(64) or new_id(rng)
+                a.ack_val ^= edge
+                for root in a.anchors:
+                    ids[root] = ids.get(root, 0) ^ edge
+
+    def _roots_only(self, tup: StormTuple, anchors: Sequence[StormTuple]) -> None:
+        """Anchor ``tup``, bound for a bolt that acks or fails it in the call that
+        executes it, in a batch whose roots are judged once every stage ran: its roots
+        without an edge id (the XOR would open and close the same id). It keeps them for
+        a fail and for what it is the anchor of. The emits of one input share one roots
+        map, read only, so it is pickled once for all of them."""
+        if len(anchors) == 1:
+            a = anchors[0]
+            if a is not self._roots_of:
+                self._roots_of = a
+                self._roots = dict.fromkeys(a.anchors, 0)
+            tup.anchors = self._roots
+            return
+        ids = tup.anchors
+        for a in anchors:
+            for root in a.anchors:
+                ids[root] = 0
 
     def ack(self, tup: StormTuple) -> None:
         """Ack ``tup``: for each of its roots, its edge id XOR its children's ids."""
