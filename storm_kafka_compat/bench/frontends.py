@@ -18,11 +18,14 @@ backend, and call the plain job's per-message function once per value.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from storm_kafka_compat.bench.analysis import summarize
 from storm_kafka_compat.bench.spark_kafka import arrow_count, available_now_rate
 from storm_kafka_compat.batch import BatchPlan, BatchResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def source_options(*, topic: str, bootstrap: str, zk_port: int, spout_id: str,
@@ -39,7 +42,7 @@ def source_options(*, topic: str, bootstrap: str, zk_port: int, spout_id: str,
     return options
 
 
-def storm_source_rate(spark: Any, *, options: Dict[str, str], expected: int,
+def storm_source_rate(spark: "SparkSession", *, options: Dict[str, str], expected: int,
                       clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """A Structured Streaming query over ``format("storm-kafka")`` from the start until
     it has read everything available (``availableNow``), each batch's values through
@@ -57,8 +60,8 @@ def count_batch(df: Any) -> None:
     arrow_count(df)
 
 
-def dataframe_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
-                   backend: str, spout_id: str, expected: int,
+def dataframe_rate(spark: "SparkSession", *, topic: str, partitions: int, bootstrap: str,
+                   zk_port: int, backend: str, spout_id: str, expected: int,
                    kafka: Optional[Dict[str, Any]] = None,
                    clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """The DataFrame mode over ``topic`` from offset 0 until caught up, its function
@@ -93,7 +96,7 @@ def dataframe_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, z
             "batches": summary.batches}
 
 
-def frontend_figures(spark: Any, servers: Any, *, backends: List[str], partitions: int,
+def frontend_figures(spark: "SparkSession", servers: Any, *, backends: List[str], partitions: int,
                      messages: int, warmup_messages: int, repeat: int, topic: str,
                      warmup_topic: str, stamp: int, log_line: Callable[[str], None]
                      ) -> Dict[str, Dict[str, Any]]:

@@ -17,7 +17,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, IO, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, IO, List, Optional
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _FILES: Dict[str, IO[str]] = {}
 
@@ -74,7 +77,7 @@ def produce_at_rate(bootstrap: str, topic: str, partitions: int, rate: float, se
     return sent
 
 
-def latency_run(spark: Any, *, job: Any, bootstrap: str, topic: str, partitions: int,
+def latency_run(spark: "SparkSession", *, job: Any, bootstrap: str, topic: str, partitions: int,
                 rate: float, seconds: float, size: int, client: Dict[str, Any],
                 clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
     """Run the pipeline of ``job`` (its bolt :func:`latency_bolt`) while producing;

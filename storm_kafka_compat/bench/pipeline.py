@@ -136,8 +136,8 @@ class _TimedStagedRunner(_TimedRunner, StagedSparkRunner):
     """The staged runner (a topology whose groupings cross partitions), timed alike."""
 
 
-def pipeline_rate(spark: Any, *, topic: str, partitions: int, bootstrap: str, zk_port: int,
-                  backend: str, spout_id: str, expected: int,
+def pipeline_rate(spark: "SparkSession", *, topic: str, partitions: int, bootstrap: str,
+                  zk_port: int, backend: str, spout_id: str, expected: int,
                   kafka: Optional[Dict[str, Any]] = None,
                   trigger_interval_ms: Optional[int] = None, multi_stage: bool = False,
                   topology_spec: Optional[Dict[str, Any]] = None,

@@ -23,9 +23,12 @@ second, labelled row.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: records per poll / consume call, as the raw consumers use
 POLL_RECORDS = 10_000
@@ -143,7 +146,7 @@ def read_keyed(work: "PlainWork", key: Callable[[int], Any]) -> Iterator[Tuple[A
 PlainWork = Tuple[str, str, Tuple[Tuple[int, int], ...], Tuple[Tuple[str, Any], ...]]
 
 
-def read_partitions(works: Iterator[PlainWork]) -> Iterator[int]:
+def read_partitions(works: Iterable[PlainWork]) -> Iterator[int]:
     """The ``mapPartitions`` function of the plain job: messages handled per task."""
     for work in works:
         yield read_count(work)
@@ -159,7 +162,7 @@ def plain_work(backend: str, topic: str, ends: Mapping[int, int],
     return [(backend, topic, tuple(parts[i::n]), conf) for i in range(n)]
 
 
-def plain_rate(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
+def plain_rate(spark: "SparkSession", *, backend: str, topic: str, ends: Mapping[int, int],
                consumer: Mapping[str, Any],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """Run the plain job over ``topic`` (partition -> end offset ``ends``) with the
@@ -192,8 +195,8 @@ def count_pairs(pairs: Iterable[Tuple[Any, bytes]]) -> Iterator[int]:
     yield sum(handle(value) for _key, value in pairs)
 
 
-def plain_multi_stage_rate(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
-                           consumer: Mapping[str, Any],
+def plain_multi_stage_rate(spark: "SparkSession", *, backend: str, topic: str,
+                           ends: Mapping[int, int], consumer: Mapping[str, Any],
                            clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """The plain job of a two-stage topology, as a user writes it in PySpark: read
     (as :func:`plain_rate`), key each message by its offset, ``partitionBy`` over the

@@ -24,12 +24,15 @@ import platform
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
 from storm_kafka_compat.embedded import (BROKERS, EmbeddedServers, missing_broker, spark_cluster,
                                          spark_kafka_jars)
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +184,7 @@ def machine_info() -> Dict[str, Any]:
     return info
 
 
-def run_bench(options: BenchOptions = BenchOptions(), *, spark: Any = None,
+def run_bench(options: BenchOptions = BenchOptions(), *, spark: Optional["SparkSession"] = None,
               log_line: Callable[[str], None] = lambda s: None) -> Dict[str, Any]:
     """Run every figure; return the report as a JSON-ready dict.
 
@@ -253,8 +256,8 @@ def _settings(servers: EmbeddedServers) -> KafkaSettings:
     return kafka_settings_from_dict(servers.kafka)
 
 
-def _with_servers(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
-                  log_line: Callable[[str], None]) -> None:
+def _with_servers(options: BenchOptions, backends: List[str], report: _Report,
+                  spark: Optional["SparkSession"], log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
     from storm_kafka_compat.bench.fetch import access_rate, raw_confluent, raw_kafka_python
     from storm_kafka_compat.bench.zk import commit_latency
@@ -339,8 +342,9 @@ def _spark_source_wanted(options: BenchOptions, servers: EmbeddedServers,
     return True
 
 
-def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
-               servers: EmbeddedServers, log_line: Callable[[str], None]) -> None:
+def _pipelines(options: BenchOptions, backends: List[str], report: _Report,
+               spark: Optional["SparkSession"], servers: EmbeddedServers,
+               log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
     from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
     from storm_kafka_compat.bench.frontends import frontend_figures
@@ -412,7 +416,7 @@ def _pipelines(options: BenchOptions, backends: List[str], report: _Report, spar
             spark.stop()
 
 
-def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
+def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: "SparkSession",
             servers: EmbeddedServers, careful: Dict[str, Dict[str, Any]],
             warm_ends: Dict[int, int], trigger: Optional[int],
             log_line: Callable[[str], None], *,
@@ -435,7 +439,7 @@ def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: 
                                         trigger, log_line)
 
 
-def _word_count(options: BenchOptions, backends: List[str], spark: Any,
+def _word_count(options: BenchOptions, backends: List[str], spark: "SparkSession",
                 servers: EmbeddedServers, careful: Dict[str, Dict[str, Any]],
                 trigger: Optional[int], log_line: Callable[[str], None]) -> Dict[str, Any]:
     """The two-stage figure with its state kept (:mod:`.wordcount`)."""
@@ -463,10 +467,10 @@ def _summaries(report: _Report, runs: Dict[str, Dict[str, List[Dict[str, Any]]]]
         report.spark_source = {k: summarize(v) for k, v in source_runs.items()}
 
 
-def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: EmbeddedServers,
-             log_line: Callable[[str], None], *, careful: Dict[str, Dict[str, Any]],
-             warm_ends: Dict[int, int], stamp: int, trigger: Optional[int],
-             source_options_: Optional[Dict[str, str]]) -> Dict[str, float]:
+def _warm_up(options: BenchOptions, backends: List[str], spark: "SparkSession",
+             servers: EmbeddedServers, log_line: Callable[[str], None], *,
+             careful: Dict[str, Dict[str, Any]], warm_ends: Dict[int, int], stamp: int,
+             trigger: Optional[int], source_options_: Optional[Dict[str, str]]) -> Dict[str, float]:
     """One plain job and one pipeline run per backend over the warm-up topic (Python workers
     forked, modules imported, clients connected), and Spark's source when it runs; returns
     each backend's warm-up run time."""
@@ -494,7 +498,7 @@ def _warm_up(options: BenchOptions, backends: List[str], spark: Any, servers: Em
     return warm_s
 
 
-def _latencies(options: BenchOptions, backends: List[str], report: _Report, spark: Any,
+def _latencies(options: BenchOptions, backends: List[str], report: _Report, spark: "SparkSession",
                servers: EmbeddedServers, log_line: Callable[[str], None], *, stamp: int,
                trigger: Optional[int]) -> None:
     """Each backend's latency run at half its pipeline's median rate."""

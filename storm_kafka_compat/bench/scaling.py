@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from storm_kafka_compat.bench.analysis import summarize
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: a topic's ``max.message.bytes`` and the producer's limit for the large-value cases
 #: (1 MB values and their record overhead)
@@ -138,7 +141,7 @@ def run_case(case: Case, *, backends: List[str], repeat: int,
     return {kind: {b: summarize(r) for b, r in by.items()} for kind, by in runs.items()}
 
 
-def scaling_rows(spark: Any, servers: Any, *, base: Base, more: List[Case],
+def scaling_rows(spark: "SparkSession", servers: Any, *, base: Base, more: List[Case],
                  backends: List[str], repeat: int, careful: Mapping[str, Mapping[str, Any]],
                  main_topic: str, warmup_topic: str,
                  warmup_ends: Mapping[int, int], trigger_interval_ms: Optional[int],

@@ -23,12 +23,15 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping
 
 from storm_kafka_compat.bench.plain import handle, rate_of
 from storm_kafka_compat.config import SpoutConfig
 from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def source_options(bootstrap: str, spout: SpoutConfig) -> Dict[str, str]:
@@ -66,14 +69,15 @@ def arrow_count(df: Any) -> int:
     return int(sum(r["n"] for r in rows))
 
 
-def _batch_frame(spark: Any, topic: str, ends: Mapping[int, int],
+def _batch_frame(spark: "SparkSession", topic: str, ends: Mapping[int, int],
                  options: Mapping[str, str]) -> Any:
     return (spark.read.format("kafka").options(**options).option("subscribe", topic)
             .option("startingOffsets", _offsets(topic, {p: 0 for p in ends}))
             .option("endingOffsets", _offsets(topic, ends)).load())
 
 
-def arrow_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+def arrow_rate(spark: "SparkSession", *, topic: str, ends: Mapping[int, int],
+               options: Mapping[str, str],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """``spark.read.format("kafka")`` from offset 0 to ``ends``, the values handed to the
     per-message function through ``mapInArrow``; its rate."""
@@ -83,7 +87,8 @@ def arrow_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapp
                    clock() - t0)
 
 
-def count_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+def count_rate(spark: "SparkSession", *, topic: str, ends: Mapping[int, int],
+               options: Mapping[str, str],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """``spark.read.format("kafka")`` from offset 0 to ``ends`` and ``count()``: the JVM
     reads and counts, no Python; its rate (the source's ceiling on this machine)."""
@@ -93,7 +98,8 @@ def count_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapp
                    sum(ends.values()), clock() - t0)
 
 
-def batch_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapping[str, str],
+def batch_rate(spark: "SparkSession", *, topic: str, ends: Mapping[int, int],
+               options: Mapping[str, str],
                clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """``spark.read.format("kafka")`` from offset 0 to ``ends``, every row pickled to
     Python (``rdd.mapPartitions``, the slowest way; a labelled second row); its rate."""
@@ -104,7 +110,7 @@ def batch_rate(spark: Any, *, topic: str, ends: Mapping[int, int], options: Mapp
                    clock() - t0)
 
 
-def streaming_rate(spark: Any, *, topic: str, ends: Mapping[int, int],
+def streaming_rate(spark: "SparkSession", *, topic: str, ends: Mapping[int, int],
                    options: Mapping[str, str],
                    clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """A Structured Streaming query over ``topic`` from offset 0 until it has read
@@ -145,7 +151,7 @@ def available_now_rate(stream: Any, name: str, expected: int,
 SOURCE_KINDS = ("arrow", "batch", "count", "streaming")
 
 
-def source_round(spark: Any, topic: str, ends: Dict[int, int], options: Dict[str, str]
+def source_round(spark: "SparkSession", topic: str, ends: Dict[int, int], options: Dict[str, str]
                  ) -> Dict[str, Dict[str, Any]]:
     """One round of Spark's own source over ``topic``, each way it is read
     (:data:`SOURCE_KINDS`)."""

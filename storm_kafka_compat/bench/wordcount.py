@@ -16,10 +16,14 @@ import collections
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Tuple)
 
 from storm_kafka_compat.bench.plain import PlainWork, plain_work, read_keyed, rate_of
 from storm_kafka_compat.topology.bolts import BasicBolt
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: the words of the benchmark's sentences
 VOCABULARY = tuple(f"w{i:03d}" for i in range(500))
@@ -81,7 +85,7 @@ def _no_key(offset: int) -> None:
     return None
 
 
-def plain_word_count(spark: Any, *, backend: str, topic: str, ends: Mapping[int, int],
+def plain_word_count(spark: "SparkSession", *, backend: str, topic: str, ends: Mapping[int, int],
                      consumer: Mapping[str, Any],
                      clock: Callable[[], float] = time.perf_counter
                      ) -> Tuple[Dict[str, Any], Dict[bytes, int]]:
@@ -117,7 +121,7 @@ def pipeline_counts(state_dir: Path) -> Dict[bytes, int]:
     return out
 
 
-def word_count_figures(spark: Any, servers: Any, *, backends: List[str], repeat: int,
+def word_count_figures(spark: "SparkSession", servers: Any, *, backends: List[str], repeat: int,
                        careful: Mapping[str, Mapping[str, Any]], sentences_n: int,
                        partitions: int, work_dir: Path, trigger_interval_ms: Optional[int],
                        log_line: Callable[[str], None]) -> Dict[str, Any]:
