@@ -52,13 +52,20 @@ def produce(bootstrap: str, topic: str, messages: Iterable[Message], *,
     (kafka-python, ``linger_ms`` 5, 64 KiB batches), as applications write; return
     how many were acknowledged. Raises on any failed send.
 
+    A send is retried until ``timeout_s`` (kafka-python's default: no retry count,
+    ``delivery_timeout_ms``), idempotent on 0.11+ brokers: a leadership moving back to
+    its preferred replica can answer NOT_LEADER for longer than a few quick retries on
+    a loaded machine (CI saw five used up in half a second during a rolling restart).
+
     A 0.9 broker drops the connection when one batch is larger than the topic's
     ``segment.bytes``: pass a smaller ``batch_size`` for tiny segments. Other
     ``KafkaProducer`` settings (``compression_type``, security) go in ``producer``."""
     from kafka import KafkaProducer
     client = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks=acks, linger_ms=5,
-                           batch_size=batch_size, retries=5, client_id="skc-testing-produce",
-                           request_timeout_ms=30000, **_version(api_version), **producer)
+                           batch_size=batch_size, client_id="skc-testing-produce",
+                           request_timeout_ms=30000, retry_backoff_ms=200,
+                           delivery_timeout_ms=int(timeout_s * 1000),
+                           **_version(api_version), **producer)
     try:
         futures = [client.send(topic, value=v, key=k, partition=p) for p, k, v in messages]
         client.flush(timeout_s)
