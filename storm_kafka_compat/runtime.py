@@ -231,7 +231,7 @@ class Runtime:
             return GroupCommits(self.job, self.group_offsets, self.kafka, self.topology_id,
                                 task_index=task_index)
         from storm_kafka_compat.spout.legacy import ZkDocuments
-        return ZkDocuments(self.job, self.store, self.kafka, self.topology_id,
+        return ZkDocuments(self.job, self.store, self.topology_id,
                            task_index=task_index, total_tasks=total_tasks, take_over=take_over,
                            new_id=new_id)
 

@@ -7,7 +7,10 @@ migration). This discovery asks the bootstrap servers through
 else (wildcard, leaders) is as for ZkDiscovery.
 Partitions the metadata reports without a leader are left out (logged at WARN).
 When the brokers cannot be asked, ``refresh`` raises the access's
-:class:`~storm_kafka_compat.errors.FailedFetchError` (retriable).
+:class:`~storm_kafka_compat.errors.FailedFetchError` (retriable). A topic that exists
+with no partition led (an election or a broker restart under way) raises
+:class:`~storm_kafka_compat.errors.NoLeaderError`; a topic the brokers do not know,
+:class:`~storm_kafka_compat.errors.CoordinatorError` with the names they do know.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import List, Optional
 from storm_kafka_compat.config import BootstrapHosts, SpoutConfig, TopologyConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo, known_topics
 from storm_kafka_compat.discovery.registry import java_full_match
-from storm_kafka_compat.errors import CoordinatorError, StormKafkaCompatError
+from storm_kafka_compat.errors import CoordinatorError, NoLeaderError, StormKafkaCompatError
 from storm_kafka_compat.kafka.client import KafkaAccess
 
 log = logging.getLogger(__name__)
@@ -54,13 +57,29 @@ class BootstrapDiscovery(Discovery):
         except StormKafkaCompatError:
             return None
 
+    def _unled(self, topic: str) -> CoordinatorError:
+        """The error for a topic with no partition led: NoLeaderError when the brokers
+        know the topic (it passes), else the names they know."""
+        servers = ",".join(self.hosts.servers)
+        known = self._topics()
+        if known is not None and topic in known:
+            return NoLeaderError(
+                f"topic {topic!r} exists on {servers} but none of its partitions has a "
+                "leader now (an election or a broker restart under way)", topic=topic)
+        return CoordinatorError(
+            f"topic {topic!r} has no partitions with a leader on {servers}; check the "
+            "topic name and that the brokers are up" + known_topics(topic, known),
+            topic=topic)
+
     def discover(self) -> List[PartitionInfo]:
         """Topics (regex-matched in wildcard mode, sorted) and their leaders.
 
         Raises
         ------
+        NoLeaderError
+            Outside wildcard mode, the topic exists and no partition has a leader.
         CoordinatorError
-            Outside wildcard mode, the topic has no partition with a leader.
+            Outside wildcard mode, the brokers do not know the topic.
         """
         if self.wildcard:
             topics = [t for t in self.access.topics() if java_full_match(self.topic, t)]
@@ -73,10 +92,7 @@ class BootstrapDiscovery(Discovery):
         for t in topics:
             leaders = self.access.leaders(t)
             if not leaders and not self.wildcard:
-                raise CoordinatorError(
-                    f"topic {t!r} has no partitions with a leader on "
-                    f"{','.join(self.hosts.servers)}; check the topic name and that "
-                    "the brokers are up" + known_topics(t, self._topics()), topic=t)
+                raise self._unled(t)
             expected = range(max(leaders) + 1) if leaders else range(0)
             missing = [p for p in expected if p not in leaders]
             if missing:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Unpack
 from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.config.model import DEFAULT_MAX_MESSAGES_PER_PARTITION
-from storm_kafka_compat.engine.bolt_state import BoltState, BoltTasks, BoltTasksFactory
+from storm_kafka_compat.engine.bolt_state import (BoltState, BoltTasks, BoltTasksFactory,
+                                                  host_address)
 from storm_kafka_compat.engine.dataframe import DataFrameRunner
 from storm_kafka_compat.engine.pacing import BatchPacer
 from storm_kafka_compat.engine.report import MetricsSink, Reporter, RunSummary, with_batch_in_flight
@@ -43,7 +44,7 @@ from storm_kafka_compat.engine.runner import (Runner, SparkGetter, SparkRunner, 
 from storm_kafka_compat.engine.signals import (StopBeforeStart, StopState, install_stop_handlers,
                                                take_stop_signals)
 from storm_kafka_compat.engine.stages import layout_for
-from storm_kafka_compat.errors import PipelineError
+from storm_kafka_compat.errors import NoLeaderError, PipelineError
 from storm_kafka_compat.executor.reader import task_budget_s
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
@@ -55,6 +56,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: how many times (a second apart) the first refresh asks for a topic whose partitions
+#: have no leader yet before the run fails (a Kafka broker's ZooKeeper session is 18 s)
+FIRST_REFRESH_ATTEMPTS = 30
 
 
 @dataclass
@@ -214,7 +218,7 @@ class Pipeline:
         once, the batch pacer. :meth:`run` calls it."""
         if self.worker_job is not None:
             return
-        self.spout.maybe_refresh(self.clock())
+        self._first_refresh()
         layout = self.layout
         self.worker_job = worker_job(self.job, self.spout, self.runtime.kafka.bootstrap,
                                      layout)
@@ -231,6 +235,23 @@ class Pipeline:
             self.pacer = BatchPacer(self.worker_job.budget_s * 1000.0)
             log.info("batches are sized to last about %d ms (the task budget)",
                      self.pacer.budget_ms)
+
+    def _first_refresh(self) -> None:
+        """The first partition refresh. A topic that exists with no partition led yet
+        (:class:`NoLeaderError`: an election, a broker restarting or back from a lost
+        ZooKeeper session) is asked again each second for up to
+        :data:`FIRST_REFRESH_ATTEMPTS` seconds, a warning each time; anything else fails
+        at once."""
+        for attempt in range(1, FIRST_REFRESH_ATTEMPTS + 1):
+            try:
+                self.spout.maybe_refresh(self.clock())
+                return
+            except NoLeaderError as exc:
+                if attempt == FIRST_REFRESH_ATTEMPTS:
+                    raise
+                log.warning("%s; asking again in 1 s (%d of %d)", exc, attempt,
+                            FIRST_REFRESH_ATTEMPTS)
+                self.sleep(1.0)
 
     # --- one batch -------------------------------------------------------------------------
     def batch(self, options: RunOptions) -> int:
@@ -378,7 +399,7 @@ def runner_for(job: JobConfig, spark: SparkGetter, *, staged: bool) -> Runner:
         return DataFrameRunner.from_config(job, spark)
     if staged:
         return StagedSparkRunner(spark, tasks=job.spark.tasks)
-    return SparkRunner(spark, tasks=job.spark.tasks)
+    return SparkRunner(spark, tasks=job.spark.tasks, deal_on=host_address(job))
 
 
 def worker_job(job: JobConfig, spout: Spout, bootstrap: Tuple[str, ...],

@@ -18,12 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
+from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.errors import BoltErrors
 from storm_kafka_compat.errors import StormKafkaCompatError
-from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
                                               kafka_partition_metric)
 from storm_kafka_compat.spout.spout import Spout, SpoutCounts
@@ -242,7 +242,7 @@ class Reporter:
     job : JobConfig
     spout : Spout
         Whose partitions and counts are reported.
-    kafka : KafkaAccess
+    kafka : DriverKafka
         Where the log ranges are asked.
     summary : RunSummary
         The run's batches and messages so far.
@@ -253,7 +253,7 @@ class Reporter:
         Receives the progress line every progress interval.
     """
 
-    def __init__(self, job: JobConfig, spout: Spout, kafka: KafkaAccess, summary: RunSummary,
+    def __init__(self, job: JobConfig, spout: Spout, kafka: DriverKafka, summary: RunSummary,
                  *, clock: Callable[[], int], metrics: Optional[MetricsSink] = None,
                  progress: Optional[Callable[[str], None]] = None) -> None:
         self.job = job
@@ -318,37 +318,34 @@ class Reporter:
         self.progress(progress_line(snap))
 
     def offset_samples(self) -> List[OffsetSample]:
-        """Log start and end of every managed partition, for metrics and progress.
+        """Log start and end of every managed partition, for metrics and progress,
+        asked in one go (two ListOffsets requests per leader: asked a partition at a
+        time, 512 partitions cost the driver 2.5 s a report).
 
-        After the first lookup that fails (a leader being elected: each failure
-        costs socketTimeoutMs) the remaining partitions are reported unknown, and
-        no lookup is made for a pause (LOOKUP_PAUSE_MS, doubled after each failed
-        round up to LOOKUP_PAUSE_MAX_MS, reset by a good round), so the loop goes
-        on fetching: measured on Kafka 0.9 after a controller kill, the driver's
-        kafka-python lookups kept timing out for minutes while the fetches went on.
+        After a lookup that fails (a leader being elected: it costs socketTimeoutMs)
+        the partitions are reported unknown, and no lookup is made for a pause
+        (LOOKUP_PAUSE_MS, doubled after each failed round up to LOOKUP_PAUSE_MAX_MS,
+        reset by a good round), so the loop goes on fetching: measured on Kafka 0.9
+        after a controller kill, the driver's kafka-python lookups kept timing out for
+        minutes while the fetches went on.
         """
+        managers = self.spout.managers()
+        ranges: Dict[Tuple[str, int], Tuple[int, int]] = {}
+        if self.clock() >= self._lookups_paused_until_ms and managers:
+            try:
+                ranges = self.kafka.log_ranges(list(managers))
+                self._lookup_pause_ms = 0
+            except StormKafkaCompatError as exc:
+                self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
+                    LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
+                self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
+                log.info("log ranges unknown (%s); none asked for the next %d s", exc,
+                         self._lookup_pause_ms // 1000)
         out = []
-        now = self.clock()
-        failed = now < self._lookups_paused_until_ms
-        for (topic, partition), pm in self.spout.managers().items():
-            earliest: Optional[int] = None
-            latest: Optional[int] = None
-            if not failed:
-                try:
-                    earliest = self.kafka.offset_for(topic, partition, EARLIEST_TIME)
-                    latest = self.kafka.offset_for(topic, partition, LATEST_TIME)
-                except StormKafkaCompatError as exc:
-                    earliest = latest = None
-                    failed = True
-                    self._lookup_pause_ms = min(LOOKUP_PAUSE_MAX_MS, max(
-                        LOOKUP_PAUSE_MS, 2 * self._lookup_pause_ms))
-                    self._lookups_paused_until_ms = self.clock() + self._lookup_pause_ms
-                    log.info("log range of %s/%d unknown (%s); no log ranges asked for the "
-                             "next %d s", topic, partition, exc, self._lookup_pause_ms // 1000)
-            out.append(OffsetSample(topic, partition, earliest, latest, pm.emitted_to,
+        for key, pm in managers.items():
+            earliest, latest = ranges.get(key, (None, None))
+            out.append(OffsetSample(key[0], key[1], earliest, latest, pm.emitted_to,
                                     pm.last_completed_offset(), self.job.topology.wildcard_match))
-        if not failed:
-            self._lookup_pause_ms = 0
         return out
 
     def emit_metrics(self) -> None:

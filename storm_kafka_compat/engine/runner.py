@@ -22,13 +22,18 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
+from dataclasses import replace
+from typing import (TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol, Sequence,
+                    Tuple)
 
-from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan, TaskFailure)
+from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
+                                      PartitionResult, TaskFailure)
+from storm_kafka_compat.engine.dealing import DealerServer, PlanDealer, split_groups
 from storm_kafka_compat.engine.hosted import run_hosted
 from storm_kafka_compat.engine.stages import run_stages_spark
 from storm_kafka_compat.executor.stage_records import Record, hosted_spout_stage
-from storm_kafka_compat.executor.group_task import run_tasks
+from storm_kafka_compat.executor.calls import Service
+from storm_kafka_compat.executor.dealt import run_dealt
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.worker import WorkerJob
 
@@ -73,6 +78,14 @@ class Runner(Protocol):
         ...
 
 
+def task_attempt() -> int:
+    """The running Spark task's attempt number (0 outside a Spark task); runs on the
+    executor."""
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return ctx.attemptNumber() if ctx is not None else 0
+
+
 def spark_job_error(exc: BaseException) -> str:
     """The telling line of a failed Spark job (the Python error of the worker
     when there is one, not py4j's first line)."""
@@ -111,14 +124,23 @@ class SparkRunner:
         Called on first use.
     tasks : int, optional
         The most Spark tasks of a batch.
+    deal_on : str, optional
+        Where the executors reach the driver: a single-stage batch's groups of plans
+        are then dealt to its tasks by the Python worker that read them last
+        (:mod:`~storm_kafka_compat.engine.dealing`); None: each task reads its own.
     """
 
     whole_batches = False
+    #: whether this runner's tasks take their plans from the dealer
+    deals = True
 
-    def __init__(self, spark: SparkGetter, *, tasks: Optional[int] = None) -> None:
+    def __init__(self, spark: SparkGetter, *, tasks: Optional[int] = None,
+                 deal_on: Optional[str] = None) -> None:
         self._spark = spark
         self.tasks = tasks
         self._job: Optional["Broadcast[WorkerJob]"] = None
+        self._deal_on = deal_on
+        self.dealer: Optional[DealerServer] = None
 
     @property
     def spark_context(self) -> "SparkContext":
@@ -131,7 +153,11 @@ class SparkRunner:
         return self._job
 
     def start(self, job: WorkerJob) -> None:
-        self.close()
+        self._unpersist()
+        if self.deals and self._deal_on is not None:
+            if self.dealer is None:      # kept when the job is sent again: it knows the workers
+                self.dealer = DealerServer(PlanDealer(), self._deal_on)
+            job = replace(job, dealer=Service(self.dealer.address, self.dealer.authkey))
         self._job = self.spark_context.broadcast(job)
 
     def slices(self, plan: BatchPlan) -> int:
@@ -152,8 +178,15 @@ class SparkRunner:
 
     def _run(self, plan: BatchPlan) -> BatchResult:
         job = self.job
-        results = (self.spark_context.parallelize(list(plan), self.slices(plan))
-                   .mapPartitions(lambda it: run_tasks(it, job.value)).collect())
+        groups = split_groups(list(plan), self.slices(plan))
+        if self.dealer is not None:
+            self.dealer.dealer.open(plan.batch, groups)
+        batch = plan.batch
+
+        def task(items: Iterable[Tuple[int, Sequence[FetchPlan]]]) -> Iterator[PartitionResult]:
+            return run_dealt(items, job.value, batch, task_attempt())
+        results = (self.spark_context.parallelize(list(enumerate(groups)), len(groups))
+                   .mapPartitions(task).collect())
         return BatchResult(results)
 
     def cancel(self) -> None:
@@ -162,6 +195,12 @@ class SparkRunner:
         threading.Thread(target=sc.cancelAllJobs, name="cancel-batch", daemon=True).start()
 
     def close(self) -> None:
+        if self.dealer is not None:
+            dealer, self.dealer = self.dealer, None
+            dealer.close()
+        self._unpersist()
+
+    def _unpersist(self) -> None:
         if self._job is not None:
             job, self._job = self._job, None
             try:
@@ -175,6 +214,7 @@ class StagedSparkRunner(SparkRunner):
     several stages per batch (:func:`~storm_kafka_compat.engine.stages.run_stages_spark`)."""
 
     whole_batches = True
+    deals = False
 
     def _run(self, plan: BatchPlan) -> BatchResult:
         job = self.job
@@ -193,10 +233,7 @@ def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[Worker
     batch = plan.batch
 
     def first(index: int, plans: Iterable[FetchPlan]) -> Iterator[Record]:
-        from pyspark import TaskContext
-        ctx = TaskContext.get()
-        return hosted_spout_stage(index, plans, job.value, batch,
-                                  ctx.attemptNumber() if ctx is not None else 0)
+        return hosted_spout_stage(index, plans, job.value, batch, task_attempt())
 
     # a batch of ticks alone (nothing to fetch) runs only the hosts' stages
     records = (sc.parallelize(list(plan), slices).mapPartitionsWithIndex(first).collect()

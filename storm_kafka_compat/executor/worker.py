@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.executor.calls import Service
 from storm_kafka_compat.executor.hosts.client import TaskHosts
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.kafka.client import KafkaAccess
@@ -62,6 +63,9 @@ class WorkerJob:
     hosts : TaskHosts, optional
         Where the bolt tasks of the crossing stages live (:mod:`storm_kafka_compat.executor.hosts`);
         None: each worker runs its own instances (tests without hosts).
+    dealer : Service, optional
+        The driver's plan dealer (:mod:`storm_kafka_compat.engine.dealing`): a
+        single-stage task asks it which group of plans to read; None: its own.
     """
 
     job_id: str
@@ -75,6 +79,7 @@ class WorkerJob:
     layout: Optional[StageLayout] = None
     budget_s: float = 1.0
     hosts: Optional[TaskHosts] = None
+    dealer: Optional[Service] = None
 
     def with_bootstrap(self, bootstrap: Tuple[str, ...]) -> "WorkerJob":
         """The same job, its client starting from ``bootstrap`` (brokers learned since)."""

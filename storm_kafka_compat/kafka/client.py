@@ -206,6 +206,30 @@ class DriverKafka(KafkaAccess, Protocol):
         """Remember ``broker`` (a partition leader a discovery found)."""
         ...
 
+    def log_ends(self, keys: Sequence[Tuple[str, int]]) -> Dict[Tuple[str, int], int]:
+        """The log end (high watermark) of every one of ``keys``: one request per leader
+        where the client asks many partitions at once, else one a partition (and each
+        partition the one request left out).
+
+        Raises
+        ------
+        StormKafkaCompatError
+            A partition's log end could not be asked.
+        """
+        ...
+
+    def log_ranges(self, keys: Sequence[Tuple[str, int]]) -> Dict[Tuple[str, int], Tuple[int, int]]:
+        """Log start and end of each of ``keys``: two requests per leader where the
+        client asks many partitions at once, else two a partition. A partition
+        without an answer is left out.
+
+        Raises
+        ------
+        StormKafkaCompatError
+            The brokers could not be asked (the first failure ends the lookup).
+        """
+        ...
+
 
 class RecordBatch(Sequence[Any]):
     """One partition's fetched records as columns: ``offsets`` (ascending) and
@@ -312,19 +336,23 @@ def slice_messages(messages: List[Any], offset: int, *,
     return out
 
 
-def warn_oversized(warned: MutableSet[Tuple[str, int]], topic: str, partition: int,
-                   offset: int, size: int, fetch_size_bytes: int) -> None:
-    """Log once per partition (``warned`` remembers) that a record larger than
-    ``fetchSizeBytes`` was read. Kafka 0.10.1+ returns the first record of a fetch
-    whole whatever the byte budget (KIP-74), so the partition goes on where
-    storm-kafka stalled (CONTRACT deviation 4), but one such record per fetch."""
-    if (topic, partition) in warned:
+def warn_oversized(warned: MutableSet[Tuple[str, int]], batch: "RecordBatch",
+                   fetch_size_bytes: int) -> None:
+    """Log once per partition (``warned`` remembers) that ``batch`` holds a record
+    whose value is larger than ``fetchSizeBytes``. Kafka 0.10.1+ returns the first
+    record of a fetch whole whatever the byte budget (KIP-74), so the partition goes on
+    where storm-kafka stalled (CONTRACT deviation 4), but one such record per fetch.
+    Any record of the batch is looked at: a client may have joined several fetches."""
+    key = (batch.topic, batch.partition)
+    if key in warned or max(map(len, filter(None, batch.values)), default=0) <= fetch_size_bytes:
         return
-    warned.add((topic, partition))
+    warned.add(key)
+    offset, size = next((o, len(v)) for o, v in zip(batch.offsets, batch.values)
+                        if v is not None and len(v) > fetch_size_bytes)
     log.warning("%s/%d: the record at offset %d is %d bytes, more than fetchSizeBytes %d; it "
                 "was read (Kafka returns an oversized first record whole), but every fetch "
                 "brings one such record at most: raise spout.fetchSizeBytes above the largest "
-                "record (the topic's max.message.bytes)", topic, partition, offset, size,
-                fetch_size_bytes)
+                "record (the topic's max.message.bytes)", batch.topic, batch.partition,
+                offset, size, fetch_size_bytes)
 
 

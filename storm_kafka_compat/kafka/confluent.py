@@ -346,6 +346,10 @@ class ConfluentAccess:
         #: holds, and what it handed out
         self._group: Any = None
         self._group_assigned: Set[PartitionKey] = set()
+        #: of those, the ones paused (only they are resumed: before librdkafka 2.4.0,
+        #: resuming a partition that was not paused fetched it again from a stale
+        #: position, librdkafka #4636)
+        self._group_paused: Set[PartitionKey] = set()
         self._held = HeldRecords()
         #: the brokers answer ListOffsets v1 (0.10.1+; :meth:`log_ends`)
         self._offsets_by_time = answers_list_offsets_v1(self.config)
@@ -425,13 +429,13 @@ class ConfluentAccess:
                     if eof is not None and eof > offset:
                         entry[1] = eof        # past markers or aborted records
                     return empty
-                self._check_size(records[0], topic, partition)
                 while len(records) < limit:       # what is already fetched, no waiting
                     more = c.consume(limit - len(records), 0)
                     if not more:
                         break
                     records.extend(more)
                 batch = record_batch(records, topic, partition, offset)
+                self._check_size(batch)
             except KafkaAccessError:
                 entry[1] = None
                 raise
@@ -466,17 +470,20 @@ class ConfluentAccess:
                     self._held.start(k, positions[k])
                 if other:        # kept, paused: a partition comes back to a worker often
                     c.pause([TopicPartition(*k) for k in other])
+                    self._group_paused.update(other)
                 if new:
                     c.incremental_assign([TopicPartition(k[0], k[1], positions[k])
                                           for k in new])
-                held = [TopicPartition(*k) for k in positions if k not in new]
-                if held:
-                    c.resume(held)
+                paused = [k for k in positions if k in self._group_paused]
+                if paused:
+                    c.resume([TopicPartition(*k) for k in paused])
+                    self._group_paused.difference_update(paused)
                 for k in moved:      # re-assigning in one call is ignored; a seek is not
                     c.seek(TopicPartition(k[0], k[1], positions[k]))
                 self._group_assigned.update(positions)
             except Exception as exc:
                 self._group_assigned = set()
+                self._group_paused = set()
                 self._held = HeldRecords()
                 self._mapped(exc, None, None, None, "fetch")
         return ConfluentGroup(self, c, self._held, positions)
@@ -495,16 +502,23 @@ class ConfluentAccess:
         Brokers pinned below 0.10.1 (``api.version.request`` false) have no ListOffsets
         v1: each partition's high watermark is asked instead, and a partition whose
         lookup fails (its leader gone) is left out unless every lookup failed."""
+        return self._log_offsets(keys, LATEST_TIME)
+
+    def log_starts(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_starts`: as
+        :meth:`log_ends`, at the earliest time (-2), or each low watermark."""
+        return self._log_offsets(keys, EARLIEST_TIME)
+
+    def _log_offsets(self, keys: Sequence[PartitionKey], time: int) -> Dict[PartitionKey, int]:
         from confluent_kafka import TopicPartition
         if not keys:
             return {}
         if not self._offsets_by_time:
-            return self._watermark_ends(keys)
+            return self._watermarks(keys, time)
         with self._lock:
             try:
                 found = self._get_consumer().offsets_for_times(
-                    [TopicPartition(t, p, LATEST_TIME) for t, p in keys],
-                    timeout=self._timeout_s)
+                    [TopicPartition(t, p, time) for t, p in keys], timeout=self._timeout_s)
             except Exception as exc:
                 self._mapped(exc, keys[0][0], None, None, "offset lookup")
         out: Dict[PartitionKey, int] = {}
@@ -513,8 +527,8 @@ class ConfluentAccess:
                 out[(tp.topic, tp.partition)] = int(tp.offset)
         return out
 
-    def _watermark_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
-        """:meth:`log_ends` a partition at a time (ListOffsets v0, every broker)."""
+    def _watermarks(self, keys: Sequence[PartitionKey], time: int) -> Dict[PartitionKey, int]:
+        """:meth:`_log_offsets` a partition at a time (ListOffsets v0, every broker)."""
         from confluent_kafka import TopicPartition
         out: Dict[PartitionKey, int] = {}
         failed: Optional[Exception] = None
@@ -522,13 +536,14 @@ class ConfluentAccess:
             c = self._get_consumer()
             for topic, partition in keys:
                 try:
-                    _low, high = c.get_watermark_offsets(TopicPartition(topic, partition),
-                                                         timeout=self._timeout_s, cached=False)
+                    low, high = c.get_watermark_offsets(TopicPartition(topic, partition),
+                                                        timeout=self._timeout_s, cached=False)
                 except Exception as exc:  # noqa: BLE001 - this partition left out
                     failed = failed or exc
                     continue
-                if high is not None and high >= 0:
-                    out[(topic, partition)] = int(high)
+                offset = low if time == EARLIEST_TIME else high
+                if offset is not None and offset >= 0:
+                    out[(topic, partition)] = int(offset)
             if not out and failed is not None:
                 self._mapped(failed, keys[0][0], None, None, "offset lookup")
         return out
@@ -556,13 +571,10 @@ class ConfluentAccess:
             entry = self._fetchers.get((topic, partition))
             return None if entry is None else entry[1]
 
-    def _check_size(self, record: Any, topic: str, partition: int) -> None:
+    def _check_size(self, batch: RecordBatch) -> None:
         """Say once per partition that a record exceeded ``fetchSizeBytes`` (librdkafka
         grows its buffer for it, up to ``receive.message.max.bytes``)."""
-        size = len(record.value() or b"") + len(record.key() or b"")
-        if size > self.spout.fetch_size_bytes:
-            warn_oversized(self._oversized, topic, partition, record.offset(), size,
-                           self.spout.fetch_size_bytes)
+        warn_oversized(self._oversized, batch, self.spout.fetch_size_bytes)
 
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
@@ -601,6 +613,7 @@ class ConfluentAccess:
                 consumers.append(self._group)
                 self._group = None
                 self._group_assigned = set()
+                self._group_paused = set()
                 self._held = HeldRecords()
             self._fetchers.clear()
             self._consumer = None
@@ -737,7 +750,8 @@ class ConfluentGroup(GroupFetchBase):
 
     def __init__(self, owner: ConfluentAccess, consumer: Any, held: HeldRecords,
                  keys: Mapping[PartitionKey, int]) -> None:
-        super().__init__(held, keys, settle_s=owner._slice_s, clock=owner._clock)
+        super().__init__(held, keys, settle_s=owner._slice_s, clock=owner._clock,
+                         check=owner._check_size)
         self.owner = owner
         self.consumer = consumer
         topics = {t for t, _p in keys}
@@ -819,5 +833,6 @@ class ConfluentGroup(GroupFetchBase):
         from confluent_kafka import TopicPartition
         try:
             self.consumer.pause([TopicPartition(*key)])
+            self.owner._group_paused.add(key)
         except Exception:  # noqa: BLE001 - an unassigned partition: nothing to pause
             log.debug("pausing %s/%d failed", key[0], key[1], exc_info=True)

@@ -65,7 +65,8 @@ class FetchGroup(Protocol):
         ...
 
     def drop(self, key: PartitionKey) -> None:
-        """Fetch this partition no more in this group (its reading is settled)."""
+        """Read this partition no more in this group (its reading is settled); what
+        the client hands out of it from now on is held for the next group."""
         ...
 
     def close(self, unprocessed: Mapping[PartitionKey, "RecordBatch"]) -> None:
@@ -99,6 +100,17 @@ class GroupKafka(KafkaAccess, Protocol):
         """
         ...
 
+    def log_starts(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """The log start of each of ``keys``, asked of the brokers in one go (a partition
+        whose answer is missing is left out, as :meth:`log_ends` does).
+
+        Raises
+        ------
+        FailedFetchError
+            The brokers could not be asked.
+        """
+        ...
+
 
 def split_by_partition(partitions: Sequence[Any], records: Sequence[Any]
                        ) -> List[Tuple[Any, Sequence[Any]]]:
@@ -121,6 +133,11 @@ def split_by_partition(partitions: Sequence[Any], records: Sequence[Any]
             out[p] = [*got, *part]
         start = end
     return list(out.items())
+
+
+#: records handed out of the partitions a task no longer reads that a group holds before
+#: it pauses them (two polls' worth; a pause drops what the client prefetched)
+HOLD_BEFORE_PAUSE = 20_000
 
 
 class HeldRecords:
@@ -196,6 +213,15 @@ class GroupFetchBase:
     A variant implements :meth:`receive` (ask the client, hand each partition's records
     to :meth:`hand`), :meth:`pause` and ``fetched_log_end``.
 
+    A partition the task stops reading (its plan done, or the task's end) is not paused:
+    a pause drops what the client prefetched for it (librdkafka purges the partition's
+    fetch queue; kafka-python discards a paused partition's completed fetches), and
+    the next task on this worker reads it on from there. Its records handed out
+    meanwhile are held; once such records reach :data:`HOLD_BEFORE_PAUSE` in the group,
+    each partition handing out more is paused, as is every partition of the worker's
+    client that the next group does not read. A partition whose fetch failed is paused
+    at once (a client would go on answering it with the error).
+
     A partition has ended when the client stands at the log end its latest fetch
     reported. That is asked only when a poll brought nothing and ``settle_s`` has passed
     since the group opened: a partition resumed after a pause still shows the log end
@@ -203,12 +229,17 @@ class GroupFetchBase:
     """
 
     def __init__(self, held: HeldRecords, keys: Iterable[PartitionKey], *,
-                 settle_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 settle_s: float = 0.0, clock: Callable[[], float] = time.monotonic,
+                 check: Optional[Callable[[RecordBatch], None]] = None) -> None:
         self.held = held
+        #: called with every batch the client hands out (the adapter's size warning)
+        self.check = check
         #: the partitions the task still reads
         self.live = set(keys)
         self.clock = clock
         self.settled_at = clock() + settle_s
+        #: records handed out of partitions the task no longer reads, held
+        self.held_after_drop = 0
 
     def poll(self, timeout_s: float) -> GroupAnswer:
         """See :meth:`FetchGroup.poll`."""
@@ -222,6 +253,7 @@ class GroupFetchBase:
             self.at_log_end(answer)
         for key in answer.errors:
             self.drop(key)
+            self.pause(key)         # failing: nothing prefetched is worth keeping
             self.held.forget(key)
         return answer
 
@@ -242,25 +274,27 @@ class GroupFetchBase:
 
     def hand(self, answer: GroupAnswer, key: PartitionKey, batch: RecordBatch) -> None:
         """The client handed out ``batch`` of ``key`` (not empty)."""
+        if self.check is not None:
+            self.check(batch)
         self.held.received(key, batch)
         if key not in self.live:
             self.held.add(key, batch)
+            self.held_after_drop += len(batch)
+            if self.held_after_drop >= HOLD_BEFORE_PAUSE:
+                self.pause(key)
             return
         got = answer.batches.get(key)
         answer.batches[key] = batch if got is None else RecordBatch.joined(got, batch)
 
     def drop(self, key: PartitionKey) -> None:
-        """See :meth:`FetchGroup.drop`."""
-        if key in self.live:
-            self.live.discard(key)
-            self.pause(key)
+        """See :meth:`FetchGroup.drop` (the client goes on fetching it: class notes)."""
+        self.live.discard(key)
 
     def close(self, unprocessed: Mapping[PartitionKey, RecordBatch]) -> None:
         """See :meth:`FetchGroup.close`."""
         for key, batch in unprocessed.items():
             self.held.keep(key, batch)
-        for key in list(self.live):
-            self.drop(key)
+        self.live.clear()
 
     def receive(self, timeout_s: float, answer: GroupAnswer) -> None:
         """Ask the client (at most ``timeout_s``), filling ``answer``."""

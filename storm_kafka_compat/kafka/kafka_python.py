@@ -252,10 +252,11 @@ class KafkaPythonAccess:
                                  max_records=limit).get(tp, [])
                 if records:
                     self._positions[tp] = records[-1].offset + 1
-                    self._check_size(records[0], topic, partition)
-                    return RecordBatch(topic, partition, list(map(_OFFSET, records)),
-                                       list(map(_VALUE, records)), records).bounded(
-                        offset, max_messages=max_messages, max_offset=max_offset)
+                    batch = RecordBatch(topic, partition, list(map(_OFFSET, records)),
+                                        list(map(_VALUE, records)), records)
+                    self._check_size(batch)
+                    return batch.bounded(offset, max_messages=max_messages,
+                                         max_offset=max_offset)
                 # nothing returned, yet the consumer may have moved: past transaction
                 # markers, or aborted records under read_committed (entries no consumer
                 # receives); at the log end there is nothing more to wait for
@@ -313,13 +314,24 @@ class KafkaPythonAccess:
     def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
         """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_ends` (one
         ListOffsets request per leader)."""
+        return self._log_offsets(keys, LATEST_TIME)
+
+    def log_starts(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_starts` (one
+        ListOffsets request per leader)."""
+        return self._log_offsets(keys, EARLIEST_TIME)
+
+    def _log_offsets(self, keys: Sequence[PartitionKey], time: int) -> Dict[PartitionKey, int]:
         from kafka import TopicPartition
         if not keys:
             return {}
         tps = [TopicPartition(*key) for key in keys]
+        timeout_ms = self.spout.socket_timeout_ms
         with self._lock, self._errors(keys[0][0], None, None, "offset lookup"):
-            ends = self._get_consumer().end_offsets(tps, timeout_ms=self.spout.socket_timeout_ms)
-        return {(tp.topic, tp.partition): int(end) for tp, end in ends.items()}
+            c = self._get_consumer()
+            found = (c.end_offsets(tps, timeout_ms=timeout_ms) if time == LATEST_TIME
+                     else c.beginning_offsets(tps, timeout_ms=timeout_ms))
+        return {(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
 
     def fetched_log_end(self, topic: str, partition: int) -> Optional[int]:
         """See :meth:`KafkaAccess.fetched_log_end` (``KafkaConsumer.highwater``)."""
@@ -343,13 +355,10 @@ class KafkaPythonAccess:
         with self._lock:
             return self._positions.get(TopicPartition(topic, partition))
 
-    def _check_size(self, record: Any, topic: str, partition: int) -> None:
+    def _check_size(self, batch: RecordBatch) -> None:
         """Say once per partition that a record exceeded ``fetchSizeBytes``: Kafka
         0.10.1+ returns such a first record anyway (KIP-74), one per fetch."""
-        size = max(0, record.serialized_value_size) + max(0, record.serialized_key_size)
-        if size > self.spout.fetch_size_bytes:
-            warn_oversized(self._oversized, topic, partition, record.offset, size,
-                           self.spout.fetch_size_bytes)
+        warn_oversized(self._oversized, batch, self.spout.fetch_size_bytes)
 
     def leaders(self, topic: str) -> Dict[int, Broker]:
         """See :meth:`KafkaAccess.leaders` (fresh metadata from the brokers)."""
@@ -502,7 +511,8 @@ class KafkaPythonGroup(GroupFetchBase):
 
     def __init__(self, owner: KafkaPythonAccess, consumer: Any, held: HeldRecords,
                  tps: Mapping[PartitionKey, Any]) -> None:
-        super().__init__(held, tps, settle_s=owner._slice_ms / 1000.0, clock=owner._clock)
+        super().__init__(held, tps, settle_s=owner._slice_ms / 1000.0, clock=owner._clock,
+                         check=owner._check_size)
         self.owner = owner
         self.consumer = consumer
         self.tps = dict(tps)

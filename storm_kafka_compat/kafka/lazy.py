@@ -8,11 +8,13 @@ brokers known when it is first needed -- the configured bootstrap servers, the
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from storm_kafka_compat.config import BootstrapHosts, Broker, JobConfig, StaticHosts
+from storm_kafka_compat.config import (EARLIEST_TIME, LATEST_TIME, BootstrapHosts, Broker,
+                                       JobConfig, StaticHosts)
 from storm_kafka_compat.errors import StateError
 from storm_kafka_compat.kafka.client import KafkaAccess, KafkaMessage, RecordBatch
+from storm_kafka_compat.kafka.fetch_group import GroupKafka, PartitionKey
 
 #: how a LazyKafka builds its client from the bootstrap list (tests: a scripted Kafka)
 KafkaFactory = Callable[[List[str]], KafkaAccess]
@@ -77,6 +79,25 @@ class LazyKafka:
 
     def fetched_position(self, topic: str, partition: int) -> Optional[int]:
         return self.get().fetched_position(topic, partition)
+
+    def log_ranges(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, Tuple[int, int]]:
+        """See :meth:`~storm_kafka_compat.kafka.client.DriverKafka.log_ranges`."""
+        access = self.get()
+        if isinstance(access, GroupKafka):
+            starts, ends = access.log_starts(keys), access.log_ends(keys)
+            return {key: (starts[key], ends[key]) for key in keys
+                    if key in starts and key in ends}
+        return {(t, p): (access.offset_for(t, p, EARLIEST_TIME),
+                         access.offset_for(t, p, LATEST_TIME)) for t, p in keys}
+
+    def log_ends(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.DriverKafka.log_ends`."""
+        access = self.get()
+        ends = access.log_ends(keys) if isinstance(access, GroupKafka) else {}
+        for topic, partition in keys:
+            if (topic, partition) not in ends:
+                ends[(topic, partition)] = access.offset_for(topic, partition, LATEST_TIME)
+        return ends
 
     def leaders(self, topic: str) -> Dict[int, Broker]:
         return self.get().leaders(topic)

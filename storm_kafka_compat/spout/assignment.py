@@ -6,7 +6,9 @@ the ordered partition list ``L``, keeps this task's share ``L[i::T]``
 ``(topic, partition)``. It does not know what a manager is:
 it creates them through ``manager_factory(info)`` and hands removed ones to
 ``on_removed(info, manager)`` (the pipeline builds and closes PartitionManagers
-there).
+there). Before a refresh builds its new managers, ``read_ahead(infos)`` may ask in
+one go what each build would ask (the spout: log offsets and stored offsets); it is
+called again with none after them.
 
 A leader change keeps the manager object (storm-kafka 1.1.4/1.2.3+, STORM-2296
 and STORM-3090: state carried over, matched on topic *and* partition) and calls
@@ -104,10 +106,12 @@ class Assignment(Generic[M]):
 
     def __init__(self, discovery: Discovery, *, manager_factory: Callable[[PartitionInfo], M],
                  on_removed: Optional[Callable[[PartitionInfo, M], None]] = None,
+                 read_ahead: Optional[Callable[[Sequence[PartitionInfo]], None]] = None,
                  task_index: int = 0, total_tasks: int = 1) -> None:
         self.discovery = discovery
         self._factory = manager_factory
         self._on_removed = on_removed
+        self._read_ahead = read_ahead
         self.task_index = task_index
         self.total_tasks = total_tasks
         self.refresh_freq_ms = discovery.refresh_freq_ms
@@ -147,6 +151,19 @@ class Assignment(Generic[M]):
             log.info("no longer managing %s/%d (leader %s)", key[0], key[1], info.leader)
             if self._on_removed is not None:
                 self._on_removed(info, manager)
+        new = [info for key, info in wanted.items() if key not in self._managers]
+        if new and self._read_ahead is not None:
+            self._read_ahead(new)
+        try:
+            self._reconcile(wanted)
+        finally:
+            if new and self._read_ahead is not None:
+                self._read_ahead([])
+        self.refresh_count += 1
+
+    def _reconcile(self, wanted: Dict[TopicPartition, PartitionInfo]) -> None:
+        """Keep the managers of ``wanted`` (moving a leader where it moved) and build
+        those of its new partitions."""
         managers: Dict[TopicPartition, M] = {}
         for key, info in wanted.items():
             if key in self._managers:
@@ -171,7 +188,6 @@ class Assignment(Generic[M]):
             managers[key] = manager
             self._infos[key] = info
         self._managers = managers
-        self.refresh_count += 1
 
     def maybe_refresh(self, now_ms: int) -> bool:
         """Refresh if never done, or if more than ``refresh_freq_ms`` passed since

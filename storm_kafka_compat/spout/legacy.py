@@ -23,8 +23,7 @@ from typing import Callable, Dict, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import Broker, JobConfig
 from storm_kafka_compat.discovery.base import PartitionInfo
-from storm_kafka_compat.kafka.client import KafkaAccess
-from storm_kafka_compat.offsets.document import encode_document
+from storm_kafka_compat.offsets.document import StoredDocument, encode_document
 from storm_kafka_compat.errors import ConfigError, OwnershipConflictError, StormKafkaCompatError
 from storm_kafka_compat.offsets.ownership import (OwnerRecord, OwnershipGuard, crashed,
                                                   owner_path, read_owners)
@@ -52,8 +51,6 @@ class ZkDocuments:
     job : JobConfig
     store : DocumentStore
         Where the documents are read and written (the runtime's; not closed here).
-    kafka : KafkaAccess
-        Log offsets for the start-up decision.
     topology_id : str
         Written into every document.
     task_index, total_tasks : int
@@ -78,15 +75,14 @@ class ZkDocuments:
     store_name = "ZooKeeper"
     commits_on_revoke = True
 
-    def __init__(self, job: JobConfig, store: DocumentStore, kafka: KafkaAccess,
-                 topology_id: str, *, task_index: int = 0, total_tasks: int = 1,
+    def __init__(self, job: JobConfig, store: DocumentStore, topology_id: str, *,
+                 task_index: int = 0, total_tasks: int = 1,
                  take_over: bool = False, new_id: bool = False, host: Optional[str] = None,
                  pid_alive: Optional[Callable[[int], bool]] = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.job = job
         self.store = store
-        self.kafka = kafka
         self.topology_id = topology_id
         self.commit_interval_ms = job.spout.state_update_interval_ms
         #: how long the periodic commit waits for ZooKeeper (s): it must not stall the
@@ -108,6 +104,8 @@ class ZkDocuments:
         self._record_path: Optional[str] = None
         #: documents that changed under this job: never written by it again
         self._refused: Set[str] = set()
+        #: the documents of the partitions being started, read in one go (read_ahead)
+        self._ahead: Dict[str, Optional[StoredDocument]] = {}
         #: another job took the record over: nothing more is written
         self._lost = False
         #: zkRoot/id did not exist at start: the record is made before the first write
@@ -139,6 +137,8 @@ class ZkDocuments:
         if spout.zk_root is None or spout.id is None:
             return
         root = spout_root(spout.zk_root, spout.id)
+        if not before_writing and self._deferred:
+            return                  # checked at this start: made before the first write
         if not before_writing and self.store.children(root) is None:
             self._deferred = True
             return
@@ -235,16 +235,32 @@ class ZkDocuments:
             f"startOffsetTime), run with --new-id", key="spout.id", value=spout.id)
 
     # --- the policy ------------------------------------------------------------------------
+    def _path(self, info: PartitionInfo) -> str:
+        return document_path(self.job.spout.zk_root, self.job.spout.id, info.partition,
+                             info.path_topic)
+
+    def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
+        """See :meth:`~storm_kafka_compat.spout.spout.OffsetPolicy.read_ahead`: the
+        documents of ``infos``, pipelined, after the id check and the claim."""
+        self._ahead = {}
+        if not infos:
+            return
+        self.check_id()
+        self.claim()
+        try:
+            self._ahead = self.store.read_many([self._path(info) for info in infos])
+        except StormKafkaCompatError as exc:
+            log.debug("reading %d documents at once failed (%s); each is read alone",
+                      len(infos), exc)
+
     def start(self, spout: Spout, info: PartitionInfo) -> Tuple[StartDecision, PartitionManager]:
         self.check_id()
         self.claim()
-        path = document_path(self.job.spout.zk_root, self.job.spout.id, info.partition,
-                             info.path_topic)
-        stored = self.store.read(path)
-        kafka = self.kafka
+        path = self._path(info)
+        stored = self._ahead.pop(path) if path in self._ahead else self.store.read(path)
         decision = decide_start(
             stored, topology_id=self.topology_id, config=self.job.spout,
-            offset_for=lambda t: kafka.offset_for(info.topic, info.partition, t), where=path,
+            offset_for=lambda t: spout.log_offset(info, t), where=path,
             topic=info.topic, partition=info.partition)
         decisions.info("%s/%d at %s: %s", info.topic, info.partition, path, decision.reason)
         return decision, PartitionManager(

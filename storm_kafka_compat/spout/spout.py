@@ -137,7 +137,15 @@ class OffsetPolicy(Protocol):
         ...
 
     def start(self, spout: "Spout", info: PartitionInfo) -> Tuple[PartitionStart, PartitionState]:
-        """The start decision for ``info`` and the partition's new state."""
+        """The start decision for ``info`` and the partition's new state (log offsets
+        through :meth:`Spout.log_offset`)."""
+        ...
+
+    def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
+        """Read in one go what :meth:`start` will read from the store for each of
+        ``infos`` (none: forget what was read and not used). Raises only what
+        :meth:`start` raises before reading (the policy's own checks); a failed read
+        is logged and left to :meth:`start`, which then reads alone."""
         ...
 
     @property
@@ -221,11 +229,41 @@ class Spout:
         #: writes (the bolt tasks' state is saved with the offsets it reflects); when it
         #: raises, the commit is not made
         self.before_commit: Optional[Callable[[Dict[TopicPartition, int]], None]] = None
+        #: the log start and end of the partitions a refresh is starting, asked in one go
+        self._ahead: Dict[Tuple[str, int], Tuple[int, int]] = {}
         self.assignment = Assignment(discovery, manager_factory=self._new_manager,
-                                     on_removed=self._removed, task_index=task_index,
-                                     total_tasks=total_tasks)
+                                     on_removed=self._removed, read_ahead=self._read_ahead,
+                                     task_index=task_index, total_tasks=total_tasks)
 
     # --- partitions ----------------------------------------------------------------------
+    def _read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
+        """Before partitions start: what the policy reads of them (after its own
+        checks, which raise here), and their log ranges (two requests a leader), each
+        asked once for all. A failed read costs nothing: each partition then asks
+        alone, and its start says what failed."""
+        self._ahead = {}
+        if len(infos) < 2:
+            self.policy.read_ahead([])
+            return
+        for info in infos:
+            self.kafka.learn(info.leader)
+        self.policy.read_ahead(infos)
+        if not isinstance(self.kafka, DriverKafka):
+            return                  # a client of tests that answers per partition
+        try:
+            self._ahead = self.kafka.log_ranges([info.key for info in infos])
+        except StormKafkaCompatError as exc:
+            log.debug("asking %d partitions' log ranges at once failed (%s); each asks "
+                      "alone", len(infos), exc)
+
+    def log_offset(self, info: PartitionInfo, time: int) -> int:
+        """Kafka's offset of ``info`` for ``time`` (-2 the log start, -1 its end, else
+        epoch ms): read ahead where it was, else asked now."""
+        ahead = self._ahead.get(info.key)
+        if ahead is not None and time in (EARLIEST_TIME, LATEST_TIME):
+            return ahead[0] if time == EARLIEST_TIME else ahead[1]
+        return self.kafka.offset_for(info.topic, info.partition, time)
+
     def _new_manager(self, info: PartitionInfo) -> PartitionState:
         self.kafka.learn(info.leader)
         decision, state = self.policy.start(self, info)

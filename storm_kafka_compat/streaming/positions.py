@@ -144,8 +144,9 @@ class ZkPositions:
         return start
 
     def log_ends(self, infos: Sequence[PartitionInfo]) -> Dict[TopicPartition, int]:
-        """Kafka's log end (high watermark) per partition."""
-        return {i.key: self.kafka.offset_for(i.topic, i.partition, LATEST_TIME) for i in infos}
+        """Kafka's log end (high watermark) per partition, asked in one go."""
+        ends = self.kafka.log_ends([i.key for i in infos])
+        return {i.key: ends[i.key] for i in infos}
 
     def document(self, info: PartitionInfo, offset: int) -> bytes:
         return encode_document(topology_id=self.topology_id, topology_name=self.job.topology.name,

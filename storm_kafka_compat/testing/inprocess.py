@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.engine.hosted import run_hosted
 from storm_kafka_compat.engine.stages import settle
+from storm_kafka_compat.executor.group_task import run_tasks
 from storm_kafka_compat.executor.stage_records import (Record, StagePartitioner, bolt_stage,
                                                        fold_records, hosted_spout_stage,
                                                        spout_stage, unresolved_roots)
@@ -54,12 +55,20 @@ class InProcessRunner:
     ----------
     kafka : KafkaAccess, optional
         What the tasks read with; by default the worker client the job names.
+    one_task : bool
+        Run a single-stage batch as one Spark task runs its share
+        (:func:`~storm_kafka_compat.executor.group_task.run_tasks`: a task's new-data
+        plans read together by the worker client's fetch group) rather than plan by
+        plan; only with the worker client (``kafka`` None).
     """
 
     spark_context = None
 
-    def __init__(self, kafka: Optional[KafkaAccess] = None) -> None:
+    def __init__(self, kafka: Optional[KafkaAccess] = None, *, one_task: bool = False) -> None:
+        if one_task and kafka is not None:
+            raise ValueError("one_task reads with the worker client: pass no kafka")
         self.kafka = kafka
+        self.one_task = one_task
         self.job: Optional[WorkerJob] = None
 
     @property
@@ -79,6 +88,8 @@ class InProcessRunner:
             return run_hosted(records, job.layout, plan.batch, job.hosts)
         if job.layout is not None:
             return run_stages_local(plan, job, kafka=self.kafka)
+        if self.one_task:
+            return BatchResult(list(run_tasks(plan, job)))
         return BatchResult([run_task(p, job, kafka=self.kafka) for p in plan])
 
     def cancel(self) -> None:

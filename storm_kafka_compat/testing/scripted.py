@@ -420,6 +420,12 @@ class ScriptedGroupKafka(ScriptedKafka):
             self.calls.append(("log_ends", tuple(keys)))
         return {key: self.offset_for(key[0], key[1], LATEST_TIME) for key in keys}
 
+    def log_starts(self, keys: Sequence[PartitionKey]) -> Dict[PartitionKey, int]:
+        """See :meth:`~storm_kafka_compat.kafka.client.GroupKafka.log_starts`."""
+        with self._lock:
+            self.calls.append(("log_starts", tuple(keys)))
+        return {key: self.offset_for(key[0], key[1], EARLIEST_TIME) for key in keys}
+
 
 class ScriptedGroup(GroupFetchBase):
     """The group of a :class:`ScriptedGroupKafka`."""
@@ -427,9 +433,12 @@ class ScriptedGroup(GroupFetchBase):
     def __init__(self, kafka: ScriptedGroupKafka, positions: Mapping[PartitionKey, int]) -> None:
         super().__init__(kafka.held, positions)
         self.kafka = kafka
+        #: what the client fetches: every partition of the group until paused, as the
+        #: shipped clients do (a partition the task no longer reads included)
+        self.fetching = set(positions)
 
     def receive(self, timeout_s: float, answer: GroupAnswer) -> None:
-        for key in sorted(self.live):
+        for key in sorted(self.fetching):
             offset = self.held.handed[key]
             try:
                 batch = self.kafka.fetch_batch(key[0], key[1], offset,
@@ -447,3 +456,4 @@ class ScriptedGroup(GroupFetchBase):
 
     def pause(self, key: PartitionKey) -> None:
         self.kafka.calls.append(("pause", key))
+        self.fetching.discard(key)

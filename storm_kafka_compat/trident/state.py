@@ -18,7 +18,7 @@ partitioned spout executors, identical in Storm 0.9.x, 0.10.x and 1.x)::
   2.x's Trident spout (``KafkaTridentSpoutTopicPartition.getId``): ``<topic>@<N>``.
 * ``<txid>``: one child per transaction kept by ``RotatingTransactionalState``
   (``txPath``); ``cleanupBefore`` deletes the older ones after a commit, so the
-  highest txid holds the last committed batch.
+  highest txid below the coordinator's ``currtx`` holds the last committed batch.
 
 Document (``TransactionalState.setData``: json-simple ``JSONValue.toJSONString`` of
 the map ``TridentKafkaEmitter.doEmitNewPartitionBatch`` builds, a ``HashMap``)::
@@ -41,15 +41,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, TypeGuard
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, TypeGuard
 
 from storm_kafka_compat.offsets.document import json_simple_dumps
 
 __all__ = ["DEFAULT_TRANSACTIONAL_ROOT", "TRIDENT_FORMATS", "TridentBatch", "partition_id",
            "partition_dir", "coordinator_path", "parse_current_tx", "parse_batch", "last_batch",
-           "encode_batch", "java_hashmap_order"]
+           "encode_batch", "java_hashmap_order", "INIT_TXID", "rollback_txids"]
 
 DEFAULT_TRANSACTIONAL_ROOT = "/transactional"
+#: ``MasterBatchCoordinator.INIT_TXID``: the first txid when ``currtx`` is absent
+INIT_TXID = 1
 #: ``storm-kafka`` (0.9.x-1.x TridentKafkaEmitter) and ``storm-kafka-client`` (2.x)
 TRIDENT_FORMATS = ("storm-kafka", "storm-kafka-client")
 
@@ -157,6 +159,25 @@ def last_batch(children: Mapping[str, Optional[bytes]],
     data = children[name]
     # Storm's last state is this one even when it is null: then there is no resume
     return parse_batch(txid, data) if data is not None else None
+
+
+def rollback_txids(names: Iterable[str], current_tx: Optional[int]) -> Tuple[int, List[int]]:
+    """Where a roll-back writes a partition's position, and which txids it deletes.
+
+    Trident restarts at ``currtx`` (``INIT_TXID`` when absent). Both executors
+    derive a txid they have no document for from the highest txid below it; the
+    opaque one also deletes the document of the txid it re-emits
+    (``removeState``), and the transactional one replays a txid it has a document
+    for exactly as written. So the position goes to the last committed txid (the
+    highest below ``currtx``; ``currtx - 1`` when there is none), and every txid at
+    or above ``currtx`` (emitted or committed by the spout, never marked committed
+    by the coordinator) is deleted: left in place, it, not the roll-back, would be
+    where Trident resumes.
+    """
+    restart = INIT_TXID if current_tx is None else current_tx
+    txids = sorted(int(name) for name in names if name.isdigit())
+    below = [t for t in txids if t < restart]
+    return (below[-1] if below else restart - 1), [t for t in txids if t >= restart]
 
 
 def _java_string_hash(s: str) -> int:

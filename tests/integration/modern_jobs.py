@@ -59,14 +59,16 @@ def client_job(cluster: Any, topic: str, group: str, backend: str, *,
 
 
 def run(job: Any, *, max_batches: Optional[int] = None, store: Any = None,
-        max_messages: int = 10_000) -> RunSummary:
+        max_messages: int = 10_000, one_task: bool = False) -> RunSummary:
     """Run the driver loop until caught up (or ``max_batches``), tasks in this process
     as a Spark executor runs them: through the worker's client of the job's backend
-    (``InProcessRunner`` without a Kafka of its own)."""
+    (``InProcessRunner`` without a Kafka of its own); ``one_task``: a batch as one
+    task, its plans read by the client's fetch group."""
     parts: Dict[str, Any] = {} if store is None else {"store": store}
     options = RunOptions(until_caught_up=max_batches is None, max_batches=max_batches,
                          max_messages_per_partition=max_messages, idle_sleep_ms=50)
-    return Pipeline(job, runner=InProcessRunner(), sleep=lambda s: None, **parts).run(options)
+    return Pipeline(job, runner=InProcessRunner(one_task=one_task), sleep=lambda s: None,
+                    **parts).run(options)
 
 
 def by_partition(summary: RunSummary) -> Dict[int, Any]:

@@ -20,6 +20,7 @@ import pytest
 from storm_kafka_compat.config import SpoutConfig, TopologyConfig, ZkHosts
 from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.discovery.zk import ZkDiscovery
+from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS
 from tests.integration.modern_jobs import (SEEN, by_partition, legacy_job, produce_records,
                                            producer, run, seen, zk_offset)
 
@@ -267,6 +268,29 @@ def test_delete_records_past_a_stored_offset_is_a_real_out_of_range(
         assert "useStartOffsetTimeIfOffsetOutOfRange is false" in caplog.text
 
 
+def test_log_starts_and_ends_of_many_partitions_in_one_go(modern_kafka, backend, unique):
+    """What the driver's progress and metrics ask each report (GroupKafka.log_starts,
+    log_ends): the broker's log start after DeleteRecords and its log end, for every
+    partition, equal to a partition-at-a-time lookup."""
+    from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, StaticHosts
+    topic = unique("topic")
+    modern_kafka.create_topic(topic, 3, 1)
+    modern_kafka.produce(topic, [(p, None, b"m") for p in range(3) for _ in range(10 + p)])
+    assert modern_kafka.delete_records(topic, {1: 4}) == {1: 4}
+    spout = SpoutConfig(hosts=StaticHosts({}), topic=topic, zk_root="/r", id="i")
+    if backend == "confluent":
+        from storm_kafka_compat.kafka.confluent import ConfluentAccess as Access
+    else:
+        from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess as Access
+    keys = [(topic, p) for p in range(3)]
+    with Access(modern_kafka.bootstrap, spout) as access:
+        starts, ends = access.log_starts(keys), access.log_ends(keys)
+        assert starts == {(topic, 0): 0, (topic, 1): 4, (topic, 2): 0}
+        assert ends == {(topic, 0): 10, (topic, 1): 11, (topic, 2): 12}
+        assert {k: access.offset_for(*k, EARLIEST_TIME) for k in keys} == starts
+        assert {k: access.offset_for(*k, LATEST_TIME) for k in keys} == ends
+
+
 # --- startOffsetTime by the broker's time index ------------------------------------------------
 
 def test_start_offset_time_is_resolved_by_message_timestamps(modern_kafka, backend, zk_server,
@@ -289,23 +313,28 @@ def test_start_offset_time_is_resolved_by_message_timestamps(modern_kafka, backe
 
 # --- a record larger than fetchSizeBytes -------------------------------------------------------
 
+@pytest.mark.parametrize("partitions", [1, MAX_FETCH_CONSUMERS])
 def test_a_record_larger_than_fetch_size_bytes_is_read_and_named(
-        modern_kafka, backend, zk_server, zk_client, zk_root, unique, caplog):
+        modern_kafka, backend, zk_server, zk_client, zk_root, unique, caplog, partitions):
     """storm-kafka stalled silently on such a record (STORM-869). Both backends read
     it (Kafka returns an oversized first record whole) and say which setting to
-    raise, once."""
+    raise, once per partition: read alone, and read by a task's fetch group (as many
+    partitions as make a group)."""
     topic = unique("topic")
-    modern_kafka.create_topic(topic, 1, 1, config={"max.message.bytes": 1_000_000})
+    modern_kafka.create_topic(topic, partitions, 1, config={"max.message.bytes": 1_000_000})
     big = b"x" * 300_000
-    modern_kafka.produce(topic, [(0, None, b"small-0"), (0, None, big), (0, None, b"small-2"),
-                                 (0, None, big), (0, None, b"small-4")], batch_size=16384,
-                         max_request_size=1_000_000)
+    values = [b"small-0", big, b"small-2", big, b"small-4"]
+    modern_kafka.produce(topic, [(p, None, v) for p in range(partitions) for v in values],
+                         batch_size=16384, max_request_size=1_000_000)
     caplog.set_level(logging.WARNING)
     job = legacy_job(modern_kafka, zk_server.port, topic, zk_root, backend,
                      spout={"fetchSizeBytes": 65536, "scheme": "raw"})
-    summary = run(job)
-    assert [(s[2], len(s[3][0])) for s in seen(topic)] == [
-        (0, 7), (1, 300_000), (2, 7), (3, 300_000), (4, 7)]
-    assert summary.fetch_failures == 0 and zk_offset(zk_client, zk_root, 0) == 5
+    summary = run(job, one_task=partitions > 1)
+    assert [(s[1], s[2], len(s[3][0])) for s in seen(topic)] == [
+        (p, o, len(v)) for p in range(partitions) for o, v in enumerate(values)]
+    assert summary.fetch_failures == 0
+    assert [zk_offset(zk_client, zk_root, p) for p in range(partitions)] == [5] * partitions
     warnings = [r.getMessage() for r in caplog.records if "fetchSizeBytes" in r.getMessage()]
-    assert len(warnings) == 1 and "raise spout.fetchSizeBytes" in warnings[0]
+    assert len(warnings) == partitions and "raise spout.fetchSizeBytes" in warnings[0]
+    assert sorted(int(w.split(":")[0].rsplit("/", 1)[1]) for w in warnings) == list(
+        range(partitions))

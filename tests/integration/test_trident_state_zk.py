@@ -53,9 +53,28 @@ def test_reader_resumes_from_the_last_txid_and_reads_a_rollback(zk_client, zk_ro
     assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 2) == (
         f"{root}/clicks-stream/user/partition_2", None)
     # roll-back: the Spark job reached 1500; the last txid now says so
-    write_trident_rollback(zk_client, path, 42, encode_batch(
+    write_trident_rollback(zk_client, root, "clicks-stream", "clicks", 0, encode_batch(
         offset=1500, next_offset=1500, topology_id="clicks-7-1690000000",
         topology_name="clicks", partition=0, broker=("127.0.0.1", 9092), topic="clicks"))
+    assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 0)[1]\
+        .next_offset == 1500
+
+
+def test_rollback_removes_the_txid_trident_would_re_emit(zk_client, zk_root) -> None:
+    """Killed between the opaque spout's commit of txid 43 and the coordinator's:
+    currtx stays 43, so Trident re-emits 43 from the txid below it (after deleting
+    43). The roll-back lands on 42 and deletes 43 (seen against real Storm, CI at
+    e700b06: written on 43, it was deleted by Trident, which resumed from 42's old
+    position)."""
+    root = f"{zk_root}/transactional"
+    storm_writes_batches(zk_client, root, "clicks-stream", "clicks", 0,
+                         [(41, 1000, 1200), (42, 1200, 1350), (43, 1350, 1400)])
+    zk_client.set(f"{root}/clicks-stream/coordinator/currtx", b"43")
+    pdir = f"{root}/clicks-stream/user/partition_0"
+    assert write_trident_rollback(zk_client, root, "clicks-stream", "clicks", 0, encode_batch(
+        offset=1500, next_offset=1500, topology_id="clicks-7-1690000000",
+        topology_name="clicks", partition=0, broker=("127.0.0.1", 9092), topic="clicks")) == 42
+    assert sorted(zk_client.get_children(pdir)) == ["41", "42"]
     assert read_trident_partition(zk_client, root, "clicks-stream", "clicks", 0)[1]\
         .next_offset == 1500
 

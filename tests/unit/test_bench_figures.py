@@ -322,7 +322,8 @@ def test_batch_breakdown_lays_tasks_against_their_jobs():
         {"submitted": 10.0, "returned": 12.0, "moved": 0,
          "tasks": [(10.1, 11.1, 0.2, 0.8), (10.2, 11.9, 0.5, 1.2)]},
         # the driver took 0.5 s; job 12.5-13.0, one task that moved worker
-        {"submitted": 12.5, "returned": 13.0, "moved": 1, "tasks": [(12.6, 12.9, 0.1, 0.2)]},
+        {"submitted": 12.5, "returned": 13.0, "moved": 1, "tasks": [(12.6, 12.9, 0.1, 0.2)],
+         "dealt": (1, 3, 0)},
     ]
     b = batch_breakdown(batches, slots=2)
     assert b["batches"] == 2 and b["jobs"] == 2.5 and b["driver"] == 0.5
@@ -331,6 +332,7 @@ def test_batch_breakdown_lays_tasks_against_their_jobs():
     assert b["read"] == pytest.approx(0.8) and b["process"] == pytest.approx(2.2)
     assert b["idle_slots"] == pytest.approx(2 * 2.0 - 2.7 + 2 * 0.5 - 0.3)
     assert b["partition_moves"] == 1
+    assert b["dealt"] == {"swapped": 1, "kept": 3, "late": 0}     # the run's counts so far
 
 
 def test_each_front_end_run_reads_under_a_zk_root_of_its_own():
@@ -342,3 +344,23 @@ def test_each_front_end_run_reads_under_a_zk_root_of_its_own():
                 for i in (1, 2))
     assert one["zkRoot"] != two["zkRoot"]
     assert one["zkRoot"].endswith("/bench-source-1") and two["id"] == "bench-source-2"
+
+
+def test_a_replayed_batch_is_counted_apart_and_a_shortfall_still_fails():
+    """A bench run whose Spark job failed once processes some messages twice (at least
+    once); its figure counts the topic's messages and says how many were replayed.
+    Fewer processed, or a partition not committed to its end, is an error."""
+    from storm_kafka_compat.bench.pipeline import read_once
+    from storm_kafka_compat.engine.report import PartitionSummary, RunSummary
+
+    def summary(messages, committed):
+        parts = [PartitionSummary(topic="t", partition=p, location="", decision="earliest",
+                                  resumed_from=0, committed=c) for p, c in enumerate(committed)]
+        return RunSummary(messages=messages, partitions=parts, stopped_by="caught up")
+
+    assert read_once("x", summary(200, [100, 100]), 200) == 0
+    assert read_once("x", summary(232, [100, 100]), 200) == 32
+    with pytest.raises(RuntimeError, match="processed 190 messages of 200 and committed to 200"):
+        read_once("x", summary(190, [100, 100]), 200)
+    with pytest.raises(RuntimeError, match="committed to 168"):
+        read_once("x", summary(232, [100, 68]), 200)

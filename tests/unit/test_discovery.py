@@ -373,3 +373,19 @@ def test_an_unknown_topic_names_the_near_ones_and_those_that_exist(reader):
     assert str(err2.value) == (
         "topic 'zzz' has no partitions with a leader on b:9092; check the topic name and that "
         "the brokers are up; the topics there: orders, views")
+
+
+def test_a_known_topic_without_leaders_is_an_election_not_a_wrong_name():
+    """A topic the brokers list whose partitions have no leader raises NoLeaderError
+    (the driver asks again), and does not suggest its own name as a near one."""
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 2)
+    for p in range(2):
+        kafka.set_leader("orders", p, None)
+    c = bootstrap_assignment(BootstrapHosts(("b:9092",)), spout("orders"),
+                             TopologyConfig(name="x"), kafka, manager_factory=Recorder().factory)
+    with pytest.raises(NoLeaderError) as err:
+        c.refresh()
+    assert str(err.value) == ("topic 'orders' exists on b:9092 but none of its partitions "
+                              "has a leader now (an election or a broker restart under way)")
+    assert "did you mean" not in str(err.value)

@@ -368,7 +368,7 @@ def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback(
 
 def test_offset_samples_stop_asking_after_the_first_failed_lookup():
     """During a leader election each lookup costs socketTimeoutMs: one failure per
-    report, the other partitions reported unknown, the loop goes on."""
+    report, every partition reported unknown, the loop goes on."""
     from storm_kafka_compat.errors import FailedFetchError
 
     kafka, store = kafka_with(3, partitions=3), MemoryStateStore()
@@ -386,8 +386,64 @@ def test_offset_samples_stop_asking_after_the_first_failed_lookup():
     kafka.offset_for = offset_for
     samples = pipe.reporter.offset_samples()
     assert [(s.partition, s.earliest, s.latest) for s in samples] == [
-        (0, 0, 3), (1, None, None), (2, None, None)]
+        (0, None, None), (1, None, None), (2, None, None)]
     assert [p for p, _ in asked] == [0, 0, 1]
+
+
+def test_offset_samples_ask_a_group_client_for_all_partitions_at_once():
+    """A client that asks many partitions in one request (both shipped adapters) is
+    asked twice a report, whatever the partitions: 512 asked one by one cost the
+    driver 2.5 s a report."""
+    from storm_kafka_compat.testing.scripted import ScriptedGroupKafka
+
+    kafka = ScriptedGroupKafka()
+    kafka.create_topic("orders", 3)
+    for p in range(3):
+        kafka.append("orders", p, *[b"m"] * (p + 2))
+    pipe = Pipeline(job(partitions=3), runner=InProcessRunner(kafka), store=MemoryStateStore(),
+                    kafka_factory=lambda boot: kafka)
+    pipe.spout.maybe_refresh(0)
+    kafka.calls.clear()
+    samples = pipe.reporter.offset_samples()
+    assert [(s.partition, s.earliest, s.latest) for s in samples] == [
+        (0, 0, 2), (1, 0, 3), (2, 0, 4)]
+    keys = (("orders", 0), ("orders", 1), ("orders", 2))
+    assert [c for c in kafka.calls if c[0] != "offset_for"] == [("log_starts", keys),
+                                                                ("log_ends", keys)]
+
+
+def test_partitions_starting_together_are_asked_their_documents_and_log_ranges_at_once():
+    """The first refresh of 512 partitions read each document and each log start
+    alone (about 3 s); now one pipelined read, two log requests, and the same decisions
+    as when each partition asks alone (``startOffsetTime`` latest: a document resumes,
+    the others start at the log end)."""
+    from storm_kafka_compat.config import LATEST_TIME
+    from storm_kafka_compat.testing.scripted import ScriptedGroupKafka
+
+    kafka = ScriptedGroupKafka()
+    kafka.create_topic("orders", 3)
+    for p in range(3):
+        kafka.append("orders", p, *[b"m"] * (p + 2))
+    store = MemoryStateStore({"/kafka/spout1/partition_1": encode_document(
+        topology_id="x", topology_name="t", offset=1, partition=1, broker_host="k1",
+        broker_port=9092, topic="orders")})
+    read_alone, read_many = [], []
+    store.read = lambda path, _read=store.read: read_alone.append(path) or _read(path)
+    store.read_many = lambda paths, _many=store.read_many: read_many.append(list(paths)) or \
+        _many(read_many[-1])
+    pipe = Pipeline(job(partitions=3, start_offset_time=LATEST_TIME),
+                    runner=InProcessRunner(kafka), store=store, kafka_factory=lambda boot: kafka)
+    pipe.spout.maybe_refresh(0)
+    assert [(k.partition, d.start_offset) for k, d in sorted(pipe.spout.decisions.items())] == [
+        (0, 2), (1, 1), (2, 4)]
+    keys = (("orders", 0), ("orders", 1), ("orders", 2))
+    # (the scripted group client answers log_starts/log_ends through its offset_for)
+    assert [c for c in kafka.calls if c[0] in ("offset_for", "log_starts", "log_ends")] == [
+        ("log_starts", keys), *[("offset_for", "orders", p, -2) for p in range(3)],
+        ("log_ends", keys), *[("offset_for", "orders", p, -1) for p in range(3)]]
+    assert read_many == [[f"/kafka/spout1/partition_{p}" for p in range(3)]]
+    # read_many of this store reads each path through read: nothing else was read
+    assert read_alone == read_many[0]
 
 
 def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
@@ -425,3 +481,22 @@ def test_failed_log_range_lookups_pause_with_a_doubling_backoff():
     assert [s.latest for s in pipe.reporter.offset_samples()] == [3, 3]
     now[0] += 1                                           # a good round: no pause
     assert [s.latest for s in pipe.reporter.offset_samples()] == [3, 3]
+
+
+def test_log_ends_are_asked_once_of_a_group_client_and_a_partition_at_a_time_else():
+    """The Spark source's latestOffset asks every partition's log end each
+    micro-batch: in one request where the client can."""
+    from storm_kafka_compat.kafka.lazy import LazyKafka
+    from storm_kafka_compat.testing.scripted import ScriptedGroupKafka
+
+    keys = [("orders", 0), ("orders", 1)]
+    group, plain = ScriptedGroupKafka(), ScriptedKafka()
+    for kafka in (group, plain):
+        kafka.create_topic("orders", 2)
+        kafka.append("orders", 1, b"a", b"b")
+        lazy = LazyKafka(job(), lambda boot, k=kafka: k)
+        kafka.calls.clear()
+        assert lazy.log_ends(keys) == {("orders", 0): 0, ("orders", 1): 2}
+    # (the scripted group client answers its log_ends through its own offset_for)
+    assert [c[0] for c in group.calls] == ["log_ends", "offset_for", "offset_for"]
+    assert plain.calls == [("offset_for", "orders", p, -1) for p in (0, 1)]

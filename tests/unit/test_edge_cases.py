@@ -1,11 +1,13 @@
 """Reference section 11 cases not covered elsewhere, through the driver loop without Spark."""
 
-from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
+from storm_kafka_compat.config import (BootstrapHosts, Broker, JobConfig, SpoutConfig, StaticHosts,
+                                       TopologyConfig)
 import json
 
 import pytest
 
-from storm_kafka_compat.errors import OwnershipConflictError
+from storm_kafka_compat.engine import driver as driver_module
+from storm_kafka_compat.errors import NoLeaderError, OwnershipConflictError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.inprocess import InProcessRunner
@@ -232,12 +234,12 @@ def test_a_record_of_another_host_is_waited_for_up_to_the_session_timeout(caplog
         if len(clock.sleeps) == 3:
             store.delete(path)                 # its session timed out: ZooKeeper removed it
 
-    policy = ZkDocuments(job(), store, kafka, "t-1-1", sleep=sleep, clock=clock)
+    policy = ZkDocuments(job(), store, "t-1-1", sleep=sleep, clock=clock)
     policy.claim()
     assert clock.sleeps == [1.0, 1.0, 1.0] and policy.record is not None
     assert "waiting up to 22 s for it to expire" in caplog.text
     # a record that stays past the session timeout (20 s, plus 2): the job does not start
-    late = ZkDocuments(job(), MemoryStateStore({path: elsewhere.encode()}), kafka, "t-1-1",
+    late = ZkDocuments(job(), MemoryStateStore({path: elsewhere.encode()}), "t-1-1",
                        sleep=clock.sleep, clock=clock)
     with pytest.raises(OwnershipConflictError) as err:
         late.claim()
@@ -294,3 +296,43 @@ def test_an_out_of_range_partition_is_said_once_and_counted_every_batch(caplog):
             r.getMessage()]
     assert len(said) == 1 and said[0].levelname == "WARNING"
     assert p.spout.counts.out_of_range == p.spout.counts.fetch_failures >= 6
+
+
+def _bootstrap_job():
+    spout = SpoutConfig(hosts=BootstrapHosts(("k1:9092",)), topic="orders", zk_root="/kafka",
+                        id="spout1", scheme="string")
+    return JobConfig(spout=spout, topology=TopologyConfig(name="t", id="t-1-1"),
+                     bolt="tests.bolts:record")
+
+
+def test_a_topic_whose_leaders_are_being_elected_at_start_is_asked_again():
+    """The first refresh finds the topic with no partition led (a broker back from a lost
+    ZooKeeper session): the run asks again a second later instead of failing."""
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.append("orders", 0, b"a", b"b")
+    kafka.set_leader("orders", 0, None)
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        if len(slept) == 2:
+            kafka.set_leader("orders", 0, Broker("k1", 9092))
+
+    p = Pipeline(_bootstrap_job(), runner=InProcessRunner(kafka), store=MemoryStateStore(),
+                 kafka_factory=lambda boot: kafka, sleep=sleep)
+    summary = p.run(RunOptions(until_caught_up=True))
+    assert slept[:2] == [1.0, 1.0] and summary.messages == 2
+
+
+def test_a_leaderless_topic_fails_the_start_after_the_attempts(monkeypatch):
+    monkeypatch.setattr(driver_module, "FIRST_REFRESH_ATTEMPTS", 3)
+    kafka = ScriptedKafka()
+    kafka.create_topic("orders", 1)
+    kafka.set_leader("orders", 0, None)
+    slept = []
+    p = Pipeline(_bootstrap_job(), runner=InProcessRunner(kafka), store=MemoryStateStore(),
+                 kafka_factory=lambda boot: kafka, sleep=slept.append)
+    with pytest.raises(NoLeaderError, match="'orders' exists on k1:9092"):
+        p.run(RunOptions(until_caught_up=True))
+    assert slept == [1.0, 1.0]

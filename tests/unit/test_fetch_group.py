@@ -285,3 +285,32 @@ def test_a_partition_the_budget_did_not_reach_is_served_first_in_the_next_task()
                   budget_s=0.1, per_message_s=0.001)
     assert second[0].taken and second[0].taken[0][0] == 0        # partition 1, at last
     assert second[1].reached is False
+
+
+def test_a_partition_read_to_its_cap_is_not_paused_and_the_next_task_reads_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pause drops what the client prefetched (librdkafka purges the partition's
+    queue), so neither a plan's end nor the task's pauses its partition: what the
+    client hands out meanwhile is held, and the next task starts on it. Once a group
+    holds HOLD_BEFORE_PAUSE such records, a partition handing out more is paused."""
+    import storm_kafka_compat.kafka.fetch_group as fetch_group
+    kafka = _kafka(30, 3)
+    clock = _Clock()
+    first = _run(kafka, [FetchPlan("t", 0, 0, max_messages=5), FetchPlan("t", 1, 0)], clock)
+    assert [r.taken for r in first] == [[(0, 5)], [(0, 3)]]
+    assert not [c for c in kafka.calls if c[0] == "pause"]
+    assert len(kafka.held.kept[("t", 0)]) > 0                # fetched on after its cap
+    kafka.calls.clear()
+    second = _run(kafka, [FetchPlan("t", 0, 5)], clock)
+    assert [r.taken for r in second] == [[(5, 30)]]
+    # the held records came first: the client was not asked for offset 5 again
+    assert ("fetch", "t", 0, 5) not in [c[:4] for c in kafka.calls]
+    monkeypatch.setattr(fetch_group, "HOLD_BEFORE_PAUSE", 4)
+    kafka.append("t", 0, *[b"more"] * 20)
+    kafka.append("t", 1, *[b"more"] * 12)
+    kafka.calls.clear()
+    third = _run(kafka, [FetchPlan("t", 0, 30), FetchPlan("t", 1, 3, max_messages=1)], clock)
+    assert [r.taken for r in third] == [[(30, 50)], [(3, 4)]]
+    # partition 1 kept 3 records past its cap, then 4 more came from the next poll: paused
+    assert [c for c in kafka.calls if c[0] == "pause"] == [("pause", ("t", 1))]
+    assert len(kafka.held.kept[("t", 1)]) == 7

@@ -138,16 +138,23 @@ class _Kazoo:
     def create_async(self, path, data):
         return self.set_async(path, data)
 
+    def delete_async(self, path):
+        del self.nodes[path]
+        return _Answer(None)
+
 
 def test_a_trident_roll_back_is_refused_while_the_job_runs():
     from storm_kafka_compat.errors import ResetRefusedError
     from storm_kafka_compat.offsets.ownership import OwnerRecord
     from storm_kafka_compat.trident.zk import write_trident_rollback
     record = OwnerRecord("t", "clicks-compat", "clicks", "host-a", 4711, 0)
-    zk = _Kazoo({"/r/s/owner~task-0": record.encode(), "/tx/p0/7": b"old"})
+    node = "/tx/s/user/partition_0/7"
+    zk = _Kazoo({"/r/s/owner~task-0": record.encode(), node: b"old",
+                 "/tx/s/coordinator/currtx": b"8"})
     with pytest.raises(ResetRefusedError) as err:
-        write_trident_rollback(zk, "/tx/p0", 7, b"new", spout_root="/r/s")
+        write_trident_rollback(zk, "/tx", "s", "clicks", 0, b"new", spout_root="/r/s")
     assert "the Trident roll-back refused" in str(err.value)
-    assert "driver pid 4711 on host-a" in str(err.value) and zk.nodes["/tx/p0/7"] == b"old"
-    write_trident_rollback(zk, "/tx/p0", 7, b"new", spout_root="/r/s", force=True)
-    assert zk.nodes["/tx/p0/7"] == b"new"
+    assert "driver pid 4711 on host-a" in str(err.value) and zk.nodes[node] == b"old"
+    assert write_trident_rollback(zk, "/tx", "s", "clicks", 0, b"new", spout_root="/r/s",
+                                  force=True) == 7
+    assert zk.nodes[node] == b"new"

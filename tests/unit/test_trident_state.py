@@ -96,3 +96,24 @@ def test_last_batch_ignores_txids_the_coordinator_has_not_committed() -> None:
     assert last_batch(children, None).next_offset == 440
     assert last_batch(children, 42) is None
     assert parse_current_tx(b"x") is None and parse_current_tx(None) is None
+
+
+@pytest.mark.parametrize("names, current_tx, expected", [
+    # the spout wrote 43 (emitted, or committed by the spout alone); the coordinator
+    # restarts at 43: the position goes to 42, and 43 must go, else Trident resumes there
+    (["41", "42", "43"], 43, (42, [43])),
+    (["42", "43", "44"], 43, (42, [43, 44])),
+    # every txid committed: the position overwrites the last one
+    (["41", "42"], 43, (42, [])),
+    # nothing committed yet: the position sits just below currtx
+    (["43"], 43, (42, [43])),
+    ([], 43, (42, [])),
+    # no currtx: Trident starts at INIT_TXID (1); nothing it wrote was committed
+    (["1", "2"], None, (0, [1, 2])),
+    (["x", "2"], None, (0, [2])),
+])
+def test_rollback_goes_to_the_last_committed_txid(names: list, current_tx: object,
+                                                 expected: tuple) -> None:
+    from storm_kafka_compat.trident.state import INIT_TXID, rollback_txids
+    assert INIT_TXID == 1
+    assert rollback_txids(names, current_tx) == expected  # type: ignore[arg-type]

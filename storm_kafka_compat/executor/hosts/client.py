@@ -4,20 +4,13 @@
 from __future__ import annotations
 
 import pickle
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing.connection import Client, Connection
 from typing import Any, Dict, List, Mapping, Protocol, Tuple
 
 from storm_kafka_compat.errors import PipelineError
+from storm_kafka_compat.executor.calls import Address, Unreachable, call
 from storm_kafka_compat.executor.hosts.host import Slot
-
-Address = Tuple[str, int]
-
-#: this Python worker's connections, per host address
-_CONNECTIONS: Dict[Address, Connection] = {}
-_LOCK = threading.Lock()
 
 
 class TaskHosts(Protocol):
@@ -58,30 +51,17 @@ class HostDirectory:
 
     def call(self, address: Address, request: Tuple[Any, ...]) -> Any:
         """Send ``request`` to the host at ``address`` (one connection per worker and
-        host, made again once if it broke) and return its answer."""
-        for attempt in (1, 2):
-            with _LOCK:
-                conn = _CONNECTIONS.pop(address, None)
-            try:
-                if conn is None:
-                    conn = Client(address, authkey=self.authkey)
-                conn.send(request)
-                status, value = conn.recv()
-            except (OSError, EOFError) as exc:
-                if conn is not None:
-                    conn.close()
-                if attempt == 2:
-                    raise BoltHostError(
-                        f"bolt host at {address[0]}:{address[1]} cannot be reached "
-                        f"({type(exc).__name__}: {exc}); the driver's bolt hosts serve the "
-                        "tasks behind a fields, global or all grouping") from exc
-                continue
-            with _LOCK:
-                _CONNECTIONS[address] = conn
-            if status != "ok":
-                raise BoltHostError(str(value))
-            return value
-        raise AssertionError("unreachable")
+        host, :func:`~storm_kafka_compat.executor.calls.call`) and return its answer."""
+        try:
+            status, value = call(address, self.authkey, request)
+        except Unreachable as exc:
+            raise BoltHostError(
+                f"bolt host at {address[0]}:{address[1]} cannot be reached ({exc}); the "
+                "driver's bolt hosts serve the tasks behind a fields, global or all "
+                "grouping") from exc
+        if status != "ok":
+            raise BoltHostError(str(value))
+        return value
 
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
                 tuples: Mapping[Slot, Any]) -> None:

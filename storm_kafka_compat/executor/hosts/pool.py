@@ -14,7 +14,8 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.executor.stage_tasks import StageLayout
-from storm_kafka_compat.executor.hosts.client import (Address, BoltHostError, HostDirectory,
+from storm_kafka_compat.executor.calls import Address
+from storm_kafka_compat.executor.hosts.client import (BoltHostError, HostDirectory,
                                                      slot_table)
 from storm_kafka_compat.executor.hosts.host import Slot, all_slots, deal_slots, host_of
 from storm_kafka_compat.executor.hosts.server import HostInit

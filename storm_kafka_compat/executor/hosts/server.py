@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
+from storm_kafka_compat.executor.calls import accept_each
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
 
@@ -61,15 +62,7 @@ class HostServer:
         self.stopped = threading.Event()
 
     def serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn = self.listener.accept()
-            except Exception:  # noqa: BLE001 - a stranger without the key, a closed socket
-                if self.stopped.is_set():
-                    return
-                log.debug("a connection was refused", exc_info=True)
-                continue
-            threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+        accept_each(self.listener, self.stopped, self.connection, "bolt-host-conn")
 
     def connection(self, conn: Connection) -> None:
         with conn:

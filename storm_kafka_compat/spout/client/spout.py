@@ -32,7 +32,7 @@ from storm_kafka_compat.spout.client.manager import ClientPartitionManager
 from storm_kafka_compat.spout.client.metrics import ClientOffsetSample, kafka_offset_metric_v2
 from storm_kafka_compat.spout.spout import Spout
 from storm_kafka_compat.spout.state import PartitionState
-from storm_kafka_compat.structs import TopicPartition
+from storm_kafka_compat.structs import Committed, TopicPartition
 from storm_kafka_compat.topology.schemes import EMIT_NULL_TUPLES_KEY
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ class GroupCommits:
         self.config: KafkaSpoutConfig = config
         self.store_name = f"group {config.group_id}"
         self.commits_on_revoke = config.processing_guarantee == AT_LEAST_ONCE
+        #: the group's commits of the partitions being started, read in one go
+        self._ahead: Dict[TopicPartition, Optional[Committed]] = {}
         #: AT_MOST_ONCE commits made at plan time
         self.plan_commits = 0
         self.task_id = task_index + 1
@@ -94,13 +96,27 @@ class GroupCommits:
     def groups(self) -> GroupStore:
         return self._groups()
 
+    def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
+        """See :meth:`~storm_kafka_compat.spout.spout.OffsetPolicy.read_ahead`: the
+        group's commits of ``infos``, in one request."""
+        self._ahead = {}
+        if not infos:
+            return
+        keys = [info.key for info in infos]
+        try:
+            self._ahead = self.groups.read_many(keys)
+        except StormKafkaCompatError as exc:
+            log.debug("reading %d commits at once failed (%s); each is read alone",
+                      len(keys), exc)
+
     def start(self, spout: Spout, info: PartitionInfo
               ) -> Tuple[FirstPollDecision, ClientPartitionManager]:
         kafka = self.kafka
         topic, partition = info.topic, info.partition
-        committed = self.groups.read_many([info.key]).get(info.key)
-        earliest = kafka.offset_for(topic, partition, EARLIEST_TIME)
-        latest = kafka.offset_for(topic, partition, LATEST_TIME)
+        committed = (self._ahead.pop(info.key) if info.key in self._ahead
+                     else self.groups.read_many([info.key]).get(info.key))
+        earliest = spout.log_offset(info, EARLIEST_TIME)
+        latest = spout.log_offset(info, LATEST_TIME)
         where = f"{topic}/{partition} (group {self.config.group_id})"
         decision = decide_first_poll(
             self.config.first_poll_offset_strategy, committed,

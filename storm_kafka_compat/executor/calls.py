@@ -1,0 +1,101 @@
+"""The services the driver starts for its tasks (its bolt hosts, its plan dealer), both
+sides: a Python worker keeps one authenticated ``multiprocessing.connection`` per
+address for the next task, made again once if it broke (a connect that gets no answer
+gives up after :data:`CONNECT_TIMEOUT_S`: a firewall that drops packets would hold it for
+minutes); a service accepts each connection into a thread of its own (:func:`accept_each`).
+
+A request is a tuple; the answer ``("ok", value)`` or ``("error", text)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from dataclasses import dataclass, field
+from multiprocessing.connection import (Connection, Listener, answer_challenge,
+                                        deliver_challenge)
+from typing import Any, Callable, Dict, Tuple
+
+log = logging.getLogger(__name__)
+
+Address = Tuple[str, int]
+
+#: how long a connect waits for the driver's side to accept (s)
+CONNECT_TIMEOUT_S = 5.0
+
+#: this Python worker's connections, per address
+_CONNECTIONS: Dict[Address, Connection] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Service:
+    """Where a driver's service listens and the key it takes (sent with the job)."""
+
+    address: Address
+    authkey: bytes = field(repr=False)
+
+    def call(self, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+        """:func:`call` this service."""
+        return call(self.address, self.authkey, request)
+
+
+class Unreachable(Exception):
+    """The service at an address could not be reached, twice (the cause in the text)."""
+
+
+def connect(address: Address, authkey: bytes) -> Connection:
+    """An authenticated connection to the listener at ``address``."""
+    with socket.create_connection(address, timeout=CONNECT_TIMEOUT_S) as s:
+        s.setblocking(True)
+        conn = Connection(s.detach())
+    try:
+        answer_challenge(conn, authkey)
+        deliver_challenge(conn, authkey)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def call(address: Address, authkey: bytes, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+    """Send ``request`` to the service at ``address``; its ``(status, value)``.
+
+    Raises :class:`Unreachable` when it cannot be reached (or the connection broke)
+    twice in a row.
+    """
+    for attempt in (1, 2):
+        with _LOCK:
+            conn = _CONNECTIONS.pop(address, None)
+        try:
+            if conn is None:
+                conn = connect(address, authkey)
+            conn.send(request)
+            status, value = conn.recv()
+        except (OSError, EOFError) as exc:
+            if conn is not None:
+                conn.close()
+            if attempt == 2:
+                raise Unreachable(f"{type(exc).__name__}: {exc}") from exc
+            continue
+        with _LOCK:
+            _CONNECTIONS[address] = conn
+        return status, value
+    raise AssertionError("unreachable")
+
+
+def accept_each(listener: Listener, stopped: threading.Event,
+                serve: Callable[[Connection], None], name: str) -> None:
+    """Accept connections on ``listener`` until ``stopped`` is set (and the listener
+    closed), each served by ``serve`` in a daemon thread of its own named ``name``; a
+    caller without the key is refused and the loop goes on."""
+    while not stopped.is_set():
+        try:
+            conn = listener.accept()
+        except Exception:  # noqa: BLE001 - a stranger without the key, a closed listener
+            if stopped.is_set():
+                return
+            log.debug("a connection to %s was refused", name, exc_info=True)
+            continue
+        threading.Thread(target=serve, args=(conn,), name=name, daemon=True).start()

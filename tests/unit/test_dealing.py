@@ -1,0 +1,143 @@
+"""The plan dealer (engine/dealing.py, executor/dealt.py): a batch's groups of plans go to
+the tasks whose Python workers read them last, as a permutation of the groups of the tasks
+that checked in, so that no group is read twice or left out; a task that cannot reach the
+dealer on its first attempt reads its own group, a retried one is told what it was dealt."""
+
+import threading
+
+import pytest
+
+from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.engine.dealing import (DealerServer, PlanDealer, best_deal,
+                                               split_groups)
+from storm_kafka_compat.errors import PipelineError
+from storm_kafka_compat.executor.calls import Service
+from storm_kafka_compat.executor.dealt import dealt_plans
+
+
+def plans(n, topic="t"):
+    return [FetchPlan(topic=topic, partition=p, offset=0) for p in range(n)]
+
+
+def keys(group):
+    return [(p.topic, p.partition) for p in group]
+
+
+def test_groups_are_cut_as_spark_slices_a_list():
+    groups = split_groups(plans(5), 2)
+    assert [[p.partition for p in g] for g in groups] == [[0, 1], [2, 3, 4]]
+    assert sorted(len(g) for g in split_groups(plans(64), 3)) == [21, 21, 22]
+
+
+def test_the_deal_gives_each_worker_the_partitions_it_read_last():
+    groups = [keys(g) for g in split_groups(plans(8), 2)]
+    last = {k: "A" for k in groups[0]} | {k: "B" for k in groups[1]}
+    assert best_deal(groups, {0: "B", 1: "A"}, last) == {0: 1, 1: 0}      # swapped
+    assert best_deal(groups, {0: "A", 1: "B"}, last) == {0: 0, 1: 1}
+    assert best_deal(groups, {0: "C", 1: "D"}, last) == {0: 0, 1: 1}      # unknown: own
+    # only the checked-in tasks' groups are dealt: task 1 absent keeps group 1 for itself
+    assert best_deal(groups, {0: "B"}, last) == {0: 0}
+
+
+def run_claims(dealer, batch, workers):
+    out, threads = {}, []
+    for task, worker in workers.items():
+        def claim(task=task, worker=worker):
+            out[task] = dealer.claim(batch, task, worker)
+        threads.append(threading.Thread(target=claim))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return out
+
+
+def test_batches_follow_the_workers_whichever_task_they_run():
+    dealer = PlanDealer(wait_s=5.0)
+    groups = split_groups(plans(64), 2)
+    dealer.open(1, groups)
+    first = run_claims(dealer, 1, {0: "A", 1: "B"})
+    assert first == {0: groups[0], 1: groups[1]}
+    for batch in range(2, 8):                       # tasks land on the workers at random
+        dealer.open(batch, groups)
+        workers = {0: "B", 1: "A"} if batch % 2 == 0 else {0: "A", 1: "B"}
+        got = run_claims(dealer, batch, workers)
+        by_worker = {workers[t]: got[t] for t in got}
+        assert by_worker == {"A": groups[0], "B": groups[1]}
+    assert (dealer.swapped, dealer.kept, dealer.late) == (6, 8, 0)
+
+
+def test_a_late_task_reads_its_own_group_and_a_retry_what_it_was_dealt():
+    now = [0.0]
+    dealer = PlanDealer(wait_s=0.0, clock=lambda: now[0])
+    groups = split_groups(plans(4), 2)
+    dealer.open(1, groups)
+    dealer.claim(1, 0, "A")
+    dealer.claim(1, 1, "B")                        # A read group 0, B group 1
+    dealer.open(2, groups)
+    assert dealer.claim(2, 0, "B") == groups[0]   # alone when the wait ended: its own
+    assert dealer.claim(2, 1, "A") == groups[1]   # late: its own, never task 0's
+    assert dealer.claim(2, 0, "C") == groups[0]   # a retried attempt: what it was dealt
+    assert (dealer.kept, dealer.late) == (2, 2)
+    with pytest.raises(ValueError, match="task 0 of batch 1 is not being dealt"):
+        dealer.claim(1, 0, "A")                   # a task of an earlier batch
+
+
+def test_tasks_reach_the_dealer_over_its_connection_and_fall_back_without_it():
+    dealer = PlanDealer(wait_s=5.0)
+    server = DealerServer(dealer, "127.0.0.1")
+    service = Service(server.address, server.authkey)
+    groups = split_groups(plans(6), 2)
+    try:
+        dealer.open(3, groups)
+        got = {}
+
+        def claim(task):
+            got[task] = dealt_plans(service, 3, task, groups[task], attempt=0)
+        threads = [threading.Thread(target=claim, args=(t,)) for t in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert sorted(keys(g) for g in got.values()) == [keys(g) for g in groups]
+        with pytest.raises(PipelineError, match="refused: ValueError: task 5 of batch 3"):
+            dealt_plans(service, 3, 5, (), attempt=0)
+    finally:
+        server.close()
+    # the driver gone: a first attempt reads its own plans, a retried one fails
+    assert dealt_plans(service, 4, 1, groups[1], attempt=0) == groups[1]
+    with pytest.raises(PipelineError, match="cannot be reached .* by a retried task"):
+        dealt_plans(service, 4, 1, groups[1], attempt=1)
+
+
+def test_the_runner_keeps_its_dealer_when_the_job_is_sent_again():
+    """New brokers learned send the job again: the dealer, which knows which worker read
+    which partition, stays, and the job names it; closing the runner stops it."""
+    import types
+
+    from storm_kafka_compat.config import Broker, SpoutConfig, StaticHosts
+    from storm_kafka_compat.engine.runner import SparkRunner, StagedSparkRunner
+    from storm_kafka_compat.executor.worker import WorkerJob
+
+    sent = []
+
+    class Context:
+        def broadcast(self, value):
+            sent.append(value)
+            return types.SimpleNamespace(value=value, unpersist=lambda: None)
+
+    spark = types.SimpleNamespace(sparkContext=Context())
+    spout = SpoutConfig(hosts=StaticHosts({0: Broker("k", 9092)}), topic="t", zk_root="/r",
+                        id="s")
+    runner = SparkRunner(lambda: spark, deal_on="127.0.0.1")
+    runner.start(WorkerJob(job_id="j", spout=spout, bootstrap=("a:1",)))
+    dealer = runner.dealer
+    runner.start(WorkerJob(job_id="j", spout=spout, bootstrap=("a:1", "b:2")))
+    assert runner.dealer is dealer and dealer is not None
+    assert [job.dealer.address for job in sent] == [dealer.address] * 2
+    runner.close()
+    assert runner.dealer is None
+    assert dealt_plans(sent[0].dealer, 1, 0, (), attempt=0) == ()      # nobody answers
+    staged = StagedSparkRunner(lambda: spark, deal_on="127.0.0.1")
+    staged.start(WorkerJob(job_id="k", spout=spout, bootstrap=("a:1",)))
+    assert staged.dealer is None and sent[-1].dealer is None          # stages: not dealt
