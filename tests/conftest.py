@@ -157,7 +157,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 @pytest.fixture(scope="session")
 def zk_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A real ZooKeeper shared by the session. Do not stop it: use ``zk_server_factory``."""
-    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper
 
     server = EmbeddedZooKeeper(base_dir=tmp_path_factory.mktemp("zookeeper"))
     server.start()
@@ -170,7 +170,7 @@ def zk_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 def zk_server_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Return ``make(**kwargs) -> EmbeddedZooKeeper`` (started) for servers a test
     may stop, kill, pause or restart; all are stopped at teardown."""
-    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper
 
     servers: List[EmbeddedZooKeeper] = []
 

@@ -35,11 +35,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "storm_kafka_compat"
 #: the rooms from the ground up (a top-level module is a room of its own): config time,
 #: Kafka and the offsets' places, the contract between the sides (batch), what users
 #: write, the executor side, the spout and the runtime, the driver side, the front ends,
-#: then the workshop (servers, test tools, embedded servers, bench) and the commands. A
-#: room imports only rooms below it, lazily or not (docs/architecture.md)
+#: the test doubles and the operator tools, then the workshop next door (embedded servers,
+#: demo, bench) and the commands. A room imports only rooms below it, lazily or not
+#: (docs/architecture.md)
 ROOMS = ("errors", "structs", "config", "kafka", "discovery", "offsets", "batch", "topology",
          "trident", "executor", "spout", "runtime", "flux", "java", "engine", "streaming",
-         "servers", "testing", "embedded", "tools", "bench", "cli")
+         "testing", "tools", "workshop", "cli")
 #: where a Spark task's code starts
 EXECUTOR_ENTRIES = ("storm_kafka_compat.executor.group_task",
                     "storm_kafka_compat.executor.stage_records")

@@ -62,7 +62,7 @@ def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:
         return (f"min/median/max {f['min']:,.0f}/{f['median']:,.0f}/{f['max']:,.0f} over "
                 f"{len(f['runs'])} rounds; ")
 
-    from storm_kafka_compat.bench.analysis import SOURCE_LABELS
+    from storm_kafka_compat.workshop.bench.analysis import SOURCE_LABELS
     for kind in ("raw", "adapter"):
         for backend, f in r["fetch"][kind].items():
             add(f"fetch {kind} {backend}", f["msgs_per_s"], "msg/s",
@@ -238,8 +238,8 @@ def bench(as_json_flag: bool, messages: int, partitions: int, size: int, backend
     """
     import logging
 
-    from storm_kafka_compat.bench.analysis import BACKENDS
-    from storm_kafka_compat.bench.runner import BenchOptions, run_bench
+    from storm_kafka_compat.workshop.bench.analysis import BACKENDS
+    from storm_kafka_compat.workshop.bench.runner import BenchOptions, run_bench
     from storm_kafka_compat.cli.console import DECISIONS
     # the benchmark's runs start many partitions: their start decisions are not news
     if not logging.getLogger("storm_kafka_compat").isEnabledFor(logging.INFO):

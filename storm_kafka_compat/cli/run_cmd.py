@@ -253,7 +253,7 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], add_topic: Opt
     halfway through, runs the PySpark pipeline, which resumes from them, and
     prints what each partition did. With --keep the servers stay up afterwards.
     """
-    from storm_kafka_compat.tools.demo import next_steps, run_demo
+    from storm_kafka_compat.workshop.demo import next_steps, run_demo
 
     if add_topic is not None:
         return _add_topic(keep_dir, add_topic, partitions, messages, as_json_flag)
@@ -277,7 +277,7 @@ def demo(messages: int, partitions: int, keep_dir: Optional[str], add_topic: Opt
 def _add_topic(keep_dir: Optional[str], topic: str, partitions: int, messages: int,
                as_json_flag: bool) -> int:
     """``demo --keep DIR --add-topic NAME``."""
-    from storm_kafka_compat.tools.demo import add_topic, command_name
+    from storm_kafka_compat.workshop.demo import add_topic, command_name
     if keep_dir is None:
         raise click.UsageError("--add-topic needs --keep DIR, the directory of a kept demo")
     done = add_topic(keep_dir, topic, partitions=partitions, messages=messages)

@@ -111,7 +111,7 @@ def seed() -> Callable[..., dict]:
     """Return ``seed(broker, topic, partitions, per_partition, start=0) -> {partition: log end}``:
     creates the topic when ``start`` is 0 and produces ``per_partition`` messages
     (values ``m-<partition>-<n>``) to each partition, one record per batch."""
-    from storm_kafka_compat.servers.tansu import create_topic, produce_exact
+    from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact
 
     def make(broker: object, topic: str, partitions: int, per_partition: int,
              start: int = 0) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from storm_kafka_compat.config import SPOUT_FIELDS
 from tests.faults.harness import job_config, run_cli, write_config, zk_tree
-from storm_kafka_compat.servers.zookeeper import free_port
+from storm_kafka_compat.workshop.servers.zookeeper import free_port
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

@@ -16,7 +16,7 @@ import signal
 
 import pytest
 
-from storm_kafka_compat.servers.kafka_clients import produce
+from storm_kafka_compat.workshop.servers.kafka_clients import produce
 from tests import stateful_bolts
 from tests.faults.harness import (JOB_START_TIMEOUT_S, job_config, process_table,
                                   read_deliveries, wait_until, write_config)

@@ -24,7 +24,7 @@ import pytest
 from tests.faults.harness import (
     JOB_START_TIMEOUT_S, committed_offsets, delivered_offsets, job_config, missing_offsets,
     process_table, read_deliveries, wait_until, write_config)
-from storm_kafka_compat.servers.kafka_clients import produce
+from storm_kafka_compat.workshop.servers.kafka_clients import produce
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 

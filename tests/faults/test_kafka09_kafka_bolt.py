@@ -21,7 +21,7 @@ import pytest
 from tests.faults.harness import (JOB_START_TIMEOUT_S, committed_offsets,
                                                job_config, read_deliveries, wait_until,
                                                write_config)
-from storm_kafka_compat.servers.kafka_clients import produce
+from storm_kafka_compat.workshop.servers.kafka_clients import produce
 from tests.integration.kafka_bolt_checks import coverage, read_topic
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]

@@ -32,7 +32,7 @@ def _hosts(cluster, coordinator: str) -> dict:
 
 
 def _produce(cluster, topic: str, partitions: int, per_partition: int) -> None:
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     produce(cluster.bootstrap, topic, [(p, None, f"{topic}-{p}-{i}".encode())
                                        for i in range(per_partition) for p in range(partitions)])
 

@@ -54,7 +54,7 @@ def _tops(job) -> Dict[int, int]:
 @pytest.mark.parametrize("backend", ["kafka-python", "confluent"])
 def test_leader_kill_and_rolling_restart_of_kafka39_lose_nothing(backend, modern_factory,
                                                                  job_factory, tmp_path, unique):
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_39
     cluster = modern_factory(KAFKA_39, BROKERS)
     topic, root = unique("rolling"), "/skc-faults/rolling"
     cluster.create_topic(topic, PARTITIONS, BROKERS, config={"min.insync.replicas": 2})

@@ -52,7 +52,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 @pytest.fixture(scope="session")
 def tansu(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A tansu broker shared by the session. Do not pause or stop it."""
-    from storm_kafka_compat.servers.tansu import EmbeddedTansu
+    from storm_kafka_compat.workshop.servers.tansu import EmbeddedTansu
 
     broker = EmbeddedTansu(log_path=tmp_path_factory.mktemp("tansu") / "tansu.log")
     broker.start()
@@ -64,7 +64,7 @@ def tansu(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 @pytest.fixture
 def tansu_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Return ``make() -> EmbeddedTansu`` (started); all are stopped at teardown."""
-    from storm_kafka_compat.servers.tansu import EmbeddedTansu
+    from storm_kafka_compat.workshop.servers.tansu import EmbeddedTansu
 
     brokers: List[EmbeddedTansu] = []
 
@@ -90,7 +90,7 @@ def kafka_topic(tansu, unique: Callable[..., str]):
     One record per batch (``produce_exact``) is a tansu workaround: with several
     records in a batch tansu's high watermark is wrong. ``kafka09_topic`` uses a
     normal batching producer."""
-    from storm_kafka_compat.servers.tansu import create_topic, produce_exact
+    from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact
 
     def make(partitions: int = 1, messages: Iterable[Message] = (),
              bootstrap: Optional[str] = None) -> str:
@@ -119,7 +119,7 @@ def _distribution_or_skip(distribution: Any) -> None:
 def _kafka_log_sections(item: pytest.Item, report: pytest.TestReport) -> None:
     """Append the log tail of each Kafka broker a failed test used (the clusters among
     its fixture values, and those its factories made) to its report."""
-    from storm_kafka_compat.servers.kafka import KafkaCluster
+    from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
     used = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, KafkaCluster)]
     for cluster in dict.fromkeys(used + list(item.stash.get(_KAFKA_KEY, []))):
         for broker in cluster.brokers:
@@ -132,7 +132,7 @@ def _session_cluster(tmp_path_factory: pytest.TempPathFactory, distribution: Any
     """One started broker of ``distribution`` for the session (retention checked every
     second)."""
     _distribution_or_skip(distribution)
-    from storm_kafka_compat.servers.kafka import KafkaCluster
+    from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
 
     settings = {"log.retention.check.interval.ms": 1000, **kwargs.pop("settings", {})}
     return KafkaCluster(1, tmp_path_factory.mktemp(name), distribution=distribution,
@@ -143,7 +143,7 @@ def _cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
                      default_distribution: Any = None) -> Iterator[Callable[..., Any]]:
     """Yield ``make(distribution, brokers, **kwargs) -> KafkaCluster`` (started) and
     close every cluster it made at teardown."""
-    from storm_kafka_compat.servers.kafka import KafkaCluster
+    from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
 
     clusters: List[KafkaCluster] = []
 
@@ -180,7 +180,7 @@ def _topic_maker(cluster: Any, unique: Callable[..., str]) -> Callable[..., str]
 def kafka09(tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 0.9.0.1 broker (and its ZooKeeper) shared by the session; use
     unique topics, never stop it (``kafka09_factory`` gives clusters of a test's own)."""
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_09
     cluster = _session_cluster(tmp_path_factory, KAFKA_09, "kafka09")
     yield cluster
     cluster.close()
@@ -190,7 +190,7 @@ def kafka09(tmp_path_factory: pytest.TempPathFactory):
 def kafka09_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Return ``make(brokers=1, **kwargs) -> KafkaCluster`` (started) for clusters a test
     may kill, restart or reconfigure; all are closed at teardown."""
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_09
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_09
     _distribution_or_skip(KAFKA_09)
     for make in _cluster_factory(request, tmp_path_factory):
         yield lambda brokers=1, *, make=make, **kwargs: make(KAFKA_09, brokers, **kwargs)
@@ -208,7 +208,7 @@ def kafka39(tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 3.9 broker in ZooKeeper mode (and its ZooKeeper) for the
     session; unique topics, never stop it. It registers a second listener
     (``INTERNAL``) and a rack (``rack-a``), as production brokers do."""
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_39
     cluster = _session_cluster(tmp_path_factory, KAFKA_39, "kafka39",
                                listeners={"INTERNAL": "PLAINTEXT"},
                                settings={"broker.rack": "rack-a"})
@@ -220,7 +220,7 @@ def kafka39(tmp_path_factory: pytest.TempPathFactory):
 def kafka4(tmp_path_factory: pytest.TempPathFactory):
     """One Apache Kafka 4.x KRaft node (broker and controller, no ZooKeeper) for the
     session; unique topics, never stop it."""
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_4
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_4
     cluster = _session_cluster(tmp_path_factory, KAFKA_4, "kafka4")
     yield cluster
     cluster.close()

@@ -16,7 +16,7 @@ from storm_kafka_compat.discovery.registry import parse_broker_registration
 from storm_kafka_compat.errors import OffsetOutOfRangeError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-from storm_kafka_compat.servers.tansu import free_port
+from storm_kafka_compat.workshop.servers.tansu import free_port
 
 ZOOKEEPER_IMAGE = "confluentinc/cp-zookeeper:7.6.1"
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.1"

@@ -14,7 +14,7 @@ ck = pytest.importorskip(
 from storm_kafka_compat.kafka import KafkaAccess  # noqa: E402
 from storm_kafka_compat.kafka.confluent import (ConfluentAccess, consumer_config,  # noqa: E402
                                                 map_error, to_messages)
-from storm_kafka_compat.servers.tansu import create_topic, produce_exact  # noqa: E402
+from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact  # noqa: E402
 
 E = ck.KafkaError
 

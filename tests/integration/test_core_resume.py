@@ -14,7 +14,7 @@ from storm_kafka_compat.spout.startup import decide_start
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.inprocess import InProcessRunner
 from storm_kafka_compat.offsets.document import parse_document
-from storm_kafka_compat.servers.registry import write_broker_registry
+from storm_kafka_compat.workshop.servers.registry import write_broker_registry
 from tests import bolts
 
 pytestmark = pytest.mark.integration

@@ -46,8 +46,8 @@ def test_a_kept_demo_takes_the_users_own_topic(tmp_path, zk_server_factory, tans
     import yaml
 
     from storm_kafka_compat.cli.main import main
-    from storm_kafka_compat.servers.tansu import create_topic
-    from storm_kafka_compat.tools.demo import KEPT_FILE, demo_config
+    from storm_kafka_compat.workshop.servers.tansu import create_topic
+    from storm_kafka_compat.workshop.demo import KEPT_FILE, demo_config
     zk = zk_server_factory()                       # the kept demo's own ZooKeeper
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(demo_config(zk.connect_string, zk.port)))
     (tmp_path / KEPT_FILE).write_text(json.dumps({

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from storm_kafka_compat.offsets.document import encode_document, parse_document
-from storm_kafka_compat.servers import registry
+from storm_kafka_compat.workshop.servers import registry
 
 pytestmark = pytest.mark.integration
 

@@ -94,7 +94,7 @@ def test_run_commits_storm_kafka_client_metadata_read_back_exactly(tmp_path, kaf
 
     # a restart of the same topology with EARLIEST: its own commits are resumed (on
     # tansu, which drops the metadata, EARLIEST would replay everything)
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     produce(kafka09.bootstrap, topic, [(0, None, f"n{i}".encode()) for i in range(50)]
             + [(2, None, f"n{i}".encode()) for i in range(10)])
     second = tmp_path / "second.jsonl"
@@ -172,7 +172,7 @@ def test_migrate_to_kafka_group_on_a_fresh_cluster_then_back(tmp_path, kafka09_f
                                                              zk_root, unique):
     """The first group request on a new cluster meets GROUP_COORDINATOR_NOT_AVAILABLE
     while __consumer_offsets is created: the migration retries and succeeds at once."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     cluster = kafka09_factory(1)
     topic = unique("topic")
     cluster.create_topic(topic, 3, 1)

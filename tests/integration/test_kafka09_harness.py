@@ -1,4 +1,5 @@
-"""The real-Kafka harness itself (storm_kafka_compat.servers.kafka) on Apache Kafka 0.9.0.1."""
+"""The real-Kafka harness itself (storm_kafka_compat.workshop.servers.kafka) on Apache Kafka
+0.9.0.1."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_package_is_cached_and_verified():
-    from storm_kafka_compat.servers.kafka_package import (KAFKA_VERSION, NPM_SHASUM, _package_dir,
-                                                          kafka_classpath, kafka_libs)
+    from storm_kafka_compat.workshop.servers.kafka_package import (KAFKA_VERSION, NPM_SHASUM,
+                                                                   _package_dir, kafka_classpath,
+                                                                   kafka_libs)
     libs = kafka_libs()
     assert (libs / f"kafka-clients-{KAFKA_VERSION}.jar").is_file()
     assert kafka_libs() == libs            # second call: the cache, no download
@@ -21,7 +23,7 @@ def test_package_is_cached_and_verified():
 
 
 def test_batching_producer_gives_an_exact_high_watermark(kafka09, kafka09_topic):
-    from storm_kafka_compat.servers.kafka_clients import log_range, produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import log_range, produce
     topic = kafka09_topic(partitions=3)
     written = produce(kafka09.bootstrap, topic, [(i % 3, None, b"v%d" % i) for i in range(3001)])
     assert written == 3001
@@ -43,7 +45,7 @@ def test_broker_registers_itself_as_zkhosts_reads_it(kafka09, kafka09_topic):
 
 
 def test_two_brokers_replicate_and_elect_a_new_leader_after_a_kill(kafka09_factory, unique):
-    from storm_kafka_compat.servers.kafka_clients import log_range, produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import log_range, produce
     cluster = kafka09_factory(2)
     topic = unique("topic")
     cluster.create_topic(topic, partitions=2, replication=2)
@@ -63,7 +65,7 @@ def test_two_brokers_replicate_and_elect_a_new_leader_after_a_kill(kafka09_facto
 def test_topic_retention_deletes_old_segments(kafka09, kafka09_topic):
     """On the session broker (retention runs 30 s after a broker starts, then every
     second here)."""
-    from storm_kafka_compat.servers.kafka_clients import log_range, produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import log_range, produce
     topic = kafka09_topic(1, config={"segment.bytes": 2048, "retention.bytes": 4096})
     produce(kafka09.bootstrap, topic, [(0, None, b"m" * 100) for _ in range(300)],
             batch_size=1024)

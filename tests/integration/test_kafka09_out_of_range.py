@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from storm_kafka_compat.offsets.document import encode_document, parse_document
-from storm_kafka_compat.servers.kafka_clients import log_range, produce
+from storm_kafka_compat.workshop.servers.kafka_clients import log_range, produce
 from tests.bolts import read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

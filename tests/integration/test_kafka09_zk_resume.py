@@ -147,7 +147,7 @@ def test_each_document_names_its_partitions_leader_from_the_registry(tmp_path, k
                                                                      zk_root, unique):
     """Two brokers, partitions led by either: ZkHosts reads each partition's leader
     from the state Kafka wrote, fetches from it and records it in the document."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     cluster = kafka09_factory(2)
     topic = unique("topic")
     cluster.create_topic(topic, 4, 1)

@@ -8,7 +8,7 @@ from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, SpoutConfig, Z
 from storm_kafka_compat.errors import ConfigError, FailedFetchError
 from storm_kafka_compat.kafka import KafkaAccess
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess, consumer_config
-from storm_kafka_compat.servers.tansu import create_topic, produce_exact
+from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from typing import Any, Dict
 import pytest
 import yaml
 
-from storm_kafka_compat.servers.zookeeper import free_port
+from storm_kafka_compat.workshop.servers.zookeeper import free_port
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import CLI, REPO, cli
 from tests.integration.modern_jobs import zk_offset
@@ -38,9 +38,9 @@ USER = "storm-reader"
 def secure_kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A one-broker cluster with a TLS listener (``SSL``) and a SASL/SCRAM-SHA-256
     listener (``SASL``) besides PLAINTEXT, and the user ``storm-reader``."""
-    from storm_kafka_compat.servers.kafka import KafkaCluster
-    from storm_kafka_compat.servers.kafka_versions import KAFKA_4, KAFKA_39
-    from storm_kafka_compat.servers.tls import listener_settings, make_tls_files
+    from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
+    from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_4, KAFKA_39
+    from storm_kafka_compat.workshop.servers.tls import listener_settings, make_tls_files
     from tests.integration.conftest import _distribution_or_skip
     distribution = KAFKA_39 if request.param == "3.9" else KAFKA_4
     _distribution_or_skip(distribution)

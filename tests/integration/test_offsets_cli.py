@@ -75,7 +75,7 @@ def test_group_rejects_negative_offsets_and_empty_group_id(tansu, unique):
 
 
 def test_group_unreachable_broker_is_a_kafka_access_error(unique):
-    from storm_kafka_compat.servers.tansu import free_port
+    from storm_kafka_compat.workshop.servers.tansu import free_port
     addr = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
     with pytest.raises(KafkaAccessError) as info:
@@ -96,7 +96,7 @@ from typing import Dict, List, Optional  # noqa: E402
 import yaml  # noqa: E402
 
 from storm_kafka_compat.offsets.document import encode_document  # noqa: E402
-from storm_kafka_compat.servers import registry  # noqa: E402
+from storm_kafka_compat.workshop.servers import registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).parent / "storm-kafka-compat"
@@ -325,7 +325,7 @@ def test_explain_ignore_zk_offsets_and_wildcard_paths(kafka_topic, make_job):
 
 
 def test_unreachable_zookeeper_exits_1(tmp_path):
-    from storm_kafka_compat.servers.tansu import free_port
+    from storm_kafka_compat.workshop.servers.tansu import free_port
     addr = f"127.0.0.1:{free_port()}"
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump({

@@ -127,7 +127,7 @@ def test_a_dead_zookeeper_fails_in_one_connection_timeout_with_one_line(tmp_path
         "hosts: {static: {0: '127.0.0.1:9'}}\n"
         f"topology: {{topology.name: clicks, storm.zookeeper.servers: [127.0.0.1], "
         f"storm.zookeeper.port: {_free_port()}, storm.zookeeper.connection.timeout: 3000}}\n"
-        "bolt: 'storm_kafka_compat.bench.pipeline:noop_bolt'\n")
+        "bolt: 'storm_kafka_compat.workshop.bench.pipeline:noop_bolt'\n")
     started = time.monotonic()
     res = _cli("run", str(config), timeout=120)
     elapsed = time.monotonic() - started

@@ -10,7 +10,7 @@ import pytest
 from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.offsets.document import parse_document
-from storm_kafka_compat.servers.registry import write_broker_registry
+from storm_kafka_compat.workshop.servers.registry import write_broker_registry
 from tests import bolts
 from tests.integration.conftest_spark import spark, spark_records  # noqa: F401
 

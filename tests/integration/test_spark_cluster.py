@@ -47,7 +47,7 @@ def record(t):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+    from storm_kafka_compat.workshop.servers.spark_cluster import SparkCluster
     with SparkCluster(workers=2, base_dir=tmp_path_factory.mktemp("spark")) as c:
         yield c
 
@@ -449,7 +449,7 @@ def _final_counts(record: Path) -> Dict[str, int]:
                                                               "executor-killed"])
 def test_word_count_on_the_cluster_counts_every_word_exactly(
         cluster, kafka09, kafka09_topic, tmp_path, kill_executor) -> None:
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     from tests.faults.harness import process_table
     from tests.stateful_inputs import as_messages, sentences, word_counts
     lines = sentences(600, seed=36)
@@ -483,7 +483,7 @@ def test_the_streamparse_quickstart_on_the_cluster_counts_every_word(
     count is the truth (``dog`` counts 10 in that bolt)."""
     pytest.importorskip("streamparse")
     from storm_kafka_compat.flux.convert import convert_file
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     from tests.python_storm_support import quickstart_counts
     from tests.stateful_inputs import VOCABULARY, as_messages, sentences
     env = {**_env(), "LEIN_ROOT": "1"}
@@ -544,7 +544,7 @@ def test_a_pyleus_topology_on_the_cluster_counts_every_word(
     import shutil
 
     from storm_kafka_compat.flux.convert import convert_file
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     from tests.peers import multilang
     from tests.stateful_inputs import as_messages, sentences, word_counts
     why = multilang.why_not()

@@ -170,7 +170,7 @@ def test_storm_and_this_project_hand_a_topic_back_and_forth(tmp_path, kafka09, k
             topic, p, first_batch, broker=broker, topology_id=OUR_ID)
 
     # 3. more is produced; Storm resumes from our documents at exactly our offsets
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     produce(kafka09.bootstrap, topic, _messages(partitions, first_batch,
                                                 first_batch + second_batch))
     counts["produced"] += partitions * second_batch
@@ -226,7 +226,7 @@ def test_static_hosts_and_ignore_zk_offsets_both_ways(tmp_path, kafka09, kafka09
     startOffsetTime; we with ignoreZkOffsets over Storm's do the same unless our
     topology id is the one in the documents (Storm's rule: only another topology's
     documents are ignored)."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     static_topic = kafka09_topic(2, _messages(2, 0, 100))
     zk_topic = kafka09_topic(2, _messages(2, 0, 100))
     zk = kafka09.zk()
@@ -298,7 +298,7 @@ def test_static_hosts_and_ignore_zk_offsets_both_ways(tmp_path, kafka09, kafka09
 def test_wildcard_topics_both_ways(tmp_path, kafka09, zk_root, unique, storm1):  # noqa: F811
     """``kafka.topic.wildcard.match``: one spout over every topic the regex matches,
     documents at ``zkRoot/id/<topic>/partition_N``, both ways."""
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     prefix = unique("wild")
     topics = [f"{prefix}-a", f"{prefix}-b"]
     for topic in topics:

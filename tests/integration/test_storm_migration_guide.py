@@ -24,7 +24,7 @@ from typing import Dict, List, Tuple
 import pytest
 import yaml
 
-from storm_kafka_compat.servers.kafka_clients import produce
+from storm_kafka_compat.workshop.servers.kafka_clients import produce
 from tests.bolts import read_records
 from tests.integration.kafka09_jobs import CLI, KAFKA_09, REPO, cli, get, storm_document
 from tests.peers.fixtures import storm1, storm1_ready  # noqa: F401

@@ -133,7 +133,7 @@ def test_trident_state_handed_to_us_and_rolled_back(tmp_path, kafka09, kafka09_t
         write_trident_rollback(zk, troot, stream, topic, p, encode_batch(
             offset=produced, next_offset=produced, topology_id=trident_id,
             topology_name="trident-peer", partition=p, broker=broker, topic=topic))
-    from storm_kafka_compat.servers.kafka_clients import produce
+    from storm_kafka_compat.workshop.servers.kafka_clients import produce
     produce(kafka09.bootstrap, topic, [(p, None, f"{p}-{o}".encode())
                                        for p in range(partitions) for o in range(produced, 350)])
     record = tmp_path / "trident-2.txt"

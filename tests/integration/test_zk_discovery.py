@@ -8,7 +8,7 @@ from storm_kafka_compat.discovery import PartitionInfo
 from tests.assignments import zk_assignment
 from storm_kafka_compat.errors import CoordinatorError, NoLeaderError
 from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
-from storm_kafka_compat.servers import registry
+from storm_kafka_compat.workshop.servers import registry
 
 pytestmark = pytest.mark.integration
 
@@ -152,7 +152,7 @@ def test_leader_change_keeps_the_manager(zk_server, chroot, chrooted):
 
 
 def test_unreachable_zookeeper_is_a_coordinator_error():
-    from storm_kafka_compat.servers.tansu import free_port
+    from storm_kafka_compat.workshop.servers.tansu import free_port
     topology = TopologyConfig(name="top", zookeeper_connection_timeout_ms=500)
     hosts = ZkHosts(f"127.0.0.1:{free_port()}")
     with pytest.raises(CoordinatorError, match="cannot connect"):

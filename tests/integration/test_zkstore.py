@@ -24,7 +24,7 @@ from storm_kafka_compat.offsets.document import encode_document
 from storm_kafka_compat.offsets.paths import partition_path
 from storm_kafka_compat.offsets.zkstore import REQUEST_BUDGET_BYTES, ZkStateStore
 from tests.faults.proxy import TcpProxy
-from storm_kafka_compat.servers.zookeeper import free_port
+from storm_kafka_compat.workshop.servers.zookeeper import free_port
 from tests.conftest import make_kazoo_client
 
 pytestmark = pytest.mark.integration
@@ -347,7 +347,7 @@ def test_session_expiry_through_a_cut_network(zk_server):
 def test_embedded_zookeeper_start_failure_shows_the_log(tmp_path):
     import socket
 
-    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper
     from storm_kafka_compat.errors import EmbeddedServerError
 
     with socket.socket() as taken:

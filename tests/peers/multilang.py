@@ -1,5 +1,5 @@
 """Storm's ``storm.py`` (the multilang-python jar of Apache Storm 2.8.3, from Maven Central
-through :mod:`storm_kafka_compat.servers.maven`), put beside the multilang scripts of a
+through :mod:`storm_kafka_compat.workshop.servers.maven`), put beside the multilang scripts of a
 test. Never committed: resolved at test time like the other Maven peers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
-                                              missing_prerequisite, resolve)
+from storm_kafka_compat.workshop.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
+                                                       missing_prerequisite, resolve)
 
 MULTILANG = MavenBundle("storm-multilang-2.8.3", (
     Artifact("org.apache.storm:multilang-python:2.8.3"),))

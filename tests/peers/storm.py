@@ -1,6 +1,6 @@
 """Real Apache Storm beside the project: its own KafkaSpouts in a LocalCluster.
 
-The jars come from Maven Central through :mod:`storm_kafka_compat.servers.maven` (the
+The jars come from Maven Central through :mod:`storm_kafka_compat.workshop.servers.maven` (the
 bundles below), resolved once into the cache outside the repository. A topology is a
 Flux YAML (what Storm users write), parsed and built by Flux and submitted to a
 LocalCluster in a JVM of its own, started and killed by its PID. The Java of ours
@@ -31,11 +31,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
-from storm_kafka_compat.servers.kafka_package import cache_dir
-from storm_kafka_compat.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
-                                              classpath, missing_prerequisite, resolve)
-from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import java_binary, jdk_tool
+from storm_kafka_compat.workshop.servers.kafka_package import cache_dir
+from storm_kafka_compat.workshop.servers.maven import (Artifact, MavenBundle, MavenUnavailableError,
+                                                       classpath, missing_prerequisite, resolve)
+from storm_kafka_compat.workshop.servers.process import ServerProcess
+from storm_kafka_compat.workshop.servers.zookeeper import java_binary, jdk_tool
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from storm_kafka_compat.bench.memory import pending_memory
-from storm_kafka_compat.bench.planning import planning_time
-from storm_kafka_compat.bench.analysis import check_targets, compute_ratios
+from storm_kafka_compat.workshop.bench.memory import pending_memory
+from storm_kafka_compat.workshop.bench.planning import planning_time
+from storm_kafka_compat.workshop.bench.analysis import check_targets, compute_ratios
 from storm_kafka_compat.cli.bench_cmd import figure_rows
 
 
@@ -23,7 +23,7 @@ def _in_clean_process(scenario, **kw):
     import json
     import subprocess
     import sys
-    code = ("import json; from storm_kafka_compat.bench.memory import pending_memory; "
+    code = ("import json; from storm_kafka_compat.workshop.bench.memory import pending_memory; "
             f"print(json.dumps(pending_memory({scenario!r}, **{kw!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
@@ -63,13 +63,13 @@ def test_the_driver_memory_per_partition_does_not_grow_with_the_partitions():
         import sys
         code = (
             "import json\n"
-            "from storm_kafka_compat.bench.planning import driver_memory\n"
+            "from storm_kafka_compat.workshop.bench.planning import driver_memory\n"
             "from storm_kafka_compat.config import (Broker, JobConfig, SpoutConfig, "
             "StaticHosts, TopologyConfig)\n"
             f"hosts = StaticHosts({{p: Broker('127.0.0.1', 9092) for p in range({n})}})\n"
             "job = JobConfig(spout=SpoutConfig(hosts=hosts, topic='t', zk_root='/b', id='m'),"
             " topology=TopologyConfig(name='b', id='b-1-1'),"
-            " bolt='storm_kafka_compat.bench.pipeline:noop_bolt')\n"
+            " bolt='storm_kafka_compat.workshop.bench.pipeline:noop_bolt')\n"
             f"print(json.dumps(driver_memory(job, {n}, 100)))\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              check=True, timeout=300)
@@ -84,7 +84,7 @@ def test_the_driver_memory_per_partition_does_not_grow_with_the_partitions():
 
 
 def test_the_scaling_cases_keep_the_messages_or_the_bytes_of_the_main_figure():
-    from storm_kafka_compat.bench.scaling import Case, cases
+    from storm_kafka_compat.workshop.bench.scaling import Case, cases
     got = cases(4_000_000, 100, 4, more_partitions=[4, 64, 512], sizes=[100, 10_000, 1_000_000],
                 multi_stage=True)
     assert got == [Case("partitions", 64, 4_000_000, 100), Case("partitions", 512, 4_000_000, 100),
@@ -97,7 +97,7 @@ def test_the_scaling_cases_keep_the_messages_or_the_bytes_of_the_main_figure():
 
 
 def test_a_scaling_row_says_how_the_cost_per_message_or_per_byte_grew():
-    from storm_kafka_compat.bench.scaling import Case, row_figures
+    from storm_kafka_compat.workshop.bench.scaling import Case, row_figures
     main = Case("main", 4, 4_000_000, 100)
     base = (main, {"plain": {"confluent": {"msgs_per_s": 800_000.0}},
                    "pipeline": {"confluent": {"msgs_per_s": 600_000.0}}})
@@ -130,7 +130,7 @@ def test_a_scaling_row_says_how_the_cost_per_message_or_per_byte_grew():
 
 
 def test_the_plain_job_deals_its_partitions_like_the_pipelines_runner():
-    from storm_kafka_compat.bench.plain import plain_work
+    from storm_kafka_compat.workshop.bench.plain import plain_work
     work = plain_work("confluent", "t", {p: 10 * p for p in range(5)}, {"b": 1}, 2)
     assert [w[2] for w in work] == [((0, 0), (2, 20), (4, 40)), ((1, 10), (3, 30))]
     assert all(w[:2] == ("confluent", "t") and w[3] == (("b", 1),) for w in work)
@@ -262,7 +262,7 @@ def test_throughput_targets_are_judged_only_at_the_size_they_are_set_at():
 
 
 def test_scaling_rows_render_with_their_growth():
-    from storm_kafka_compat.bench.scaling import Case, row_figures
+    from storm_kafka_compat.workshop.bench.scaling import Case, row_figures
     r = _report()
     r["ratios"] = compute_ratios(r)
     r["targets"] = check_targets(r)
@@ -300,7 +300,7 @@ def test_targets_not_measured_without_confluent_and_rows_render():
 
 
 def test_summarize_keeps_the_spread_and_the_median_round():
-    from storm_kafka_compat.bench.analysis import summarize
+    from storm_kafka_compat.workshop.bench.analysis import summarize
     runs = [{"msgs_per_s": v, "messages": 10, "seconds": 10 / v} for v in (30.0, 10.0, 20.0)]
     s = summarize(runs)
     assert (s["min"], s["median"], s["max"], s["runs"]) == (10.0, 20.0, 30.0, [30.0, 10.0, 20.0])
@@ -309,14 +309,14 @@ def test_summarize_keeps_the_spread_and_the_median_round():
 
 
 def test_percentile_nearest_rank():
-    from storm_kafka_compat.bench.latency import percentile
+    from storm_kafka_compat.workshop.bench.latency import percentile
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0
     assert percentile([5.0], 99) == 5.0 and percentile([], 50) is None
 
 
 def test_batch_breakdown_lays_tasks_against_their_jobs():
-    from storm_kafka_compat.bench.pipeline import batch_breakdown
+    from storm_kafka_compat.workshop.bench.pipeline import batch_breakdown
     batches = [
         # job 10.0-12.0 on 2 slots: tasks 10.1-11.1 and 10.2-11.9 (read 0.5 / 1.2)
         {"submitted": 10.0, "returned": 12.0, "moved": 0,
@@ -338,7 +338,7 @@ def test_batch_breakdown_lays_tasks_against_their_jobs():
 def test_each_front_end_run_reads_under_a_zk_root_of_its_own():
     """As the pipeline's runs: a run's root holds only its own id's documents, so the
     source never warns that other ids live there."""
-    from storm_kafka_compat.bench.frontends import source_options
+    from storm_kafka_compat.workshop.bench.frontends import source_options
     one, two = (source_options(topic="t", bootstrap="127.0.0.1:9092", zk_port=2181,
                                spout_id=f"bench-source-{i}", backend="confluent")
                 for i in (1, 2))
@@ -350,7 +350,7 @@ def test_a_replayed_batch_is_counted_apart_and_a_shortfall_still_fails():
     """A bench run whose Spark job failed once processes some messages twice (at least
     once); its figure counts the topic's messages and says how many were replayed.
     Fewer processed, or a partition not committed to its end, is an error."""
-    from storm_kafka_compat.bench.pipeline import read_once
+    from storm_kafka_compat.workshop.bench.pipeline import read_once
     from storm_kafka_compat.engine.report import PartitionSummary, RunSummary
 
     def summary(messages, committed):

@@ -16,10 +16,10 @@ from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 
 SPEC = {"bolts": [
-    {"name": "split", "bolt": "storm_kafka_compat.bench.wordcount:SplitSentence",
+    {"name": "split", "bolt": "storm_kafka_compat.workshop.bench.wordcount:SplitSentence",
      "kind": "basic", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "shuffle"}]},
-    {"name": "count", "bolt": "storm_kafka_compat.bench.wordcount:WordCount", "kind": "basic",
-     "parallelism": 2, "inputs": [{"from": "split", "grouping": "fields",
+    {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.wordcount:WordCount",
+     "kind": "basic", "parallelism": 2, "inputs": [{"from": "split", "grouping": "fields",
                                    "fields": ["word"]}]}]}
 
 

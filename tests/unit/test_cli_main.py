@@ -173,7 +173,7 @@ def test_the_commands_demo_keep_prints_can_be_pasted_into_a_shell(monkeypatch, t
     import shlex
     import subprocess
 
-    from storm_kafka_compat.tools.demo import command_name, next_steps
+    from storm_kafka_compat.workshop.demo import command_name, next_steps
     monkeypatch.setenv("PATH", "/usr/bin:/bin")            # the venv is not on it
     skc = command_name()
     assert skc != "storm-kafka-compat"

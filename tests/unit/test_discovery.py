@@ -12,8 +12,8 @@ from tests.assignments import bootstrap_assignment, static_assignment, zk_assign
 from storm_kafka_compat.discovery.zk import read_partitions
 from storm_kafka_compat.errors import BrokerRegistryError, CoordinatorError, NoLeaderError
 from storm_kafka_compat.testing.scripted import ScriptedKafka
-from storm_kafka_compat.servers.registry import (broker_registration_json,
-                                                 partition_state_json)
+from storm_kafka_compat.workshop.servers.registry import (broker_registration_json,
+                                                          partition_state_json)
 
 
 class FakeReader:

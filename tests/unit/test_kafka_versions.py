@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from storm_kafka_compat.servers.kafka import EmbeddedKafka, KafkaCluster
-from storm_kafka_compat.servers.kafka_versions import (KAFKA_4, KAFKA_09, KAFKA_39, _masked,
-                                                       new_cluster_id)
+from storm_kafka_compat.workshop.servers.kafka import EmbeddedKafka, KafkaCluster
+from storm_kafka_compat.workshop.servers.kafka_versions import (KAFKA_4, KAFKA_09, KAFKA_39,
+                                                                _masked, new_cluster_id)
 
 
 def _broker(distribution, tmp_path, **kwargs):

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from storm_kafka_compat.servers import maven
-from storm_kafka_compat.servers.maven import Artifact, MavenBundle, MavenUnavailableError
+from storm_kafka_compat.workshop.servers import maven
+from storm_kafka_compat.workshop.servers.maven import Artifact, MavenBundle, MavenUnavailableError
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 

@@ -15,7 +15,7 @@ from tests.layout import ROOMS, circles, imported, imports, modules, room
 MAX_FUNCTION_LINES = 80
 # the packages a job runs on; they reach embedded servers and test tools never
 FLOOR = ("engine", "spout", "offsets", "kafka", "discovery", "topology", "streaming")
-TOOLS = ("storm_kafka_compat.testing", "storm_kafka_compat.servers")
+TOOLS = ("storm_kafka_compat.testing", "storm_kafka_compat.workshop.servers")
 
 
 def test_no_function_is_longer_than_80_lines() -> None:
@@ -48,6 +48,16 @@ def test_the_product_floor_imports_neither_test_tools_nor_servers() -> None:
              if name.split(".")[1:2] and name.split(".")[1] in FLOOR
              for t, line in imports(name, path, tree)
              if any(t == tool or t.startswith(tool + ".") for tool in TOOLS)]
+    assert found == [], "; ".join(found)
+
+
+def test_only_the_commands_reach_the_workshop() -> None:
+    """The workshop (embedded servers, demo, bench) is next door: of the product, only
+    the CLI's ``demo`` and ``bench`` commands import it."""
+    found = [f"{name} imports {t} (line {line})" for name, path, tree in modules()
+             if room(name) not in ("workshop", "cli")
+             for t, line in imports(name, path, tree)
+             if t == "storm_kafka_compat.workshop" or t.startswith("storm_kafka_compat.workshop.")]
     assert found == [], "; ".join(found)
 
 

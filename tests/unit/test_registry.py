@@ -8,9 +8,9 @@ import pytest
 from storm_kafka_compat.config import Broker
 from storm_kafka_compat.discovery import registry as reg
 from storm_kafka_compat.errors import BrokerRegistryError, ConfigError, NoLeaderError
-from storm_kafka_compat.servers.registry import (broker_registration_json,
-                                                 partition_state_json,
-                                                 topic_assignment_json)
+from storm_kafka_compat.workshop.servers.registry import (broker_registration_json,
+                                                          partition_state_json,
+                                                          topic_assignment_json)
 
 # documents as Kafka brokers wrote them (field sets of each version)
 KAFKA_WRITTEN = {

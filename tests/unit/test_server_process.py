@@ -11,8 +11,8 @@ import os
 import threading
 from pathlib import Path
 
-from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.spark_cluster import SparkWorker
+from storm_kafka_compat.workshop.servers.process import ServerProcess
+from storm_kafka_compat.workshop.servers.spark_cluster import SparkWorker
 
 
 class _Echo(ServerProcess):

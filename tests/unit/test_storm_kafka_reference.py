@@ -23,8 +23,8 @@ from storm_kafka_compat.spout.manager import PartitionManager
 from storm_kafka_compat.spout.retry import load_retry_manager
 from storm_kafka_compat.spout.startup import decide_start
 from storm_kafka_compat.topology.schemes import StringKeyValueScheme, load_scheme
-from storm_kafka_compat.servers.registry import (broker_registration_json,
-                                                 partition_state_json)
+from storm_kafka_compat.workshop.servers.registry import (broker_registration_json,
+                                                          partition_state_json)
 
 
 class Clock:

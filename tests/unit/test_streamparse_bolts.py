@@ -155,7 +155,7 @@ def test_a_streamparse_bolt_is_detected_and_described() -> None:
 def test_the_python_bolts_micro_benchmark_measures_each_way() -> None:
     """bench/python_bolts.py: own bolt, streamparse in-process, streamparse over multilang;
     each acks every tuple (a small run: the figures are in docs/performance.md)."""
-    from storm_kafka_compat.bench.python_bolts import measure
+    from storm_kafka_compat.workshop.bench.python_bolts import measure
     figures = measure(300, 1)
     assert set(figures) == {"own", "streamparse", "multilang"}
     assert all(us > 0 for us in figures.values())

@@ -9,7 +9,7 @@ a session of its own and stopped by that PID::
 
 What the tests run the pipeline on (``tests/integration/test_spark_cluster.py``)
 and what ``docs/scaling.md`` starts by hand: ``python -m
-storm_kafka_compat.servers.spark_cluster --workers 2`` prints the master URL and
+storm_kafka_compat.workshop.servers.spark_cluster --workers 2`` prints the master URL and
 runs until SIGTERM/Ctrl-C.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from storm_kafka_compat.errors import EmbeddedServerError
-from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import free_port
+from storm_kafka_compat.workshop.servers.process import ServerProcess
+from storm_kafka_compat.workshop.servers.zookeeper import free_port
 
 
 def spark_class() -> str:

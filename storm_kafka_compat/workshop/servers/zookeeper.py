@@ -13,7 +13,7 @@ free port, no admin server, ``ruok``/``srvr`` four-letter words, and a short
 :attr:`EmbeddedZooKeeper.log_path`. The data directory survives
 :meth:`~EmbeddedZooKeeper.restart`, so sessions and nodes survive too.
 
-Manual use: ``python -m storm_kafka_compat.servers.zookeeper [--port N]`` prints
+Manual use: ``python -m storm_kafka_compat.workshop.servers.zookeeper [--port N]`` prints
 the connect string and runs until SIGTERM or Ctrl-C.
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from storm_kafka_compat.errors import EmbeddedServerError
-from storm_kafka_compat.servers.process import ServerProcess
+from storm_kafka_compat.workshop.servers.process import ServerProcess
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +258,7 @@ class EmbeddedZooKeeper(ServerProcess):
 def main(argv: Optional[List[str]] = None) -> int:
     """Run a ZooKeeper until SIGTERM/SIGINT; print its connect string on stdout."""
     parser = argparse.ArgumentParser(
-        prog="python -m storm_kafka_compat.servers.zookeeper",
+        prog="python -m storm_kafka_compat.workshop.servers.zookeeper",
         description="Run a ZooKeeper server on 127.0.0.1 from pyspark's jars.")
     parser.add_argument("--port", type=int, default=None, help="client port (default: a free one)")
     parser.add_argument("--dir", default=None,

@@ -1,6 +1,6 @@
 """The demo: a Storm topology's place in Kafka, picked up by the PySpark pipeline.
 
-Everything runs on loopback, on the servers of :mod:`storm_kafka_compat.embedded`:
+Everything runs on loopback, on the servers of :mod:`storm_kafka_compat.workshop.embedded`:
 a real ZooKeeper from pyspark's jars and the tansu Kafka-protocol broker. The
 demo writes Kafka's broker registry into ZooKeeper (as a ZooKeeper-mode Kafka
 would), produces a topic, and writes the offset
@@ -40,7 +40,7 @@ from storm_kafka_compat.offsets.document import encode_document, parse_document
 from storm_kafka_compat.offsets.paths import partition_path
 
 if TYPE_CHECKING:
-    from storm_kafka_compat.embedded import EmbeddedServers
+    from storm_kafka_compat.workshop.embedded import EmbeddedServers
     from storm_kafka_compat.engine.report import RunSummary
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def demo_config(zk_connect: str, zk_port: int) -> Dict[str, Any]:
                      "storm.zookeeper.servers": ["127.0.0.1"],
                      "storm.zookeeper.port": zk_port},
         "spark": {"master": "local[2]", "appName": "storm-kafka-compat-demo"},
-        "bolt": "storm_kafka_compat.tools.demo:page_view_bolt",
+        "bolt": "storm_kafka_compat.workshop.demo:page_view_bolt",
     }
 
 
@@ -113,7 +113,7 @@ def run_demo(*, messages: int = 2_000, partitions: int = 4,
              keep_dir: Optional["os.PathLike[str] | str"] = None) -> Dict[str, Any]:
     """Run the demo end to end; return the per-partition result and a verdict
     (and, with ``keep_dir``, ``kept``: the servers left running and the CONFIG)."""
-    from storm_kafka_compat.embedded import EmbeddedServers
+    from storm_kafka_compat.workshop.embedded import EmbeddedServers
 
     kept: Optional[Dict[str, Any]] = None
     with contextlib.ExitStack() as stack:
@@ -255,7 +255,7 @@ def add_topic(keep_dir: "os.PathLike[str] | str", topic: str, *, partitions: int
     registered in ZooKeeper's broker registry, and its CONFIG written to
     ``keep_dir/<topic>.yaml`` (the demo's, with this topic and the id ``<topic>-spout``).
     Returns what was done (``config``, ``partitions``, ``created``, ``messages``)."""
-    from storm_kafka_compat.embedded import register_topic
+    from storm_kafka_compat.workshop.embedded import register_topic
     base = Path(keep_dir).resolve()
     try:
         kept = json.loads((base / KEPT_FILE).read_text())

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Dict
 
 from storm_kafka_compat.errors import EmbeddedServerError
-from storm_kafka_compat.servers.kafka_versions import SCRAM_MECHANISM
-from storm_kafka_compat.servers.zookeeper import jdk_tool
+from storm_kafka_compat.workshop.servers.kafka_versions import SCRAM_MECHANISM
+from storm_kafka_compat.workshop.servers.zookeeper import jdk_tool
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ Three ways the work grows from the main figure (``messages`` x ``size`` B over
 * **size**: the same bytes in larger values (10 KB and 1 MB by default: 400 MB in
   40,000 and 400 messages at the default size);
 * **multi-stage**: the main topic through a topology whose fields grouping crosses
-  partitions (:data:`~storm_kafka_compat.bench.pipeline.MULTI_STAGE`), beside the
-  plain job with one shuffle (:func:`~storm_kafka_compat.bench.plain.plain_multi_stage_rate`).
+  partitions (:data:`~storm_kafka_compat.workshop.bench.pipeline.MULTI_STAGE`), beside the
+  plain job with one shuffle
+  (:func:`~storm_kafka_compat.workshop.bench.plain.plain_multi_stage_rate`).
 
 Every case runs the plain job (the pipeline's consumer settings) and the pipeline
 per backend, ``repeat`` rounds, alternating, on the same Spark session as the main
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.bench.analysis import summarize
+from storm_kafka_compat.workshop.bench.analysis import summarize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -151,8 +152,8 @@ def scaling_rows(spark: "SparkSession", servers: Any, *, base: Base, more: List[
     batching producer (the multi-stage case reads ``main_topic``, the main figure's),
     then :func:`run_case` (with Spark's Kafka source read with ``mapInArrow`` when
     ``source_options`` are given); the rows, the main figure's first."""
-    from storm_kafka_compat.bench.pipeline import pipeline_rate
-    from storm_kafka_compat.bench.plain import plain_multi_stage_rate, plain_rate
+    from storm_kafka_compat.workshop.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.workshop.bench.plain import plain_multi_stage_rate, plain_rate
 
     stamp = int(time.time())
     base_case = base[0]
@@ -177,7 +178,7 @@ def scaling_rows(spark: "SparkSession", servers: Any, *, base: Base, more: List[
                      f"{round_}")
 
     def arrow(case: Case) -> Dict[str, Any]:
-        from storm_kafka_compat.bench.spark_kafka import arrow_rate
+        from storm_kafka_compat.workshop.bench.spark_kafka import arrow_rate
         return arrow_rate(spark, topic=topic_of[case], ends=ends_of(case),
                           options=source_options or {})
 

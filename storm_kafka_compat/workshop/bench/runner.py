@@ -26,9 +26,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from storm_kafka_compat.bench.analysis import BACKENDS, check_targets, compute_ratios, summarize
-from storm_kafka_compat.embedded import (BROKERS, EmbeddedServers, missing_broker, spark_cluster,
-                                         spark_kafka_jars)
+from storm_kafka_compat.workshop.bench.analysis import (BACKENDS, check_targets, compute_ratios,
+                                                        summarize)
+from storm_kafka_compat.workshop.embedded import (BROKERS, EmbeddedServers, missing_broker,
+                                                  spark_cluster, spark_kafka_jars)
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
 
 if TYPE_CHECKING:
@@ -205,8 +206,8 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Optional["SparkS
         report.skipped.append("confluent: confluent-kafka is not installed "
                               "(pip install storm-kafka-compat[confluent])")
 
-    from storm_kafka_compat.bench.memory import pending_memory
-    from storm_kafka_compat.bench.planning import planning_time
+    from storm_kafka_compat.workshop.bench.memory import pending_memory
+    from storm_kafka_compat.workshop.bench.planning import planning_time
     for scenario in ("in_order", "random", "batches"):
         log_line(f"pending memory: {scenario}, {options.memory_window:,} offsets in flight")
         report.memory[scenario] = pending_memory(
@@ -228,7 +229,7 @@ def run_bench(options: BenchOptions = BenchOptions(), *, spark: Optional["SparkS
 def _python_bolts(report: _Report, log_line: Callable[[str], None]) -> None:
     """The per-tuple cost of a streamparse bolt, in process and over multilang, against
     the same logic as the project's own bolt (:mod:`.python_bolts`)."""
-    from storm_kafka_compat.bench.python_bolts import measure, quickstart_src
+    from storm_kafka_compat.workshop.bench.python_bolts import measure, quickstart_src
     if quickstart_src() is None:
         report.skipped.append("python bolts: streamparse is not installed "
                               "(pip install storm-kafka-compat[streamparse])")
@@ -259,8 +260,8 @@ def _settings(servers: EmbeddedServers) -> KafkaSettings:
 def _with_servers(options: BenchOptions, backends: List[str], report: _Report,
                   spark: Optional["SparkSession"], log_line: Callable[[str], None]) -> None:
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.bench.fetch import access_rate, raw_confluent, raw_kafka_python
-    from storm_kafka_compat.bench.zk import commit_latency
+    from storm_kafka_compat.workshop.bench.fetch import access_rate, raw_confluent, raw_kafka_python
+    from storm_kafka_compat.workshop.bench.zk import commit_latency
 
     with tempfile.TemporaryDirectory(prefix="skc-bench-") as tmp, \
             _servers(options, tmp, report) as servers:
@@ -345,10 +346,12 @@ def _spark_source_wanted(options: BenchOptions, servers: EmbeddedServers,
 def _pipelines(options: BenchOptions, backends: List[str], report: _Report,
                spark: Optional["SparkSession"], servers: EmbeddedServers,
                log_line: Callable[[str], None]) -> None:
-    from storm_kafka_compat.bench.pipeline import bench_job, pipeline_rate
-    from storm_kafka_compat.bench.plain import careful_consumer, default_consumer, plain_rate
-    from storm_kafka_compat.bench.frontends import frontend_figures
-    from storm_kafka_compat.bench.spark_kafka import SOURCE_KINDS, source_options, source_round
+    from storm_kafka_compat.workshop.bench.pipeline import bench_job, pipeline_rate
+    from storm_kafka_compat.workshop.bench.plain import (careful_consumer, default_consumer,
+                                                         plain_rate)
+    from storm_kafka_compat.workshop.bench.frontends import frontend_figures
+    from storm_kafka_compat.workshop.bench.spark_kafka import (SOURCE_KINDS, source_options,
+                                                               source_round)
 
     owned = False
     if spark is None:
@@ -423,7 +426,7 @@ def _growth(options: BenchOptions, backends: List[str], report: _Report, spark: 
             source_options: Optional[Dict[str, str]]) -> None:
     """The cost as the work grows (:mod:`.scaling`) and the two-stage figure with its
     state kept (:mod:`.wordcount`)."""
-    from storm_kafka_compat.bench.scaling import Case, cases, scaling_rows
+    from storm_kafka_compat.workshop.bench.scaling import Case, cases, scaling_rows
     p, n = options.partitions, options.messages
     more = cases(n, options.size, p, more_partitions=list(options.scale_partitions),
                  sizes=list(options.scale_sizes), multi_stage=options.multi_stage)
@@ -446,7 +449,7 @@ def _word_count(options: BenchOptions, backends: List[str], spark: "SparkSession
     import tempfile
     from pathlib import Path
 
-    from storm_kafka_compat.bench.wordcount import word_count_figures
+    from storm_kafka_compat.workshop.bench.wordcount import word_count_figures
     return word_count_figures(
         spark, servers, backends=backends, repeat=options.repeat, careful=careful,
         sentences_n=options.word_count, partitions=options.partitions,
@@ -474,9 +477,9 @@ def _warm_up(options: BenchOptions, backends: List[str], spark: "SparkSession",
     """One plain job and one pipeline run per backend over the warm-up topic (Python workers
     forked, modules imported, clients connected), and Spark's source when it runs; returns
     each backend's warm-up run time."""
-    from storm_kafka_compat.bench.pipeline import pipeline_rate
-    from storm_kafka_compat.bench.plain import plain_rate
-    from storm_kafka_compat.bench.spark_kafka import arrow_rate, batch_rate
+    from storm_kafka_compat.workshop.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.workshop.bench.plain import plain_rate
+    from storm_kafka_compat.workshop.bench.spark_kafka import arrow_rate, batch_rate
 
     p = options.partitions
     warm_s: Dict[str, float] = {}
@@ -502,8 +505,8 @@ def _latencies(options: BenchOptions, backends: List[str], report: _Report, spar
                servers: EmbeddedServers, log_line: Callable[[str], None], *, stamp: int,
                trigger: Optional[int]) -> None:
     """Each backend's latency run at half its pipeline's median rate."""
-    from storm_kafka_compat.bench.latency import latency_run
-    from storm_kafka_compat.bench.pipeline import bench_job
+    from storm_kafka_compat.workshop.bench.latency import latency_run
+    from storm_kafka_compat.workshop.bench.pipeline import bench_job
 
     p, bootstrap, zk_port = options.partitions, servers.bootstrap, servers.zk.port
     for backend in backends:
@@ -516,7 +519,7 @@ def _latencies(options: BenchOptions, backends: List[str], report: _Report, spar
                         zk_port=zk_port, spout_id=f"latency-{backend}-{stamp}",
                         backend=backend, kafka=servers.kafka,
                         trigger_interval_ms=trigger, scheme="raw",
-                        bolt="storm_kafka_compat.bench.latency:latency_bolt")
+                        bolt="storm_kafka_compat.workshop.bench.latency:latency_bolt")
         report.latency[backend] = latency_run(
             spark, job=job, bootstrap=bootstrap, topic=topic, partitions=p, rate=rate,
             seconds=options.latency_seconds, size=options.size,
@@ -529,7 +532,7 @@ def _cluster_pipelines(options: BenchOptions, backends: List[str], report: _Repo
     The executors use this interpreter (the workers run on this machine)."""
     from pyspark.sql import SparkSession
 
-    from storm_kafka_compat.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.workshop.bench.pipeline import pipeline_rate
     from storm_kafka_compat.config import SparkConfig
     from storm_kafka_compat.engine.spark import get_spark
 

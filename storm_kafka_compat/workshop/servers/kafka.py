@@ -34,7 +34,7 @@ Clients of a 0.9 broker must pin the protocol: kafka-python ``api_version=(0, 9)
 librdkafka ``api.version.request=false`` and ``broker.version.fallback=0.9.0.1``
 (the distribution's ``kafka_python_api_version`` and ``librdkafka_settings``).
 
-Manual use: ``python -m storm_kafka_compat.servers.kafka [--brokers N] [--version
+Manual use: ``python -m storm_kafka_compat.workshop.servers.kafka [--brokers N] [--version
 0.9|3.9|4]`` prints the ZooKeeper connect string and the bootstrap servers, and
 runs until SIGTERM/Ctrl-C.
 """
@@ -55,12 +55,12 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from storm_kafka_compat.servers.process import ServerProcess
-from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper, java_binary, free_port
+from storm_kafka_compat.workshop.servers.process import ServerProcess
+from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper, java_binary, free_port
 from storm_kafka_compat.errors import KafkaUnavailableError
-from storm_kafka_compat.servers.kafka_clients import Message, log_range, produce
-from storm_kafka_compat.servers.kafka_versions import (DISTRIBUTIONS, KAFKA_09,
-                                                       KafkaDistribution, new_cluster_id)
+from storm_kafka_compat.workshop.servers.kafka_clients import Message, log_range, produce
+from storm_kafka_compat.workshop.servers.kafka_versions import (DISTRIBUTIONS, KAFKA_09,
+                                                                KafkaDistribution, new_cluster_id)
 
 
 logger = logging.getLogger(__name__)
@@ -658,7 +658,8 @@ _BY_LINE = {"0.9": DISTRIBUTIONS[0], "3.9": DISTRIBUTIONS[1], "4": DISTRIBUTIONS
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run a cluster until SIGTERM or Ctrl-C (``python -m storm_kafka_compat.servers.kafka``)."""
+    """Run a cluster until SIGTERM or Ctrl-C
+    (``python -m storm_kafka_compat.workshop.servers.kafka``)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--brokers", type=int, default=1)
     parser.add_argument("--dir", default=None, help="where data and logs go (kept)")

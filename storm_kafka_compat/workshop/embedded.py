@@ -1,6 +1,6 @@
 """The servers and in-memory doubles the ``demo`` and ``bench`` commands run on.
 
-The one product module that reaches :mod:`storm_kafka_compat.servers` (servers
+The one product module that reaches :mod:`storm_kafka_compat.workshop.servers` (servers
 started on loopback for the demo, the benchmark and the tests) and
 :mod:`storm_kafka_compat.testing` (the in-memory doubles the planning benchmark
 drives the real spout with). Nothing under engine/, spout/, offsets/, kafka/,
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, 
 from storm_kafka_compat.config import Broker, JobConfig
 
 if TYPE_CHECKING:
-    from storm_kafka_compat.servers.kafka import KafkaCluster
-    from storm_kafka_compat.servers.spark_cluster import SparkCluster
-    from storm_kafka_compat.servers.tansu import EmbeddedTansu
-    from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+    from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
+    from storm_kafka_compat.workshop.servers.spark_cluster import SparkCluster
+    from storm_kafka_compat.workshop.servers.tansu import EmbeddedTansu
+    from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper
     from storm_kafka_compat.spout.spout import Spout
 
 #: the brokers the commands can start: a real Apache Kafka 3.9 (ZooKeeper mode, from
@@ -34,7 +34,7 @@ Message = Tuple[int, Optional[bytes], Optional[bytes]]
 def missing_kafka09() -> Optional[str]:
     """Why the Apache Kafka 0.9.0.1 broker cannot start here (no Java, no npm and
     nothing cached), or None."""
-    from storm_kafka_compat.servers.kafka_package import missing_prerequisite
+    from storm_kafka_compat.workshop.servers.kafka_package import missing_prerequisite
     return missing_prerequisite()
 
 
@@ -43,7 +43,7 @@ def missing_broker(broker: str) -> Optional[str]:
     if broker == "kafka09":
         return missing_kafka09()
     if broker == "kafka39":
-        from storm_kafka_compat.servers.kafka_versions import KAFKA_39
+        from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_39
         return KAFKA_39.missing_prerequisite()
     return None
 
@@ -58,8 +58,9 @@ def spark_kafka_jars(pyspark_version: str) -> Tuple[str, List[str]]:
     EmbeddedServerError
         ``mvn`` is missing or no version near ``pyspark_version`` resolves.
     """
-    from storm_kafka_compat.servers.maven import Artifact, MavenBundle, MavenUnavailableError
-    from storm_kafka_compat.servers.maven import resolve
+    from storm_kafka_compat.workshop.servers.maven import (Artifact, MavenBundle,
+                                                           MavenUnavailableError)
+    from storm_kafka_compat.workshop.servers.maven import resolve
     spark_provided = ("org.apache.spark:spark-core_2.13", "org.apache.spark:spark-sql_2.13",
                       "org.apache.spark:spark-catalyst_2.13", "org.apache.spark:spark-tags_2.13",
                       "org.apache.hadoop:hadoop-client-api",
@@ -107,8 +108,8 @@ class EmbeddedServers:
         #: the ``kafka`` mapping every client of the broker needs
         self.kafka: Dict[str, Any] = {}
         if broker in ("kafka09", "kafka39"):
-            from storm_kafka_compat.servers.kafka import KafkaCluster
-            from storm_kafka_compat.servers.kafka_versions import KAFKA_09, KAFKA_39
+            from storm_kafka_compat.workshop.servers.kafka import KafkaCluster
+            from storm_kafka_compat.workshop.servers.kafka_versions import KAFKA_09, KAFKA_39
             self._cluster = KafkaCluster(1, base, distribution=KAFKA_09 if broker == "kafka09"
                                          else KAFKA_39)
             zookeeper = self._cluster.zookeeper
@@ -117,8 +118,8 @@ class EmbeddedServers:
             if broker == "kafka09":
                 self.kafka = {"api_version": "0.9"}
         else:
-            from storm_kafka_compat.servers.tansu import EmbeddedTansu
-            from storm_kafka_compat.servers.zookeeper import EmbeddedZooKeeper
+            from storm_kafka_compat.workshop.servers.tansu import EmbeddedTansu
+            from storm_kafka_compat.workshop.servers.zookeeper import EmbeddedZooKeeper
             self.zk = EmbeddedZooKeeper(base_dir=base / "zookeeper")
             self._tansu = EmbeddedTansu(log_path=base / "tansu.log")
 
@@ -187,7 +188,7 @@ class EmbeddedServers:
         if self._cluster is not None:
             self._cluster.create_topic(topic, partitions, config=config)
         else:
-            from storm_kafka_compat.servers.tansu import create_topic
+            from storm_kafka_compat.workshop.servers.tansu import create_topic
             create_topic(self.bootstrap, topic, partitions)
 
     def produce(self, topic: str, messages: Iterable[Message], *,
@@ -203,12 +204,12 @@ class EmbeddedServers:
                 extra = {} if max_message_bytes is None else {
                     "max_request_size": max_message_bytes}
                 return int(self._cluster.produce(topic, messages, **extra))
-            from storm_kafka_compat.servers.kafka_clients import produce_librdkafka
+            from storm_kafka_compat.workshop.servers.kafka_clients import produce_librdkafka
             settings = dict(self._cluster.distribution.librdkafka_settings)
             if max_message_bytes is not None:
                 settings["message.max.bytes"] = max_message_bytes
             return produce_librdkafka(self.bootstrap, topic, messages, settings=settings)
-        from storm_kafka_compat.servers.tansu import produce_exact
+        from storm_kafka_compat.workshop.servers.tansu import produce_exact
         return int(produce_exact(self.bootstrap, topic, messages))
 
     def write_registry(self, client: Any, topic: str, partitions: int) -> None:
@@ -216,7 +217,7 @@ class EmbeddedServers:
         (the real broker writes its own)."""
         if self._cluster is not None:
             return
-        from storm_kafka_compat.servers.registry import write_broker_registry
+        from storm_kafka_compat.workshop.servers.registry import write_broker_registry
         b = self.broker
         write_broker_registry(client, brokers={1: (b.host, b.port)},
                               topics={topic: {p: 1 for p in range(partitions)}})
@@ -234,8 +235,8 @@ def register_topic(zk_connect: str, bootstrap: str, topic: str, partitions: int,
     from kafka import KafkaConsumer
     from kazoo.client import KazooClient
 
-    from storm_kafka_compat.servers.registry import write_broker_registry
-    from storm_kafka_compat.servers.tansu import create_topic, produce_exact
+    from storm_kafka_compat.workshop.servers.registry import write_broker_registry
+    from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="skc-demo-topics",
                              allow_auto_create_topics=False)
     try:
@@ -262,7 +263,7 @@ def register_topic(zk_connect: str, bootstrap: str, topic: str, partitions: int,
 
 def spark_cluster(workers: int) -> "SparkCluster":
     """A standalone Spark cluster of ``workers`` one-core workers on loopback."""
-    from storm_kafka_compat.servers.spark_cluster import SparkCluster
+    from storm_kafka_compat.workshop.servers.spark_cluster import SparkCluster
     return SparkCluster(workers)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from storm_kafka_compat.servers.kafka_package import KAFKA_PYTHON_API_VERSION
+from storm_kafka_compat.workshop.servers.kafka_package import KAFKA_PYTHON_API_VERSION
 
 #: what the producers here write: (partition, key, value)
 Message = Tuple[int, Optional[bytes], Optional[bytes]]

@@ -4,7 +4,7 @@
 Spark partition per Kafka partition), read the fastest way a Spark user would: the
 value column crosses to Python in Arrow batches (``mapInArrow``,
 :func:`arrow_rate`), where the plain job's per-message function
-(:func:`storm_kafka_compat.bench.plain.handle`) is called once per value. Beside it, as
+(:func:`storm_kafka_compat.workshop.bench.plain.handle`) is called once per value. Beside it, as
 labelled second rows: the same read Row by Row (``rdd.mapPartitions`` over pickled
 rows, :func:`batch_rate`), and the source's JVM-only ``count()``
 (:func:`count_rate`): no Python at all, the machine's ceiling for the source. A
@@ -25,7 +25,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping
 
-from storm_kafka_compat.bench.plain import handle, rate_of
+from storm_kafka_compat.workshop.bench.plain import handle, rate_of
 from storm_kafka_compat.config import SpoutConfig
 from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
 from storm_kafka_compat.kafka.client import DEFAULT_ISOLATION_LEVEL

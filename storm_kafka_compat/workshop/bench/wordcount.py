@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Tuple)
 
-from storm_kafka_compat.bench.plain import PlainWork, plain_work, read_keyed, rate_of
+from storm_kafka_compat.workshop.bench.plain import PlainWork, plain_work, read_keyed, rate_of
 from storm_kafka_compat.topology.bolts import BasicBolt
 
 if TYPE_CHECKING:
@@ -60,10 +60,10 @@ class WordCount(BasicBolt):
 
 #: the pipeline's topology (the raw scheme: the bolt gets the value's bytes)
 WORD_COUNT = {"bolts": [
-    {"name": "split", "bolt": "storm_kafka_compat.bench.wordcount:SplitSentence",
+    {"name": "split", "bolt": "storm_kafka_compat.workshop.bench.wordcount:SplitSentence",
      "kind": "basic", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "shuffle"}]},
-    {"name": "count", "bolt": "storm_kafka_compat.bench.wordcount:WordCount", "kind": "basic",
-     "parallelism": 4, "inputs": [{"from": "split", "grouping": "fields",
+    {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.wordcount:WordCount",
+     "kind": "basic", "parallelism": 4, "inputs": [{"from": "split", "grouping": "fields",
                                    "fields": ["word"]}]}]}
 
 
@@ -126,8 +126,8 @@ def word_count_figures(spark: "SparkSession", servers: Any, *, backends: List[st
                        partitions: int, work_dir: Path, trigger_interval_ms: Optional[int],
                        log_line: Callable[[str], None]) -> Dict[str, Any]:
     """The figure per backend: plain job and pipeline side by side, ``repeat`` rounds."""
-    from storm_kafka_compat.bench.analysis import summarize
-    from storm_kafka_compat.bench.pipeline import pipeline_rate
+    from storm_kafka_compat.workshop.bench.analysis import summarize
+    from storm_kafka_compat.workshop.bench.pipeline import pipeline_rate
     topic = f"skc-bench-wordcount-{int(time.time())}"
     servers.create(topic, partitions)
     servers.produce(topic, ((i % partitions, None, s)

@@ -15,8 +15,8 @@ KAFKA_4       4.x (newest that resolves)  KRaft (no          Maven Central, form
 
 Everything starts by class name (``kafka.Kafka server.properties``; the storage
 format and the SCRAM credential tool likewise): Maven serves jars, not Kafka's
-``bin/`` scripts. :class:`~storm_kafka_compat.servers.kafka.KafkaCluster` and
-:class:`~storm_kafka_compat.servers.kafka.EmbeddedKafka` take a distribution.
+``bin/`` scripts. :class:`~storm_kafka_compat.workshop.servers.kafka.KafkaCluster` and
+:class:`~storm_kafka_compat.workshop.servers.kafka.EmbeddedKafka` take a distribution.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from storm_kafka_compat.errors import KafkaUnavailableError
-from storm_kafka_compat.servers import kafka_package, maven
-from storm_kafka_compat.servers.maven import Artifact, MavenBundle
-from storm_kafka_compat.servers.zookeeper import java_binary
+from storm_kafka_compat.workshop.servers import kafka_package, maven
+from storm_kafka_compat.workshop.servers.maven import Artifact, MavenBundle
+from storm_kafka_compat.workshop.servers.zookeeper import java_binary
 
 
 
 class BrokerNode(Protocol):
     """What a distribution reads of a broker to write its settings and format its
-    storage (:class:`~storm_kafka_compat.servers.kafka.EmbeddedKafka` has it)."""
+    storage (:class:`~storm_kafka_compat.workshop.servers.kafka.EmbeddedKafka` has it)."""
 
     broker_id: int
     host: str

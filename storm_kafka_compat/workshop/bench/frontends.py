@@ -4,7 +4,7 @@ Two ways a Spark user reaches this project's reading without the Storm engine:
 
 * ``spark.readStream.format("storm-kafka")`` (:mod:`storm_kafka_compat.streaming.datasource`),
   a Python Data Source whose ``read()`` yields Arrow batches, run as Spark's own source is
-  in :func:`~storm_kafka_compat.bench.spark_kafka.streaming_rate`: ``availableNow``, a
+  in :func:`~storm_kafka_compat.workshop.bench.spark_kafka.streaming_rate`: ``availableNow``, a
   checkpoint, ``foreachBatch``, each batch's values through ``mapInArrow``
   (:func:`storm_source_rate`);
 * the DataFrame mode (:mod:`storm_kafka_compat.engine.dataframe`): the pipeline's driver
@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
-from storm_kafka_compat.bench.analysis import summarize
-from storm_kafka_compat.bench.spark_kafka import arrow_count, available_now_rate
+from storm_kafka_compat.workshop.bench.analysis import summarize
+from storm_kafka_compat.workshop.bench.spark_kafka import arrow_count, available_now_rate
 from storm_kafka_compat.batch import BatchPlan, BatchResult
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def dataframe_rate(spark: "SparkSession", *, topic: str, partitions: int, bootst
     """The DataFrame mode over ``topic`` from offset 0 until caught up, its function
     :func:`count_batch`; the rate from the first batch to the end of the last batch
     with data, as the pipeline's."""
-    from storm_kafka_compat.bench.pipeline import bench_job, read_once
+    from storm_kafka_compat.workshop.bench.pipeline import bench_job, read_once
     from storm_kafka_compat.engine.dataframe import DataFrameRunner
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 

@@ -48,15 +48,15 @@ class OffsetScheme:
 #: the multi-stage benchmark topology: the spout's tuples (:class:`OffsetScheme`) go by
 #: a fields grouping on the offset to two tasks of a trivial bolt, so every tuple
 #: crosses a Spark shuffle, as in a topology that counts per key
-MULTI_STAGE = {"scheme": "storm_kafka_compat.bench.pipeline:OffsetScheme", "bolts": [
-    {"name": "count", "bolt": "storm_kafka_compat.bench.pipeline:noop_bolt", "kind": "simple",
-     "parallelism": 2, "inputs": [{"from": "spout", "grouping": "fields",
+MULTI_STAGE = {"scheme": "storm_kafka_compat.workshop.bench.pipeline:OffsetScheme", "bolts": [
+    {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.pipeline:noop_bolt",
+     "kind": "simple", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "fields",
                                    "fields": ["offset"]}]}]}
 
 
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,
               backend: str, master: str = "local[2]", kafka: Optional[Dict[str, Any]] = None,
-              bolt: str = "storm_kafka_compat.bench.pipeline:noop_bolt",
+              bolt: str = "storm_kafka_compat.workshop.bench.pipeline:noop_bolt",
               scheme: str = "raw", trigger_interval_ms: Optional[int] = None,
               multi_stage: bool = False,
               topology_spec: Optional[Dict[str, Any]] = None) -> JobConfig:

@@ -2,7 +2,7 @@
 
 The real driver-side :class:`~storm_kafka_compat.spout.spout.Spout` runs with
 StaticHosts over ``partitions`` partitions, on the simulated broker and
-in-memory store of :func:`storm_kafka_compat.embedded.simulated_spout`. Each
+in-memory store of :func:`storm_kafka_compat.workshop.embedded.simulated_spout`. Each
 measured batch is what the driver does between two Spark jobs:
 :meth:`Spout.plan` (one ``plan_fetch`` per partition) and :meth:`Spout.apply`
 of a result that took and acked ``per_partition`` offsets of every partition
@@ -34,12 +34,12 @@ def planning_time(partitions: int, *, batches: int = 5, per_partition: int = 100
         ``partitions``, ``batches``, ``plan_ms``, ``apply_ms``, ``total_ms`` (medians)
         and ``setup_s`` (building the managers, once per run).
     """
-    from storm_kafka_compat.embedded import simulated_spout
+    from storm_kafka_compat.workshop.embedded import simulated_spout
 
     hosts = StaticHosts({p: Broker("127.0.0.1", 9092) for p in range(partitions)})
     job = JobConfig(spout=SpoutConfig(hosts=hosts, topic=TOPIC, zk_root="/bench", id="plan"),
                     topology=TopologyConfig(name="bench", id="bench-1-1"),
-                    bolt="storm_kafka_compat.bench.pipeline:noop_bolt")
+                    bolt="storm_kafka_compat.workshop.bench.pipeline:noop_bolt")
     started = clock()
     spout = simulated_spout(job, partitions)
     spout.maybe_refresh(0)
@@ -83,7 +83,7 @@ def driver_memory(job: JobConfig, partitions: int, per_partition: int) -> Dict[s
     sizes of a batch's plans (sent to the executors) and results (brought back). A first
     spout starts untraced and is dropped, so that the modules it imports are not
     counted as state."""
-    from storm_kafka_compat.embedded import simulated_spout
+    from storm_kafka_compat.workshop.embedded import simulated_spout
 
     # the modules a spout imports as it starts are not its state: imported untraced
     simulated_spout(job, partitions).maybe_refresh(0)

@@ -2,8 +2,8 @@
 by its own PID, output appended to a log file.
 
 :class:`ServerProcess` is the base of
-:class:`~storm_kafka_compat.servers.zookeeper.EmbeddedZooKeeper` and
-:class:`~storm_kafka_compat.servers.kafka.EmbeddedKafka`; a subclass gives the
+:class:`~storm_kafka_compat.workshop.servers.zookeeper.EmbeddedZooKeeper` and
+:class:`~storm_kafka_compat.workshop.servers.kafka.EmbeddedKafka`; a subclass gives the
 command line and how to tell that the server is ready.
 """
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, IO, Iterable, List, Optional
 
 from storm_kafka_compat.errors import BrokerUnavailableError
-from storm_kafka_compat.servers.kafka_clients import Message
+from storm_kafka_compat.workshop.servers.kafka_clients import Message
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ batch), :mod:`.zk` (commits), :mod:`.fetch` (raw and adapter fetch rates),
 in one run), :mod:`.analysis` (the report's ratios and targets).
 """
 
-from storm_kafka_compat.bench.analysis import check_targets, compute_ratios
-from storm_kafka_compat.bench.runner import BenchOptions, machine_info, run_bench
+from storm_kafka_compat.workshop.bench.analysis import check_targets, compute_ratios
+from storm_kafka_compat.workshop.bench.runner import BenchOptions, machine_info, run_bench
 
 __all__ = ["BenchOptions", "run_bench", "compute_ratios", "check_targets", "machine_info"]

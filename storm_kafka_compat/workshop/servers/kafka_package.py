@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.servers.zookeeper import java_binary
+from storm_kafka_compat.workshop.servers.zookeeper import java_binary
 from storm_kafka_compat.errors import EmbeddedServerError, KafkaUnavailableError
 
 

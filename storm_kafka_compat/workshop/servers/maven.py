@@ -31,8 +31,8 @@ from typing import Optional, Sequence, Tuple
 from xml.sax.saxutils import escape
 
 from storm_kafka_compat.errors import EmbeddedServerError
-from storm_kafka_compat.servers.kafka_package import cache_dir
-from storm_kafka_compat.servers.zookeeper import java_binary
+from storm_kafka_compat.workshop.servers.kafka_package import cache_dir
+from storm_kafka_compat.workshop.servers.zookeeper import java_binary
 
 logger = logging.getLogger(__name__)
 

@@ -119,7 +119,7 @@ def measure(tuples: int = 20000, rounds: int = 3,
     return out
 
 
-if __name__ == "__main__":  # python -m storm_kafka_compat.bench.python_bolts [tuples]
+if __name__ == "__main__":  # python -m storm_kafka_compat.workshop.bench.python_bolts [tuples]
     figures = measure(int(sys.argv[1]) if len(sys.argv) > 1 else 20000)
     for name, us in figures.items():
         print(f"{name:12s} {us:8.2f} us/tuple  ({us / figures['own']:.2f}x own)")
