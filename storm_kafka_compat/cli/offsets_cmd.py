@@ -15,7 +15,7 @@ group; ``reset`` refuses it and prints the equivalent ``kafka-consumer-groups
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, cast
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import click
 
@@ -238,13 +238,14 @@ def reset(config_path: str, to_earliest: bool, to_latest: bool, to_offset: Optio
     committing): a running spout would overwrite them. --force writes anyway; a
     running job then stops at its next commit without overwriting them.
     """
-    from storm_kafka_compat.tools.reset import (PLAN_COLUMNS, ResetSpec, execute_reset, export_csv,
-                               parse_datetime, plan_reset)
-    chosen = [(m, v) for m, v, given in (
+    from storm_kafka_compat.tools.reset import (PLAN_COLUMNS, ResetMode, ResetSpec, execute_reset,
+                                                export_csv, parse_datetime, plan_reset)
+    modes: Tuple[Tuple[ResetMode, Any, bool], ...] = (
         ("earliest", None, to_earliest), ("latest", None, to_latest),
         ("offset", to_offset, to_offset is not None),
         ("datetime", to_datetime, to_datetime is not None),
-        ("shift", shift_by, shift_by is not None)) if given]
+        ("shift", shift_by, shift_by is not None))
+    chosen = [(m, v) for m, v, given in modes if given]
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset N, "
                                "--to-datetime T, --shift-by N")

@@ -39,6 +39,10 @@ AT_MOST_ONCE: Final = "AT_MOST_ONCE"
 NO_GUARANTEE: Final = "NO_GUARANTEE"
 GUARANTEES: Tuple[ProcessingGuarantee, ...] = get_args(ProcessingGuarantee)
 
+#: Kafka's ``auto.offset.reset``: where a partition whose position is outside the log goes
+OffsetReset = Literal["earliest", "latest", "none"]
+OFFSET_RESETS: Tuple[OffsetReset, ...] = get_args(OffsetReset)
+
 #: where the section's offsets live
 OffsetStoreKind = Literal["zookeeper", "kafka"]
 OFFSET_STORES: Tuple[OffsetStoreKind, ...] = get_args(OffsetStoreKind)
@@ -118,14 +122,14 @@ class KafkaSpoutConfig:
         return self.offset_store == "kafka"
 
     @property
-    def auto_offset_reset(self) -> str:
+    def auto_offset_reset(self) -> OffsetReset:
         """``auto.offset.reset`` as the spout uses it: ``earliest`` under
         AT_LEAST_ONCE when unset (storm-kafka-client sets it), else Kafka's
         default ``latest``."""
         value = self.consumer.get("auto.offset.reset")
         if value is None:
             return "earliest" if self.processing_guarantee == AT_LEAST_ONCE else "latest"
-        return str(value).lower()
+        return _offset_reset(value, "consumer.auto.offset.reset")
 
     @property
     def max_poll_records(self) -> Optional[int]:
@@ -335,11 +339,17 @@ def _take_consumer_properties(values: Dict[str, Any], section: str) -> None:
     if "max.poll.records" in consumer:
         _int(consumer["max.poll.records"], f"{section}.consumer.max.poll.records", 1, INT_MAX)
     reset = consumer.get("auto.offset.reset")
-    if reset is not None and str(reset).lower() not in ("earliest", "latest", "none"):
-        raise ConfigError(f"{section}.consumer.auto.offset.reset {reset!r} is not earliest, "
-                          "latest or none.", key=f"{section}.consumer.auto.offset.reset",
-                          value=reset)
+    if reset is not None:
+        _offset_reset(reset, f"{section}.consumer.auto.offset.reset")
     values["consumer"] = consumer
+
+
+def _offset_reset(value: Any, key: str) -> OffsetReset:
+    """``value`` as an :data:`OffsetReset` (any case), or a ConfigError naming it."""
+    for reset in OFFSET_RESETS:
+        if str(value).lower() == reset:
+            return reset
+    raise ConfigError(f"{key} {value!r} is not earliest, latest or none.", key=key, value=value)
 
 
 def _check_complete(cfg: KafkaSpoutConfig, section: str) -> None:

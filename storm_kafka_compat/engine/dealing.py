@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.executor.calls import Address, accept_each
+from storm_kafka_compat.executor.calls import Address, Answer, accept_each
 from storm_kafka_compat.kafka.fetch_group import PartitionKey
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class DealerServer:
             conn.close()
             self._connections.remove(conn)
 
-    def _handle(self, request: Any) -> Tuple[str, Any]:
+    def _handle(self, request: Any) -> Answer:
         try:
             kind, batch, task, worker = request
             if kind != "claim":

@@ -15,11 +15,13 @@ import threading
 from dataclasses import dataclass, field
 from multiprocessing.connection import (Connection, Listener, answer_challenge,
                                         deliver_challenge)
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Literal, Tuple
 
 log = logging.getLogger(__name__)
 
 Address = Tuple[str, int]
+#: how a service answers a request: ``("ok", value)`` or ``("error", text)``
+Answer = Tuple[Literal["ok", "error"], Any]
 
 #: how long a connect waits for the driver's side to accept (s)
 CONNECT_TIMEOUT_S = 5.0
@@ -36,7 +38,7 @@ class Service:
     address: Address
     authkey: bytes = field(repr=False)
 
-    def call(self, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+    def call(self, request: Tuple[Any, ...]) -> Answer:
         """:func:`call` this service."""
         return call(self.address, self.authkey, request)
 
@@ -59,7 +61,7 @@ def connect(address: Address, authkey: bytes) -> Connection:
     return conn
 
 
-def call(address: Address, authkey: bytes, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+def call(address: Address, authkey: bytes, request: Tuple[Any, ...]) -> Answer:
     """Send ``request`` to the service at ``address``; its ``(status, value)``.
 
     Raises :class:`Unreachable` when it cannot be reached (or the connection broke)

@@ -11,9 +11,18 @@ reports what has no equivalent. It is a mixin of
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.errors import ConfigError
+
+#: what a resolved Flux component stands for in our CONFIG: storm-kafka's (hosts,
+#: GlobalPartitionInformation, a broker, a scheme, a SpoutConfig, its KafkaSpout, any other
+#: Java class) and storm-kafka-client's (a builder, its config, its KafkaSpout and the
+#: values its methods take)
+ComponentKind = Literal["hosts", "gpi", "broker", "scheme", "scheme_single", "spout_config",
+                        "kafka_spout", "java", "client_builder", "client_config",
+                        "client_spout", "interval", "pattern", "properties", "retry",
+                        "translator"]
 
 #: package of storm-kafka-client's classes
 CLIENT_PACKAGE = "org.apache.storm.kafka.spout."
@@ -242,7 +251,7 @@ class ClientComponents:
                           key=where, value=len(args))
 
     # supplied by the resolver -----------------------------------------------------------
-    def _new_value(self, kind: str, data: Any) -> Any:          # pragma: no cover
+    def _new_value(self, kind: ComponentKind, data: Any) -> Any:          # pragma: no cover
         raise NotImplementedError
 
     def _extra(self, where: str, props: Mapping[str, Any], methods: Sequence[Any],

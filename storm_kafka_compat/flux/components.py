@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
 from storm_kafka_compat.config import SPOUT_FIELDS
-from storm_kafka_compat.flux.client import ClientComponents, client_builder_name
+from storm_kafka_compat.flux.client import ClientComponents, ComponentKind, client_builder_name
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux.common import CORE_SPOUT_PACKAGES, KAFKA_PACKAGES, TRIDENT_PACKAGES
 
@@ -87,8 +87,8 @@ def kafka_security(value: Any, where: str, unmapped: List[str]) -> Dict[str, Any
 class Resolved:
     """A resolved component: what it stands for in our CONFIG."""
 
-    kind: str                      # hosts, gpi, broker, scheme, spout_config, kafka_spout, java,
-    data: Any = None               # and the storm-kafka-client kinds of flux.client
+    kind: ComponentKind
+    data: Any = None
     class_name: str = ""
     cid: str = ""                  # the component id, when built from ``components``
 
@@ -159,7 +159,7 @@ class ComponentResolver(ClientComponents):
         built.class_name = class_name
         return built
 
-    def _new_value(self, kind: str, data: Any) -> Resolved:
+    def _new_value(self, kind: ComponentKind, data: Any) -> Resolved:
         return Resolved(kind, data)
 
     def _placeholder(self, class_name: str) -> str:

@@ -40,7 +40,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional, Tuple, get_args
 
 from storm_kafka_compat.config import EARLIEST_TIME, NO_OFFSET, Broker
 from storm_kafka_compat.errors import ConfigError, ResetRefusedError
@@ -49,7 +49,10 @@ from storm_kafka_compat.tools import PartitionState, ToolEnv, select_partitions
 
 log = logging.getLogger(__name__)
 
-MODES = ("earliest", "latest", "offset", "datetime", "shift")
+#: what ``offsets reset`` moves to (``--to-earliest``, ``--to-latest``, ``--to-offset N``,
+#: ``--to-datetime T``, ``--shift-by N``)
+ResetMode = Literal["earliest", "latest", "offset", "datetime", "shift"]
+MODES: Tuple[ResetMode, ...] = get_args(ResetMode)
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "DIFFERENCE",
                 "LOG-START-OFFSET", "LOG-END-OFFSET", "TOPOLOGY-ID", "NOTE")
 
@@ -59,7 +62,7 @@ class ResetSpec:
     """What to reset to: ``mode`` in :data:`MODES`; ``value`` is the offset
     (``offset``), epoch milliseconds (``datetime``) or the shift (``shift``)."""
 
-    mode: str
+    mode: ResetMode
     value: Optional[int] = None
 
     def __post_init__(self) -> None:

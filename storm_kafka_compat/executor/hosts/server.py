@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
-from storm_kafka_compat.executor.calls import accept_each
+from storm_kafka_compat.executor.calls import Answer, accept_each
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
 
@@ -76,7 +76,7 @@ class HostServer:
                     self.stop()
                     return
 
-    def answer(self, request: Tuple[Any, ...]) -> Tuple[str, Any]:
+    def answer(self, request: Tuple[Any, ...]) -> Answer:
         try:
             with self.lock:
                 return "ok", self._handle(request)

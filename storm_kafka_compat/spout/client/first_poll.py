@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Final, Literal, Mapping, Optional, Tuple
 
 from storm_kafka_compat.config.kafka_spout import (EARLIEST, LATEST, STRATEGIES,
-                                                 UNCOMMITTED_EARLIEST)
+                                                 UNCOMMITTED_EARLIEST, FirstPollStrategy,
+                                                 OffsetReset)
 from storm_kafka_compat.errors import NoOffsetResetError
 
 log = logging.getLogger(__name__)
@@ -97,15 +98,16 @@ def committed_by_this_topology(metadata: Optional[str], topology_id: str, *,
     return parsed is not None and parsed.topology_id == topology_id
 
 
-def decide_first_poll(strategy: str, committed: Optional[Tuple[int, Optional[str]]], *,
+def decide_first_poll(strategy: FirstPollStrategy,
+                      committed: Optional[Tuple[int, Optional[str]]], *,
                       topology_id: str, earliest: int, latest: int,
-                      auto_offset_reset: str = "earliest", already_committed: bool = False,
+                      auto_offset_reset: OffsetReset = "earliest", already_committed: bool = False,
                       where: str = "") -> FirstPollDecision:
     """The start offset of a newly assigned partition.
 
     Parameters
     ----------
-    strategy : str
+    strategy : FirstPollStrategy
         One of :data:`STRATEGIES`.
     committed : (offset, metadata) or None
         The group's committed offset (next offset to read) and metadata.
@@ -113,7 +115,7 @@ def decide_first_poll(strategy: str, committed: Optional[Tuple[int, Optional[str
         This topology's id (compared with the metadata's ``topologyId``).
     earliest, latest : int
         Log start and end offsets.
-    auto_offset_reset : str
+    auto_offset_reset : OffsetReset
         ``earliest``, ``latest`` or ``none``: what a committed offset outside
         ``[earliest, latest]`` becomes.
     already_committed : bool
@@ -152,7 +154,7 @@ def decide_first_poll(strategy: str, committed: Optional[Tuple[int, Optional[str
                                      f"log end {latest}", offset, metadata)
     who = "this topology" if ours else "another writer"
     if offset < earliest or offset > latest:
-        policy = (auto_offset_reset or "earliest").lower()
+        policy = auto_offset_reset
         if policy == "none":
             raise NoOffsetResetError(
                 f"{where}: committed offset {offset} is outside the log [{earliest}, {latest}] "
