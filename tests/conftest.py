@@ -28,18 +28,16 @@ from typing import Any, Callable, FrozenSet, Iterator, List
 
 import pytest
 
+from tests.jvm import FAST_START_JAVA_OPTIONS
+
 # --- environment ---------------------------------------------------------------------
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 # Spark's JVMs under test (local sessions, `run` subprocesses, spark-submit; a standalone
-# cluster's master and workers) compile with C1 only and collect with the serial GC, as
-# the workshop's servers start theirs: the suite is bound by CPU on two cores, and C2's
-# compiler threads cost a short-lived JVM most of its start-up (a local session and ten
-# small jobs: 12 CPU-seconds with the defaults, 7 this way)
-_TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", _TEST_JVM_OPTS)
-os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _TEST_JVM_OPTS)
+# cluster's master and workers) start as the workshop's servers do (tests/jvm.py)
+os.environ.setdefault("SPARK_SUBMIT_OPTS", FAST_START_JAVA_OPTIONS)
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", FAST_START_JAVA_OPTIONS)
 # the bolt tasks' saved state (topology.state.dir's default) goes to a directory of this
 # run's own, never to the user's ~/.local/state
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="skc-state-")

@@ -31,13 +31,12 @@ from typing import Any, Callable, Counter, Dict, Iterable, List, Mapping, Option
 import yaml
 
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
+from tests.jvm import FAST_START_JAVA_OPTIONS
 
 #: how long a test waits for a started job to process its first message: Spark's
 #: start takes ~20 s on an idle 2-core machine and minutes on a loaded one
 JOB_START_TIMEOUT_S = 300.0
 
-#: JVM options that shorten Spark's start on small machines (C1 only, serial GC)
-FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: the repository (``tests.bolts`` and the other test modules import from it)
 REPO = str(Path(__file__).resolve().parents[2])

@@ -27,6 +27,7 @@ import yaml
 from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.offsets.paths import partition_path
 from tests.integration.kafka09_jobs import KAFKA_09
+from tests.jvm import FAST_START_JAVA_OPTIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -82,7 +83,9 @@ def _job(tmp: Path, kafka09, topic: str, master: str, record: Path,
         "spark": {"master": master, "pyFiles": ["clusterbolts.py"],
                   "conf": {"spark.executorEnv.CLUSTER_TEST_RECORD": str(record),
                            "spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
-                           "spark.executor.memory": "512m", **(conf or {})}},
+                           "spark.executor.memory": "512m",
+                           "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS,
+                           **(conf or {})}},
         "bolt": "clusterbolts:record",
         "kafka": dict(KAFKA_09)}))
     return config
@@ -433,7 +436,8 @@ def _word_count_job(tmp: Path, kafka09, topic: str, master: str, record: Path,
                      "topology.state.dir": str(tmp / "state"), "bolts": bolts},
         "spark": {"master": master, "pyFiles": ["wcbolts.py"],
                   "conf": {"spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
-                           "spark.executor.memory": "512m"}},
+                           "spark.executor.memory": "512m",
+                           "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}},
         "kafka": dict(KAFKA_09)}))
     return config
 
@@ -520,7 +524,8 @@ def test_the_streamparse_quickstart_on_the_cluster_counts_every_word(
                        "pyFiles": [str(project / "src" / "bolts"),
                                    str(project / "src" / "wordscheme.py"),
                                    str(project / "src" / "wcreport.py")],
-                       "conf": {"spark.executor.memory": "512m"}}
+                       "conf": {"spark.executor.memory": "512m",
+                                "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}}
     config["kafka"] = dict(KAFKA_09)
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(config))
@@ -572,7 +577,8 @@ def test_a_pyleus_topology_on_the_cluster_counts_every_word(
                           "topology.state.dir": str(tmp_path / "state")}
     config["spark"] = {"master": cluster.master_url,
                        "pyFiles": [str(project / "word_count"), str(project / "wcreport.py")],
-                       "conf": {"spark.executor.memory": "512m"}}
+                       "conf": {"spark.executor.memory": "512m",
+                                "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}}
     config["kafka"] = dict(KAFKA_09)
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(config))
