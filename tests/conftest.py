@@ -30,6 +30,9 @@ import pytest
 
 from tests.jvm import FAST_START_JAVA_OPTIONS
 
+#: per-test CPU accounting, on when SKC_TEST_CPU names a file (tests/cpu_accounting.py)
+pytest_plugins = ("tests.cpu_accounting",)
+
 # --- environment ---------------------------------------------------------------------
 
 os.environ["PYSPARK_PYTHON"] = sys.executable

@@ -5,7 +5,7 @@ extra (``pip install storm-kafka-compat[confluent]``). Each partition fetched
 gets a ``Consumer`` of its own (up to MAX_FETCH_CONSUMERS per access object, the
 least recently used replaced by a new one beyond), with that one partition assigned, no
 group membership and no Kafka-side commits. librdkafka prefetches in its own
-threads (at most PREFETCH_FETCHES x fetchSizeBytes per partition), so when the
+threads (at most ``PREFETCH_FETCHES`` x fetchSizeBytes per partition), so when the
 next call continues where the previous one stopped the records are already in
 memory and no request waits. (One consumer re-assigned from partition to
 partition throws its prefetch away at every switch: measured 2k msgs/s.) A task
@@ -13,39 +13,12 @@ holding several partitions reads them all with one more consumer instead
 (:meth:`ConfluentAccess.fetch_group`, :class:`ConfluentGroup`): assigned
 incrementally, its interleaved records split by partition.
 
-Storm fields and the librdkafka settings they become:
+The librdkafka settings a SpoutConfig becomes, and those this adapter owns, are
+:mod:`storm_kafka_compat.kafka.confluent_settings`'s. librdkafka's own log lines go to
+this module's logger.
 
-====================  ===============================  ===================================
-Storm field           librdkafka                       note
-====================  ===============================  ===================================
-fetchSizeBytes        max.partition.fetch.bytes,       one fetch's byte budget; a larger
-                      fetch.max.bytes                  message is still returned (KIP-74,
-                                                       CONTRACT deviation 4)
-fetchMaxWait          fetch.wait.max.ms =              Storm's default 0 becomes 100 ms, as
-                      max(MIN_FETCH_MAX_WAIT_MS, v)    with kafka-python (same reasons)
-minFetchByte          fetch.min.bytes = max(1, v)
-bufferSizeBytes       socket.receive.buffer.bytes
-socketTimeoutMs       socket.timeout.ms                also the deadline of one fetch();
-                                                       must exceed fetchMaxWait
-clientId              client.id                        empty -> ``storm-kafka-compat``
-====================  ===============================  ===================================
-
-Settings this adapter owns: ``group.id`` (librdkafka requires one; it is never
-joined nor committed to, since partitions are assigned, not subscribed),
-``enable.auto.commit`` and ``enable.auto.offset.store`` (false),
-``auto.offset.reset`` (``error``: an out-of-range fetch raises
-OffsetOutOfRangeError instead of jumping silently) and ``enable.partition.eof``
-(true: the log end is detected without waiting). ``isolation.level`` is
-``read_uncommitted`` unless the ``kafka`` mapping says otherwise (librdkafka's own
-default is ``read_committed``; see :mod:`storm_kafka_compat.config.kafka_settings`). Other keys of
-the job's ``kafka`` mapping are passed to librdkafka; a key written kafka-python style
-(``security_protocol``) is read as its librdkafka name (``security.protocol``).
-librdkafka's own log lines go to this module's logger.
-
-Error mapping: ``OFFSET_OUT_OF_RANGE`` (``_AUTO_OFFSET_RESET``) and a KIP-320
-log truncation -> OffsetOutOfRangeError; transport errors, time-outs, unknown
-or leaderless partitions and every error librdkafka flags retriable ->
-FailedFetchError; anything else (authorisation, ...) -> KafkaAccessError.
+librdkafka's messages and errors become this project's in
+:mod:`storm_kafka_compat.kafka.confluent_records`.
 
 A broker that answers nothing beyond the log end instead of
 ``OFFSET_OUT_OF_RANGE`` (some Kafka-protocol brokers do; see
@@ -55,37 +28,26 @@ A broker that answers nothing beyond the log end instead of
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from itertools import compress, repeat
 from operator import is_
 import time
 from collections import OrderedDict
-from typing import (Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple,
-                    cast)
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
-from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
-                                       OffsetOutOfRangeError)
-from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS, DEFAULT_ISOLATION_LEVEL,
-                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE, POLL_SLICE_MARGIN_MS,
-                                             TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME,
-                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.errors import ConfigError, FailedFetchError, KafkaAccessError
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONSUMERS,
+                                             POLL_SLICE_MARGIN_MS, KafkaMessage, RecordBatch,
+                                             warn_oversized)
+from storm_kafka_compat.kafka.confluent_records import map_error, record_batch
+from storm_kafka_compat.kafka.confluent_settings import answers_list_offsets_v1, consumer_config
 from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
                                                   PartitionKey, split_by_partition)
 
 log = logging.getLogger(__name__)
 
-#: librdkafka's timestamp types (TIMESTAMP_NOT_AVAILABLE 0, CREATE_TIME 1,
-#: LOG_APPEND_TIME 2) to Kafka's; a v0 message (Kafka 0.9) has none: (0, -1)
-_TIMESTAMP_TYPES = {1: TIMESTAMP_CREATE_TIME, 2: TIMESTAMP_LOG_APPEND_TIME}
 
-#: the group id librdkafka insists on; never joined, never committed to
-GROUP_ID = "storm-kafka-compat-assign-only"
-#: librdkafka's prefetch bound per partition, in fetches of fetchSizeBytes
-PREFETCH_FETCHES = 4
 class _ExpectedOnOldBrokers(logging.Filter):
     """Demote to DEBUG librdkafka's warnings about settings this adapter makes on
     purpose for brokers before 0.10/0.11 (``kafka.api_version``): the deprecation of
@@ -106,153 +68,11 @@ class _ExpectedOnOldBrokers(logging.Filter):
 _LIBRDKAFKA_LOG = logging.getLogger(__name__ + ".librdkafka")
 _LIBRDKAFKA_LOG.addFilter(_ExpectedOnOldBrokers())
 
-#: librdkafka's pause after its prefetch queue filled (ms); see consumer_config
-FETCH_QUEUE_BACKOFF_MS = 10
 #: records one fetch() may return when the caller sets no bound
 DEFAULT_MAX_MESSAGES = 10_000
 #: how far ahead of its consumer's position a fetch may start and still read on through
 #: what librdkafka already holds (dropping the records below), instead of seeking
 SKIP_AHEAD_MAX = 50_000
-#: settings this adapter owns; the client mapping may not change them
-RESERVED = ("group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-            "enable.partition.eof", "bootstrap.servers")
-
-
-def answers_list_offsets_v1(config: Mapping[str, Any]) -> bool:
-    """Whether brokers of a librdkafka ``config`` answer ListOffsets v1 (Kafka 0.10.1+):
-    yes unless ``api.version.request`` is off and ``broker.version.fallback`` (librdkafka's
-    default 0.10.0) is older."""
-    if str(config.get("api.version.request", True)).strip().lower() not in ("false", "0"):
-        return True
-    fallback = str(config.get("broker.version.fallback", "0.10.0"))
-    return tuple(int(n) for n in re.findall(r"\d+", fallback)[:3]) >= (0, 10, 1)
-
-
-def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
-                    client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
-    """The librdkafka settings for ``spout`` (see the module table).
-
-    Raises
-    ------
-    ConfigError
-        ``socketTimeoutMs`` is not above ``fetchMaxWait``, or ``client_config``
-        sets one of the settings this adapter owns. Keys librdkafka does not know
-        are reported when the consumer is created.
-    """
-    wait_ms = max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait)
-    if spout.socket_timeout_ms <= wait_ms:
-        raise ConfigError(
-            f"socketTimeoutMs {spout.socket_timeout_ms} must be larger than fetchMaxWait "
-            f"{spout.fetch_max_wait} (floored at {MIN_FETCH_MAX_WAIT_MS} ms); raise "
-            "socketTimeoutMs", key="spout.socketTimeoutMs", value=spout.socket_timeout_ms)
-    servers = (bootstrap_servers if isinstance(bootstrap_servers, str)
-               else ",".join(bootstrap_servers))
-    cfg: Dict[str, Any] = {
-        "bootstrap.servers": servers,
-        "client.id": spout.client_id or DEFAULT_CLIENT_ID,
-        "group.id": GROUP_ID,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "error",
-        "enable.partition.eof": True,
-        "allow.auto.create.topics": False,
-        "max.partition.fetch.bytes": spout.fetch_size_bytes,
-        "fetch.max.bytes": spout.fetch_size_bytes,
-        # librdkafka refuses a fetch.max.bytes below message.max.bytes (a produce
-        # setting, 1000000 by default) even in a consumer: a fetchSizeBytes of 64 KiB
-        # failed every consumer ("`fetch.max.bytes` must be >= `message.max.bytes`")
-        "message.max.bytes": max(1000, min(1_000_000, spout.fetch_size_bytes)),
-        "receive.message.max.bytes": max(100_000_000, spout.fetch_size_bytes + 1_000_000),
-        "fetch.wait.max.ms": wait_ms,
-        "fetch.min.bytes": max(1, spout.min_fetch_byte),
-        "socket.receive.buffer.bytes": spout.buffer_size_bytes,
-        "socket.timeout.ms": spout.socket_timeout_ms,
-        "queued.max.messages.kbytes": max(1024, PREFETCH_FETCHES * spout.fetch_size_bytes // 1024),
-        # when the prefetch queue above is full librdkafka pauses the partition's
-        # fetching for this long (default 1000 ms): the tasks then sat blocked on the
-        # first record of the next fetch (72-83 % of task time, profiled; issue 12)
-        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
-        # librdkafka reads read_committed by default, kafka-python (and storm-kafka)
-        # every record: one default for both backends (kafka.settings)
-        "isolation.level": DEFAULT_ISOLATION_LEVEL,
-    }
-    for key, value in client_config.items():
-        name = key if "." in key else key.replace("_", ".")
-        if name in RESERVED:
-            raise ConfigError(f"kafka setting {key!r} is managed by storm-kafka-compat "
-                              "(no consumer group, out-of-range must raise); remove it",
-                              key=f"kafka.{key}", value=value)
-        cfg[name] = value
-    return cfg
-
-
-def _retriable_codes() -> Tuple[int, ...]:
-    from confluent_kafka import KafkaError as E
-    names = ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_UNKNOWN_PARTITION",
-             "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART", "LEADER_NOT_AVAILABLE",
-             "NOT_LEADER_FOR_PARTITION", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
-             "_WAIT_COORD", "_RESOLVE", "_MSG_TIMED_OUT", "FENCED_LEADER_EPOCH",
-             "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR",
-             "REPLICA_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE", "_NODE_UPDATE",
-             # a broker that left the cluster metadata (a killed leader, Kafka 0.9
-             # measured): its handle is destroyed under a watermark query in flight
-             "_DESTROY_BROKER")
-    return tuple(getattr(E, n) for n in names if hasattr(E, n))
-
-
-def map_error(error: Any, *, topic: Optional[str], partition: Optional[int],
-              offset: Optional[int], what: str) -> KafkaAccessError:
-    """This project's error for a librdkafka ``KafkaError`` met during ``what``."""
-    from confluent_kafka import KafkaError as E
-    code = error.code()
-    where = f"{topic}/{partition}" if partition is not None else f"{topic}"
-    kw: Dict[str, Any] = dict(topic=topic, partition=partition, offset=offset)
-    text = f"{error.name()}: {error.str()}"
-    if code in (E.OFFSET_OUT_OF_RANGE, E._AUTO_OFFSET_RESET):
-        return OffsetOutOfRangeError(
-            f"offset {offset} for {where} is out of range (OFFSET_OUT_OF_RANGE, {text}); "
-            "restart from startOffsetTime or a valid offset", **kw)
-    if code == getattr(E, "_LOG_TRUNCATION", None):
-        return OffsetOutOfRangeError(
-            f"offset {offset} for {where} is beyond the log after a truncation ({text}); "
-            "restart from startOffsetTime or a valid offset", **kw)
-    if code in _retriable_codes() or error.retriable():
-        log.warning("%s for %s failed: %s", what, where, text)
-        return FailedFetchError(
-            f"{what} for {where} failed ({text}); the coordinator refreshes and the fetch "
-            "is retried", **kw)
-    return KafkaAccessError(
-        f"{what} for {where} failed ({text}); check the topic, the ACLs and the kafka "
-        "client settings", **kw)
-
-
-def to_messages(records: List[Any], topic: str, partition: int,
-                offset: Optional[int] = None) -> List[KafkaMessage]:
-    """librdkafka ``Message`` objects of one partition to KafkaMessages.
-
-    End-of-partition events are dropped; any other error record raises its
-    mapped error (see :func:`map_error`). ``topic``/``partition`` are the
-    fetched partition's (one is assigned at a time).
-    """
-    new = tuple.__new__
-    km = KafkaMessage
-    out: List[KafkaMessage] = []
-    append = out.append
-    for m in records:
-        if m.error() is not None:
-            err = m.error()
-            from confluent_kafka import KafkaError
-            if err.code() == KafkaError._PARTITION_EOF:
-                continue
-            raise map_error(err, topic=topic, partition=partition, offset=offset, what="fetch")
-        ts_type, ts = m.timestamp()
-        headers = m.headers()
-        append(new(km, (m.offset(), m.key(), m.value(), ts if ts_type else NO_TIMESTAMP,
-                        _TIMESTAMP_TYPES.get(ts_type, NO_TIMESTAMP_TYPE),
-                        tuple(headers) if headers else (), topic, partition)))
-    return out
-
-
 def _skip_queued(c: Any, position: int, offset: int) -> Optional[List[Any]]:
     """Read ``c`` (assigned to one partition, standing at ``position``) on to
     ``offset`` through what librdkafka already holds, dropping the records below it,
@@ -273,29 +93,6 @@ def _skip_queued(c: Any, position: int, offset: int) -> Optional[List[Any]]:
                 return got[i:]
         position = got[-1].offset() + 1
     return []
-
-
-def record_batch(records: List[Any], topic: str, partition: int,
-                 offset: Optional[int] = None) -> RecordBatch:
-    """librdkafka ``Message`` objects of one partition as a :class:`RecordBatch`
-    (columns taken with one call per record and column; messages built only if a
-    scheme reads more than the value). Error records are handled as
-    :func:`to_messages` handles them."""
-    from confluent_kafka import Message
-    if any(map(Message.error, records)):       # map over the C methods: no frame a record
-        from confluent_kafka import KafkaError
-        kept = []
-        for m in records:
-            err = m.error()
-            if err is None:
-                kept.append(m)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                raise map_error(err, topic=topic, partition=partition, offset=offset,
-                                what="fetch")
-        records = kept
-    offsets = cast(List[int], list(map(Message.offset, records)))   # None only on errors
-    return RecordBatch(topic, partition, offsets, list(map(Message.value, records)), records,
-                       lambda recs: to_messages(list(recs), topic, partition))
 
 
 class ConfluentAccess:

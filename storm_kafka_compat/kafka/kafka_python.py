@@ -6,35 +6,11 @@ for the offset the consumer is already at, the seek is skipped and records
 already buffered are served. A task holding several partitions reads them all with
 one more consumer (:meth:`KafkaPythonAccess.fetch_group`, :class:`KafkaPythonGroup`).
 
-Storm fields and the kafka-python settings they become:
-
-====================  ===============================  ===================================
-Storm field           kafka-python                     note
-====================  ===============================  ===================================
-fetchSizeBytes        max_partition_fetch_bytes,       one fetch's byte budget; a larger
-                      fetch_max_bytes                  message is still returned (KIP-74,
-                                                       CONTRACT deviation 4)
-fetchMaxWait          fetch_max_wait_ms =              Storm's default 0 becomes 100 ms
-                      max(MIN_FETCH_MAX_WAIT_MS, v)    (see MIN_FETCH_MAX_WAIT_MS)
-minFetchByte          fetch_min_bytes = max(1, value)  Storm's 0 becomes 1: with no
-                                                       data both answer after fetchMaxWait
-bufferSizeBytes       receive_buffer_bytes
-socketTimeoutMs       request_timeout_ms               also the deadline of one fetch();
-                                                       must exceed fetchMaxWait
-clientId              client_id                        empty -> ``storm-kafka-compat``
-====================  ===============================  ===================================
-
-``isolation_level`` is ``read_uncommitted`` unless the ``kafka`` mapping says
-``read_committed`` (:mod:`storm_kafka_compat.config.kafka_settings`). Offsets no consumer
-receives (transaction markers, aborted records under ``read_committed``) leave gaps;
-a fetch that meets only such entries before the log end returns ``[]`` at once and
-its position (:meth:`KafkaPythonAccess.fetched_position`) is past them.
-
-``auto_offset_reset`` is ``"none"``: kafka-python 3.0.x then has no reset
-policy (``OffsetResetStrategy.NONE``) and ``poll`` raises
-``OffsetOutOfRangeError`` instead of jumping; "earliest"/"latest" would reset
-silently. Other settings of the job's ``kafka`` mapping (security:
-``security_protocol``, ``ssl_*``, ``sasl_*``, ...) are passed through.
+The KafkaConsumer settings a SpoutConfig becomes, and those this adapter owns, are
+:mod:`storm_kafka_compat.kafka.kafka_python_settings`'s. Offsets no consumer receives
+(transaction markers, aborted records under ``read_committed``) leave gaps; a fetch that
+meets only such entries before the log end returns ``[]`` at once and its position
+(:meth:`KafkaPythonAccess.fetched_position`) is past them.
 
 Against Kafka-protocol brokers that are not Apache Kafka be aware that (the
 test broker's defects are listed in docs/testing.md):
@@ -58,84 +34,20 @@ from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Seque
                     Set, Tuple)
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
-from storm_kafka_compat.errors import (ConfigError, FailedFetchError, KafkaAccessError,
-                                       OffsetOutOfRangeError)
-from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, DEFAULT_CLIENT_ID,
-                                             MAX_FETCH_CONSUMERS, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
-                                             DEFAULT_ISOLATION_LEVEL, POLL_SLICE_MARGIN_MS,
-                                             KafkaMessage, RecordBatch, warn_oversized)
+from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
+from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONSUMERS,
+                                             NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+                                             POLL_SLICE_MARGIN_MS, KafkaMessage, RecordBatch,
+                                             warn_oversized)
 from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
                                                   PartitionKey)
+from storm_kafka_compat.kafka.kafka_python_settings import DEFAULT_MAX_POLL_RECORDS, consumer_config
 
 log = logging.getLogger(__name__)
 
 #: a ConsumerRecord's offset and value, read in C over a whole fetch
 _OFFSET = attrgetter("offset")
 _VALUE = attrgetter("value")
-
-#: records one poll may return when the caller sets no bound; the byte budget
-#: (fetchSizeBytes) is what really bounds a fetch
-DEFAULT_MAX_POLL_RECORDS = 100_000
-#: settings this adapter owns; the client mapping may not change them
-_RESERVED = ("group_id", "enable_auto_commit", "auto_offset_reset", "bootstrap_servers",
-             "key_deserializer", "value_deserializer")
-
-
-def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
-                    client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
-    """The ``KafkaConsumer`` settings for ``spout`` (see the module table).
-
-    Raises
-    ------
-    ConfigError
-        ``socketTimeoutMs`` is not above ``fetchMaxWait``, a key of
-        ``client_config`` is unknown to kafka-python, or it tries to set one
-        this adapter owns (``group_id``, ``auto_offset_reset``, ...).
-    """
-    from kafka import KafkaConsumer
-    if spout.socket_timeout_ms <= max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait):
-        raise ConfigError(
-            f"socketTimeoutMs {spout.socket_timeout_ms} must be larger than fetchMaxWait "
-            f"{spout.fetch_max_wait} (kafka-python's request_timeout_ms must exceed "
-            "fetch_max_wait_ms); raise socketTimeoutMs", key="spout.socketTimeoutMs",
-            value=spout.socket_timeout_ms)
-    cfg: Dict[str, Any] = {
-        "bootstrap_servers": bootstrap_servers,
-        "client_id": spout.client_id or DEFAULT_CLIENT_ID,
-        "group_id": None,
-        "enable_auto_commit": False,
-        "auto_offset_reset": "none",
-        "allow_auto_create_topics": False,
-        "max_partition_fetch_bytes": spout.fetch_size_bytes,
-        "fetch_max_bytes": spout.fetch_size_bytes,
-        "fetch_max_wait_ms": max(MIN_FETCH_MAX_WAIT_MS, spout.fetch_max_wait),
-        "fetch_min_bytes": max(1, spout.min_fetch_byte),
-        "receive_buffer_bytes": spout.buffer_size_bytes,
-        "request_timeout_ms": spout.socket_timeout_ms,
-        # kafka-python 3 waits bootstrap_timeout_ms (30 s) for an unreachable broker;
-        # socketTimeoutMs is the operator's bound for any broker answer
-        "bootstrap_timeout_ms": spout.socket_timeout_ms,
-        "max_poll_records": DEFAULT_MAX_POLL_RECORDS,
-        # what storm-kafka read; `kafka: {isolation_level: read_committed}` for
-        # committed transactions only (kafka.settings)
-        "isolation_level": DEFAULT_ISOLATION_LEVEL,
-    }
-    default_idle = KafkaConsumer.DEFAULT_CONFIG["connections_max_idle_ms"]
-    if spout.socket_timeout_ms >= default_idle:
-        cfg["connections_max_idle_ms"] = spout.socket_timeout_ms + 60_000
-    for key, value in client_config.items():
-        if key in _RESERVED:
-            raise ConfigError(f"kafka setting {key!r} is managed by storm-kafka-compat "
-                              "(no consumer group, out-of-range must raise); remove it",
-                              key=f"kafka.{key}", value=value)
-        if key not in KafkaConsumer.DEFAULT_CONFIG:
-            raise ConfigError(f"kafka setting {key!r} is not a kafka-python KafkaConsumer "
-                              "setting; see kafka-python's KafkaConsumer documentation",
-                              key=f"kafka.{key}", value=value)
-        cfg[key] = value
-    return cfg
-
 
 class KafkaPythonAccess:
     """:class:`~storm_kafka_compat.kafka.client.KafkaAccess` over kafka-python.

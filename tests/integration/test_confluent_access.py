@@ -12,8 +12,9 @@ ck = pytest.importorskip(
     "confluent_kafka", reason="confluent-kafka is not installed (the `confluent` extra)")
 
 from storm_kafka_compat.kafka import KafkaAccess  # noqa: E402
-from storm_kafka_compat.kafka.confluent import (ConfluentAccess, consumer_config,  # noqa: E402
-                                                map_error, to_messages)
+from storm_kafka_compat.kafka.confluent import ConfluentAccess  # noqa: E402
+from storm_kafka_compat.kafka.confluent_records import map_error, to_messages  # noqa: E402
+from storm_kafka_compat.kafka.confluent_settings import consumer_config  # noqa: E402
 from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact  # noqa: E402
 
 E = ck.KafkaError

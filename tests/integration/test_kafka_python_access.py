@@ -7,7 +7,8 @@ import pytest
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, SpoutConfig, ZkHosts
 from storm_kafka_compat.errors import ConfigError, FailedFetchError
 from storm_kafka_compat.kafka import KafkaAccess
-from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess, consumer_config
+from storm_kafka_compat.kafka.kafka_python import KafkaPythonAccess
+from storm_kafka_compat.kafka.kafka_python_settings import consumer_config
 from storm_kafka_compat.workshop.servers.tansu import create_topic, produce_exact
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ ck = pytest.importorskip("confluent_kafka", reason="the confluent backend is opt
 
 
 def mapped(code):
-    from storm_kafka_compat.kafka.confluent import map_error
+    from storm_kafka_compat.kafka.confluent_records import map_error
     return map_error(ck.KafkaError(code), topic="t", partition=0, offset=5, what="fetch")
 
 

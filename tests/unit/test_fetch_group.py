@@ -239,7 +239,8 @@ def test_brokers_pinned_below_0_10_1_are_asked_each_high_watermark_and_a_dead_on
     from storm_kafka_compat.config import SpoutConfig, ZkHosts
     from storm_kafka_compat.config.kafka_settings import kafka_settings_from_dict
     from storm_kafka_compat.errors import KafkaAccessError
-    from storm_kafka_compat.kafka.confluent import ConfluentAccess, answers_list_offsets_v1
+    from storm_kafka_compat.kafka.confluent import ConfluentAccess
+    from storm_kafka_compat.kafka.confluent_settings import answers_list_offsets_v1
 
     pinned = kafka_settings_from_dict({"api_version": "0.9"}).for_backend("confluent")
     assert not answers_list_offsets_v1(pinned)

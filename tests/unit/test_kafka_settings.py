@@ -134,7 +134,8 @@ def test_librdkafka_warnings_about_old_broker_settings_are_demoted():
 ])
 def test_the_isolation_level_is_one_setting_both_backends_read(mapping, kafka_python, librdkafka):
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.kafka import confluent, kafka_python as kp
+    from storm_kafka_compat.kafka import confluent_settings as confluent
+    from storm_kafka_compat.kafka import kafka_python_settings as kp
     settings = kafka_settings_from_dict(mapping)
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i")
     assert kp.consumer_config("h:1", spout, settings.for_kafka_python())[
@@ -166,7 +167,7 @@ def test_librdkafka_accepts_every_fetch_size(fetch_size_bytes):
     confluent_kafka = pytest.importorskip("confluent_kafka",
                                           reason="confluent-kafka (the confluent extra) is absent")
     from storm_kafka_compat.config import SpoutConfig, StaticHosts
-    from storm_kafka_compat.kafka.confluent import consumer_config
+    from storm_kafka_compat.kafka.confluent_settings import consumer_config
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
                         fetch_size_bytes=fetch_size_bytes)
     confluent_kafka.Consumer(consumer_config("127.0.0.1:9", spout)).close()

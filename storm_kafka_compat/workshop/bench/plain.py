@@ -44,9 +44,9 @@ def careful_consumer(backend: str, bootstrap: str, spout: SpoutConfig,
     """The library settings the pipeline's adapter uses for ``spout`` and the job's
     ``client`` settings (its backend's share of the ``kafka`` mapping)."""
     if backend == "confluent":
-        from storm_kafka_compat.kafka.confluent import consumer_config as librdkafka_config
+        from storm_kafka_compat.kafka.confluent_settings import consumer_config as librdkafka_config
         return librdkafka_config(bootstrap, spout, client)
-    from storm_kafka_compat.kafka.kafka_python import consumer_config
+    from storm_kafka_compat.kafka.kafka_python_settings import consumer_config
     return consumer_config(bootstrap, spout, client)
 
 
