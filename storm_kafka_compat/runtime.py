@@ -40,7 +40,8 @@ from storm_kafka_compat.kafka.lazy import KafkaFactory, LazyKafka
 from storm_kafka_compat.offsets.paths import document_path
 from storm_kafka_compat.offsets.store import DocumentStore, GroupStore
 from storm_kafka_compat.spout.retry import Clock
-from storm_kafka_compat.spout.spout import OffsetPolicy, Spout
+from storm_kafka_compat.spout.policy import OffsetPolicy
+from storm_kafka_compat.spout.spout import Spout
 
 log = logging.getLogger(__name__)
 

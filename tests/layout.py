@@ -9,8 +9,8 @@ before and an after are taken the same way.
 
 What is counted:
 
-* ``arrows_up``: imports (lazy ones included, ``TYPE_CHECKING`` ones not) from a room to
-  a room above it in :data:`ROOMS`;
+* ``arrows_up``: import statements (lazy ones included, ``TYPE_CHECKING`` ones not) from
+  a room to a room above it in :data:`ROOMS`;
 * ``circles``: groups of product modules that import each other round (strongly
   connected, two or more modules), by the imports that run at import time, and by all
   imports that run (lazy ones included);
@@ -92,6 +92,9 @@ def imports(name: str, path: Path, tree: ast.Module, *, eager_only: bool = False
         elif isinstance(node, ast.Import):
             yield from ((alias.name, node.lineno) for alias in node.names)
         elif eager_only and isinstance(node, (ast.If, ast.Try)):
+            if not typing_too and isinstance(node, ast.If) and \
+                    "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
             sub = ast.Module(body=list(ast.iter_child_nodes(node)), type_ignores=[])
             yield from imports(name, path, sub, eager_only=True, typing_too=typing_too)
 
@@ -194,10 +197,10 @@ def _annotation(node: Optional[ast.expr]) -> str:
 def counts(package: Path = PACKAGE) -> Dict[str, object]:
     """The measures of the module docstring, for ``package``."""
     mods = list(modules(package))
-    up = [f"{name}:{line} -> {t}" for name, path, tree in mods if room(name)
-          for t, line in imports(name, path, tree, typing_too=False)
-          if t.startswith("storm_kafka_compat.") and room(t) in ROOMS and room(name) in ROOMS
-          and ROOMS.index(room(t)) > ROOMS.index(room(name))]
+    up = sorted({f"{name}:{line} -> {room(t)}" for name, path, tree in mods if room(name)
+                 for t, line in imports(name, path, tree, typing_too=False)
+                 if t.startswith("storm_kafka_compat.") and room(t) in ROOMS
+                 and room(name) in ROOMS and ROOMS.index(room(t)) > ROOMS.index(room(name))})
     long_modules = sorted((len(path.read_text().splitlines()), name) for name, path, _ in mods
                           if len(path.read_text().splitlines()) > 500)
     functions = []

@@ -44,7 +44,7 @@ decisions = logging.getLogger("storm_kafka_compat.decisions")
 
 
 class ZkDocuments:
-    """The :class:`~storm_kafka_compat.spout.spout.OffsetPolicy` of storm-kafka's KafkaSpout.
+    """The :class:`~storm_kafka_compat.spout.policy.OffsetPolicy` of storm-kafka's KafkaSpout.
 
     Parameters
     ----------
@@ -240,7 +240,7 @@ class ZkDocuments:
                              info.path_topic)
 
     def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
-        """See :meth:`~storm_kafka_compat.spout.spout.OffsetPolicy.read_ahead`: the
+        """See :meth:`~storm_kafka_compat.spout.policy.OffsetPolicy.read_ahead`: the
         documents of ``infos``, pipelined, after the id check and the claim."""
         self._ahead = {}
         if not infos:

@@ -16,7 +16,7 @@ partition, and does every chore of their state, as Storm's KafkaSpout does:
   on shutdown, every partition whose offset moved.
 
 What differs between storm-kafka's KafkaSpout and storm-kafka-client's is an
-:class:`OffsetPolicy`:
+:class:`~storm_kafka_compat.spout.policy.OffsetPolicy`:
 
 * :class:`~storm_kafka_compat.spout.legacy.ZkDocuments` -- the start-up decision
   of storm-kafka on the partition's ZooKeeper document, PartitionManager, and
@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, JobConfig
 from storm_kafka_compat.discovery.base import Discovery, PartitionInfo
@@ -42,6 +42,8 @@ from storm_kafka_compat.errors import (KafkaAccessError, OwnershipConflictError,
                                        StormKafkaCompatError)
 from storm_kafka_compat.kafka.client import DriverKafka
 from storm_kafka_compat.spout.assignment import Assignment
+from storm_kafka_compat.spout.policy import (OUTAGE_REMINDER_MS, CommitReport, CommitTimer,
+                                             OffsetPolicy)
 from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
                                             LateAck, OpenRoot,
                                             PartitionResult)
@@ -50,39 +52,6 @@ from storm_kafka_compat.spout.state import PartitionStart, PartitionState
 from storm_kafka_compat.structs import TopicPartition
 
 log = logging.getLogger(__name__)
-
-#: while commits keep failing, a warning sums them up this often (ms)
-OUTAGE_REMINDER_MS = 60_000
-
-
-@dataclass
-class CommitReport:
-    """What one commit did: partitions written, round trips, or the error."""
-
-    written: int = 0
-    round_trips: int = 0
-    error: Optional[str] = None
-
-
-class CommitTimer:
-    """``KafkaSpout``'s commit timing: the first check commits, later ones when
-    more than ``interval_ms`` passed (strictly) or the clock went backwards."""
-
-    def __init__(self, interval_ms: int) -> None:
-        self.interval_ms = interval_ms
-        self.last_ms = 0
-        self._never = True
-
-    def due(self, now_ms: int) -> bool:
-        if self._never:
-            return True
-        elapsed = now_ms - self.last_ms
-        return elapsed > self.interval_ms or elapsed < 0
-
-    def committed(self, now_ms: int) -> None:
-        self.last_ms = now_ms
-        self._never = False
-
 
 @dataclass
 class SpoutCounts:
@@ -109,70 +78,6 @@ class SpoutCounts:
         self.acked[key] = self.acked.get(key, 0) + result.acked_count
         if result.failed:
             self.failed[key] = self.failed.get(key, 0) + len(result.failed)
-
-
-class OffsetPolicy(Protocol):
-    """How a spout flavour starts a partition and commits offsets."""
-
-    @property
-    def store_name(self) -> str:
-        """Names the store in messages ("ZooKeeper", "group g")."""
-        ...
-
-    @property
-    def commit_interval_ms(self) -> int:
-        """How often the spout commits (ms): stateUpdateIntervalMs or offsetCommitPeriodMs."""
-        ...
-
-    @property
-    def conflicts(self) -> int:
-        """Documents another job wrote under this job's paths (the ZooKeeper ownership
-        guard)."""
-        ...
-
-    @property
-    def commits_on_revoke(self) -> bool:
-        """Commit a partition when it is revoked (storm-kafka always; storm-kafka-client
-        with AT_LEAST_ONCE)."""
-        ...
-
-    def start(self, spout: "Spout", info: PartitionInfo) -> Tuple[PartitionStart, PartitionState]:
-        """The start decision for ``info`` and the partition's new state (log offsets
-        through :meth:`Spout.log_offset`)."""
-        ...
-
-    def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
-        """Read in one go what :meth:`start` will read from the store for each of
-        ``infos`` (none: forget what was read and not used). Raises only what
-        :meth:`start` raises before reading (the policy's own checks); a failed read
-        is logged and left to :meth:`start`, which then reads alone."""
-        ...
-
-    @property
-    def unreachable_since(self) -> Optional[float]:
-        """Since when (epoch s) the store has not answered; None while it answers."""
-        ...
-
-    def write(self, due: Sequence[Tuple[PartitionState, int]], *, patient: bool = True) -> int:
-        """Store ``(state, offset)`` pairs; return the round trips. Raises a
-        :class:`~storm_kafka_compat.errors.StormKafkaCompatError` on failure, an
-        :class:`~storm_kafka_compat.errors.OwnershipConflictError` when another writer
-        owns the documents (the run then stops). Not ``patient`` (the periodic
-        commit): the store is not waited for long, the next commit tries again."""
-        ...
-
-    def storm_conf(self) -> Dict[str, object]:
-        """Extra topology settings the bolts see."""
-        ...
-
-    def kafka_offset_metric(self, managers: Dict[TopicPartition, PartitionState]
-                            ) -> Optional[Dict[str, int]]:
-        """The policy's own ``kafkaOffset`` data point, or None for storm-kafka's."""
-        ...
-
-    def close(self) -> None:
-        """Release what the policy built."""
-        ...
 
 
 class Spout:

@@ -5,7 +5,7 @@ import pytest
 from storm_kafka_compat.config import SpoutConfig, StaticHosts
 from storm_kafka_compat.errors import TooManyFailuresError
 from storm_kafka_compat.spout.manager import PartitionManager
-from storm_kafka_compat.spout.spout import CommitTimer
+from storm_kafka_compat.spout.policy import CommitTimer
 from storm_kafka_compat.spout.metrics import (OffsetSample, kafka_offset_metric,
                                               kafka_partition_metric)
 

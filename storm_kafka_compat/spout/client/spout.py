@@ -46,7 +46,7 @@ def group_location(group_id: str, key: TopicPartition) -> str:
 
 
 class GroupCommits:
-    """The :class:`~storm_kafka_compat.spout.spout.OffsetPolicy` of storm-kafka-client's
+    """The :class:`~storm_kafka_compat.spout.policy.OffsetPolicy` of storm-kafka-client's
     KafkaSpout.
 
     Parameters
@@ -97,7 +97,7 @@ class GroupCommits:
         return self._groups()
 
     def read_ahead(self, infos: Sequence[PartitionInfo]) -> None:
-        """See :meth:`~storm_kafka_compat.spout.spout.OffsetPolicy.read_ahead`: the
+        """See :meth:`~storm_kafka_compat.spout.policy.OffsetPolicy.read_ahead`: the
         group's commits of ``infos``, in one request."""
         self._ahead = {}
         if not infos:
