@@ -221,7 +221,7 @@ AUTH_KEYS: Tuple[str, ...] = ("storm.zookeeper.auth.scheme", "storm.zookeeper.au
                               "storm.zookeeper.topology.auth.scheme",
                               "storm.zookeeper.topology.auth.payload", "acl")
 #: Keys of the topology section that hold a topology of bolts (kept raw and
-#: interpreted by ``topology.builder.from_spec``).
+#: interpreted by ``topology.spec.from_spec``).
 BOLT_TOPOLOGY_KEYS: Tuple[str, ...] = ("bolts",)
 #: the keys of one ``topology.bolts`` entry
 BOLT_ENTRY_KEYS: Tuple[str, ...] = ("name", "bolt", "kind", "parallelism", "inputs",

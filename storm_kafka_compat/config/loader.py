@@ -72,7 +72,7 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
     (required: at least ``name``), ``spark``, ``bolt`` and ``kafka``. A topology
     of bolts is given as ``topology.bolts`` and kept raw in
     :attr:`JobConfig.topology_spec` as ``{"bolts": [...]}`` (the form
-    ``topology.builder.from_spec`` reads).
+    ``topology.spec.from_spec`` reads).
 
     Raises
     ------

@@ -59,7 +59,7 @@ def layout_for(job: JobConfig, stages: Optional[bool]) -> Optional[StageLayout]:
     always, False never. The topology is built (and checked) here, on the driver."""
     if job.topology_spec is None or stages is False:
         return None
-    from storm_kafka_compat.topology.builder import from_spec
+    from storm_kafka_compat.topology.spec import from_spec
     from storm_kafka_compat.topology.ticks import TICK_FREQ_KEY
     topology = from_spec(job.topology_spec)
     conf = {TICK_FREQ_KEY: job.topology.tick_tuple_freq_secs}

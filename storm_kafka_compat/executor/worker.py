@@ -137,7 +137,7 @@ class WorkerParts:
             raise ValueError("this job runs a simple bolt, not a topology")
 
         def build() -> Topology:
-            from storm_kafka_compat.topology.builder import from_spec
+            from storm_kafka_compat.topology.spec import from_spec
             return from_spec(spec)
         return self.get("topology", build)
 

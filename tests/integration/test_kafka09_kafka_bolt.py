@@ -11,7 +11,7 @@ from storm_kafka_compat.kafka.producer import close_shared_producers
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from tests.integration.kafka_bolt_checks import coverage, read_topic
 
 pytestmark = pytest.mark.integration

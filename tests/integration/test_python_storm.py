@@ -106,7 +106,7 @@ def test_storm_py_bolt_anchors_acks_fails_reports_and_asks_task_ids(
     from storm_kafka_compat.executor.process import process_batch
     from storm_kafka_compat.kafka.client import KafkaMessage
     from storm_kafka_compat.batch import FetchPlan
-    from storm_kafka_compat.topology.builder import from_spec
+    from storm_kafka_compat.topology.spec import from_spec
     from storm_kafka_compat.topology.schemes import load_scheme
     shutil.copy(DATA / "python_storm" / "explicit.py", tmp_path)
     shutil.copy(storm_py_dir / "storm.py", tmp_path)

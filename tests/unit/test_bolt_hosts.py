@@ -10,7 +10,7 @@ from storm_kafka_compat.executor.hosts.host import BoltHost, deal_slots
 from storm_kafka_compat.executor.hosts.snapshots import StateStore
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import TopicPartition
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.grouping import key_hash, stable_hash
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch

@@ -313,7 +313,7 @@ def test_no_kafka_offset_data_point_when_storm_reports_null():
 
 def test_stage_layout_runs_shuffles_locally_and_cuts_at_crossing_groupings():
     from storm_kafka_compat.executor.stage_tasks import needs_stages, stage_layout
-    from storm_kafka_compat.topology.builder import from_spec
+    from storm_kafka_compat.topology.spec import from_spec
 
     spec = {"bolts": [
         {"name": "split", "bolt": "tests.bolts:SplitWords", "parallelism": 2},

@@ -143,7 +143,7 @@ def test_edge_free_leaves_carry_their_roots_without_an_edge_id():
     from storm_kafka_compat.executor.dag import LocalRuntime
     from storm_kafka_compat.batch import FetchPlan
     from storm_kafka_compat.kafka.client import KafkaMessage
-    from storm_kafka_compat.topology.builder import from_spec
+    from storm_kafka_compat.topology.spec import from_spec
     from storm_kafka_compat.topology.schemes import load_scheme
     scheme = load_scheme("string")
     topo = from_spec(spec("BasicCount", then_hold=True), spout_fields=scheme.fields)

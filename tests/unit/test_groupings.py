@@ -11,7 +11,8 @@ from storm_kafka_compat.executor.dag import AckSink, LocalRuntime, TaskDispatche
 from storm_kafka_compat.executor.stage_tasks import stage_layout
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt
-from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.topology.builder import TopologyBuilder
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.grouping import (CustomStreamGrouping, Grouping,
                                                   PartialKeyBalance, canonical_grouping,
                                                   stable_hash)

@@ -20,7 +20,8 @@ from storm_kafka_compat.kafka.producer import serializer_for
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.schemes import load_scheme
-from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.topology.builder import TopologyBuilder
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple
 

@@ -13,7 +13,7 @@ streamparse = pytest.importorskip("streamparse")
 
 from storm_kafka_compat.errors import ConfigError  # noqa: E402
 from storm_kafka_compat.flux.convert import convert_file, detect_format  # noqa: E402
-from storm_kafka_compat.topology.builder import from_spec  # noqa: E402
+from storm_kafka_compat.topology.spec import from_spec  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "python_storm"
 BOOTSTRAP = Path(streamparse.__file__).parent / "bootstrap" / "project"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from storm_kafka_compat.flux.convert import convert_file
 from storm_kafka_compat.java import convert_java
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -21,7 +21,7 @@ from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import RichBolt
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.tuples import StormTuple
 

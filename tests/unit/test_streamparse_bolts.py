@@ -20,7 +20,7 @@ from storm_kafka_compat.executor.dag import LocalRuntime  # noqa: E402
 from storm_kafka_compat.executor.process import process_batch  # noqa: E402
 from storm_kafka_compat.kafka.client import KafkaMessage  # noqa: E402
 from storm_kafka_compat.topology.bolts import RichBolt  # noqa: E402
-from storm_kafka_compat.topology.builder import from_spec  # noqa: E402
+from storm_kafka_compat.topology.spec import from_spec  # noqa: E402
 from storm_kafka_compat.topology.instances import instantiate_bolt  # noqa: E402
 from storm_kafka_compat.topology.state import TaskState  # noqa: E402
 from storm_kafka_compat.topology.tuples import StormTuple  # noqa: E402

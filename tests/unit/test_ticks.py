@@ -12,7 +12,7 @@ from storm_kafka_compat.errors import ConfigError, TopologyError
 from storm_kafka_compat.executor.hosts.host import BoltHost
 from storm_kafka_compat.testing.clock import ManualClock
 from storm_kafka_compat.topology.bolts import BasicBolt
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.ticks import (SYSTEM_COMPONENT, TICK_FREQ_KEY, TICK_STREAM,
                                                TickSchedule, is_tick, tick_freq_of, tick_tuple)
 from storm_kafka_compat.topology.tuples import StormTuple

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.topology.bolts import BasicBolt, RichBolt, SimpleBolt
-from storm_kafka_compat.topology.builder import TopologyBuilder, from_spec
+from storm_kafka_compat.topology.builder import TopologyBuilder
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.grouping import Grouping, route, stable_hash
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.topology.tuples import StormTuple

@@ -13,7 +13,7 @@ from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.stage_tasks import GroupResult, StageLayout, run_stage_group
 from storm_kafka_compat.structs import BoltError, merge_errors
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
 from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
 from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch

@@ -26,7 +26,7 @@ from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import BasicBolt, BasicOutputCollector
-from storm_kafka_compat.topology.builder import from_spec
+from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.tuples import StormTuple
 
 __all__ = ["OwnWordCount", "WordScheme", "measure", "quickstart_src"]
