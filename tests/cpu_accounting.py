@@ -1,14 +1,17 @@
 """Where the suite's CPU goes: with ``SKC_TEST_CPU=FILE`` set, each test's CPU-seconds
 (setup, call and teardown) are appended to FILE as a JSON line, counted over the pytest
-process and every process under it: the servers, the JVMs, Spark's Python workers, the
-jobs a test starts. The suite is bound by CPU on two cores, so this, not a test's wall
+process and every process started under it: the servers, the JVMs, Spark's Python
+workers, the jobs a test starts, and what they started, also after their parent died (a
+killed driver's JVM). The suite is bound by CPU on two cores, so this, not a test's wall
 time, says what a change saves::
 
     SKC_TEST_CPU=/tmp/cpu.jsonl python -m pytest -n 3
     python -m tests.cpu_accounting /tmp/cpu.jsonl      # by file, the largest first
 
-A process that ends while a test runs is counted when its parent waits for it (Linux
-adds a waited child's CPU to its parent's); one orphaned and reaped by init is not.
+A thread samples ``/proc`` every :data:`SAMPLE_S` and charges each process's CPU since
+its last sample to the test running then; a process seen once under this one stays
+this one's. A process that starts and ends between two samples is counted only when a
+process already seen waits for it (Linux adds a waited child's CPU to its parent's).
 Module and session fixtures count in the test that starts or stops them.
 """
 
@@ -17,20 +20,21 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections import Counter
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
 _TICK = os.sysconf("SC_CLK_TCK")
+#: how often the processes are sampled (s)
+SAMPLE_S = 0.5
 
 
-def _tree_cpu(root: int) -> float:
-    """CPU-seconds of ``root`` and every live process under it, each with what its
-    waited children used."""
-    parents: Dict[int, int] = {}
-    cpu: Dict[int, float] = {}
+def _processes() -> Dict[int, Tuple[int, int, float]]:
+    """pid -> (parent pid, start time in ticks, CPU-seconds with its waited children)."""
+    out: Dict[int, Tuple[int, int, float]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -39,17 +43,64 @@ def _tree_cpu(root: int) -> float:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        pid = int(name)
-        parents[pid] = int(fields[1])
-        cpu[pid] = sum(int(v) for v in fields[11:15]) / _TICK
-    total = 0.0
-    for pid in cpu:
-        p: Optional[int] = pid
-        while p is not None and p != root:
-            p = parents.get(p)
-        if p == root:
-            total += cpu[pid]
-    return total
+        out[int(name)] = (int(fields[1]), int(fields[19]),
+                          sum(int(v) for v in fields[11:15]) / _TICK)
+    return out
+
+
+class CpuMeter:
+    """The CPU of this process's tree, charged to the test running when it was used."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        #: (pid, start time) of every process seen in the tree -> its CPU at the last sample
+        self.seen: Dict[Tuple[int, int], float] = {}
+        self.charged = 0.0
+        self.stopped = threading.Event()
+
+    def sample(self, *, charge: bool = True) -> None:
+        """Charge what each process of the tree used since its last sample (a process
+        new to the tree: all it used); ``charge`` false only takes the baseline."""
+        procs = _processes()
+        mine = {self.root}
+        changed = True
+        while changed:             # the tree, and whatever was seen in it before
+            changed = False
+            for pid, (ppid, start, _cpu) in procs.items():
+                if pid not in mine and (ppid in mine or (pid, start) in self.seen):
+                    mine.add(pid)
+                    changed = True
+        with self.lock:
+            for pid in mine:
+                _ppid, start, cpu = procs[pid]
+                before = self.seen.get((pid, start), 0.0)
+                if charge:
+                    self.charged += max(0.0, cpu - before)
+                self.seen[(pid, start)] = cpu
+
+    def take(self) -> float:
+        """The CPU charged since the last take."""
+        self.sample()
+        with self.lock:
+            used, self.charged = self.charged, 0.0
+        return used
+
+    def run(self) -> None:
+        while not self.stopped.wait(SAMPLE_S):
+            self.sample()
+
+
+_METER: Optional[CpuMeter] = None
+
+
+def _meter() -> CpuMeter:
+    global _METER
+    if _METER is None:
+        _METER = CpuMeter(os.getpid())
+        _METER.sample(charge=False)
+        threading.Thread(target=_METER.run, name="cpu-accounting", daemon=True).start()
+    return _METER
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -58,11 +109,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) 
     if not path:
         yield
         return
-    me = os.getpid()
-    started, wall = _tree_cpu(me), time.monotonic()
+    meter = _meter()
+    meter.take()
+    wall = time.monotonic()
     yield
-    used = _tree_cpu(me) - started
-    line = {"test": item.nodeid, "cpu_s": round(used, 2),
+    line = {"test": item.nodeid, "cpu_s": round(meter.take(), 2),
             "wall_s": round(time.monotonic() - wall, 2)}
     with open(path, "a") as out:
         out.write(json.dumps(line) + "\n")
@@ -81,7 +132,7 @@ def main(argv: List[str]) -> int:
             wall[name] += row["wall_s"]
             count[name] += 1
     total = sum(by_file.values())
-    print(f"{total:,.0f} CPU-seconds over {sum(count.values())} tests")
+    print(f"{total:,.0f} CPU-seconds over {sum(count.values())} tests (CPU, wall, tests)")
     for name, cpu_s in by_file.most_common(int(argv[1]) if len(argv) > 1 else 40):
         print(f"{cpu_s:8.0f} {wall[name]:8.0f} {count[name]:5d}  {name}")
     return 0
