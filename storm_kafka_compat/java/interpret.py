@@ -12,24 +12,24 @@ whose condition is not a constant run, in order. What it cannot follow becomes a
 
 from __future__ import annotations
 
-import codecs
-import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from tree_sitter import Node
 
+from storm_kafka_compat.java.operations import (NO_RESULT, arithmetic, convert, java_format,
+                                                nested_dollar, string_method, time_unit_call,
+                                                topics_varargs, unescape)
 from storm_kafka_compat.java.source import (JAVA_LANG, JavaClass, Method, Origin, SourceFile,
                                             SourceTree, text_of)
 from storm_kafka_compat.java.values import (ARGS, CONFIG_SETTERS, CONSTANTS, ENV, KAFKA_SPOUTS,
                                             KNOWN_CLASSES, LOOKUP, LOOKUP_METHODS, MAP_CLASSES,
-                                            OFFSET_TIMES, OPAQUE_RE, PER_RUN_CALLS,
-                                            PER_RUN_CLASSES, RANDOM, TIME, TIME_UNITS_MS,
-                                            UNRESOLVED, KAFKA_CONFIG_CLASSES, BoltDecl,
-                                            ClassRef, JObject, MainArgs,
-                                            SpoutDecl, Submission, Unknown, java_string,
-                                            kafka_config_key, storm_config_key)
+                                            OFFSET_TIMES, OPAQUE_RE, PER_RUN_CALLS, PER_RUN_CLASSES,
+                                            RANDOM, TIME, UNRESOLVED, KAFKA_CONFIG_CLASSES,
+                                            BoltDecl, ClassRef, JObject, MainArgs, SpoutDecl,
+                                            Submission, Unknown, java_string, kafka_config_key,
+                                            storm_config_key)
 
 #: packages of the JDK, Storm and Kafka: never a class of the project that is missing
 FOREIGN_PACKAGES = ("java.", "javax.", "org.apache.storm.", "storm.", "backtype.",
@@ -47,7 +47,6 @@ GROUPING_METHODS: Dict[str, str] = {
     "globalGrouping": "GLOBAL", "directGrouping": "DIRECT", "customGrouping": "CUSTOM",
     "partialKeyGrouping": "PARTIAL_KEY",
 }
-_ESCAPE_RE = re.compile(r"\\(u+[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
 
 
 #: call_tree's default: the method runs on the caller's object
@@ -273,7 +272,7 @@ class Interpreter:
             raw = text_of(child) if child.type != "multiline_string_fragment" else \
                 (child.text or b"").decode("utf-8", "replace")
             if child.type == "escape_sequence":
-                parts.append(_unescape(raw))
+                parts.append(unescape(raw))
             elif child.type == "multiline_string_fragment":
                 parts.append(raw)
             elif child.type == "string_interpolation":
@@ -286,7 +285,7 @@ class Interpreter:
         return text
 
     def _eval_character_literal(self, node: Node, frame: Frame) -> Any:
-        return _unescape(text_of(node)[1:-1])
+        return unescape(text_of(node)[1:-1])
 
     def _eval_decimal_integer_literal(self, node: Node, frame: Frame) -> Any:
         text = text_of(node).replace("_", "").rstrip("lL")
@@ -526,7 +525,7 @@ class Interpreter:
         numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool)
                       for v in (left, right))
         if numbers:
-            result = _arithmetic(op, left, right)
+            result = arithmetic(op, left, right)
             if result is not None:
                 return result
         if op in ("==", "!=") and not any(isinstance(v, str) and "${" in v
@@ -578,7 +577,7 @@ class Interpreter:
         if simple == "String" and len(args) == 1 and isinstance(args[0], str):
             return args[0]
         if qualified.endswith("KafkaSpoutConfig$Builder"):
-            args = _topics_varargs(args)
+            args = topics_varargs(args)
         obj = JObject(qualified, self.origin(node, frame), args)
         if qualified in KAFKA_SPOUTS:
             self.spouts.append(obj)
@@ -649,15 +648,15 @@ class Interpreter:
                 obj.tasks = args[0]
             return obj
         plain = self.plain_call(obj, name, args)
-        if plain is not _NO:
+        if plain is not NO_RESULT:
             return plain
         if isinstance(obj, str) and obj.startswith("TimeUnit."):
-            converted = _time_unit(obj, name, args)
-            if converted is not _NO:
+            converted = time_unit_call(obj, name, args)
+            if converted is not NO_RESULT:
                 return converted
         if isinstance(obj, str) and self.opaque_kind(obj) is None:
-            result = _string_method(obj, name, args)
-            if result is not _NO:
+            result = string_method(obj, name, args)
+            if result is not NO_RESULT:
                 return result
         if name in LOOKUP_METHODS and args and isinstance(args[0], str) and "${" not in args[0]:
             default = args[1] if len(args) > 1 and name in ("getProperty", "getOrDefault") \
@@ -686,7 +685,7 @@ class Interpreter:
                 return args[0]
             self.with_default(obj, args[0])
             return obj
-        return _NO
+        return NO_RESULT
 
     def _eval_method_reference(self, node: Node, frame: Frame) -> Any:
         return self.unknown(UNRESOLVED, node, frame)
@@ -760,12 +759,12 @@ class Interpreter:
                                 default=args[1] if len(args) > 1 else None)
         if simple in ("Integer", "Long", "Short") and name in ("parseInt", "parseLong",
                                                                 "valueOf", "decode") and args:
-            return _convert(args[0], int)
+            return convert(args[0], int)
         if simple in ("Double", "Float") and name in ("parseDouble", "parseFloat", "valueOf") \
                 and args:
-            return _convert(args[0], float)
+            return convert(args[0], float)
         if simple == "Boolean" and name in ("parseBoolean", "valueOf") and args:
-            return _convert(args[0], lambda s: s.strip().lower() == "true")
+            return convert(args[0], lambda s: s.strip().lower() == "true")
         if simple in ("String", "Integer", "Long", "Objects") and name in ("valueOf", "toString") \
                 and len(args) == 1 and opaque is None:
             return java_string(args[0])
@@ -777,8 +776,8 @@ class Interpreter:
             items = args[1] if len(args) == 2 and isinstance(args[1], list) else args[1:]
             return str(args[0]).join(java_string(v) for v in items)
         if simple == "String" and name == "format" and args and opaque is None:
-            formatted = _java_format(args[0], args[1:])
-            if formatted is not _NO:
+            formatted = java_format(args[0], args[1:])
+            if formatted is not NO_RESULT:
                 return formatted
         if simple in ("StormSubmitter",) and name.startswith("submitTopology") and len(args) >= 3:
             self.submissions.append(Submission(args[0], args[1], args[2],
@@ -787,7 +786,7 @@ class Interpreter:
         if name in ("builder", "fromString", "compile", "seconds", "milliSeconds",
                     "microSeconds") and not ref.name.startswith("java.lang."):
             if name == "builder":
-                args = _topics_varargs(args)
+                args = topics_varargs(args)
             return JObject(ref.name, self.origin(node, frame), args, factory=name)
         return self.unknown(opaque if opaque in (RANDOM, TIME) else UNRESOLVED, node, frame)
 
@@ -881,7 +880,7 @@ class Interpreter:
         (Flux's spelling), a class of the tree by its qualified name."""
         parts = name.split(".")
         if not parts[0][:1].isupper():
-            return _nested_dollar(name)      # already qualified
+            return nested_dollar(name)      # already qualified
         head, nested = parts[0], parts[1:]
         tree_cls = self.tree.find_class(name, frame.src, frame.cls)
         if tree_cls is not None:
@@ -896,110 +895,4 @@ class Interpreter:
             # not imported: java.lang, else (most likely) a class of the file's package
             qualified = f"java.lang.{head}" if head in JAVA_LANG else (
                 f"{frame.src.package}.{head}" if frame.src.package else head)
-        return _nested_dollar(qualified) + "".join("$" + n for n in nested)
-
-
-_NO = object()
-
-
-def _nested_dollar(name: str) -> str:
-    """``a.b.Outer.Inner`` -> ``a.b.Outer$Inner`` (package parts are lower case)."""
-    parts = name.split(".")
-    first_class = next((i for i, p in enumerate(parts) if p[:1].isupper()), len(parts) - 1)
-    return ".".join(parts[:first_class + 1]) + "".join("$" + p for p in parts[first_class + 1:])
-
-
-def _time_unit(unit: str, name: str, args: List[Any]) -> Any:
-    """``TimeUnit.SECONDS.toMillis(10)`` -> 10000."""
-    source = unit.partition(".")[2]
-    target = name[2:].upper()
-    target = {"MILLIS": "MILLISECONDS", "NANOS": "NANOSECONDS",
-              "MICROS": "MICROSECONDS"}.get(target, target)
-    if name.startswith("to") and len(args) == 1 and isinstance(args[0], (int, float)) and \
-            source in TIME_UNITS_MS and target in TIME_UNITS_MS:
-        return int(args[0] * TIME_UNITS_MS[source] / TIME_UNITS_MS[target])
-    return _NO
-
-
-def _topics_varargs(args: List[Any]) -> List[Any]:
-    """``builder(servers, "a", "b")``: the ``String... topics`` form, as a list of topics."""
-    if len(args) > 2 and all(isinstance(a, str) for a in args):
-        return [args[0], list(args[1:])]
-    return args
-
-
-def _unescape(text: str) -> str:
-    def one(m: "re.Match[str]") -> str:
-        body = m.group(1)
-        if body.startswith("u"):
-            return chr(int(body.lstrip("u"), 16))
-        if body[0] in "01234567":
-            return chr(int(body, 8))
-        return codecs.decode("\\" + body, "unicode_escape") if body in "btnfr" else body
-    return _ESCAPE_RE.sub(one, text)
-
-
-def _arithmetic(op: str, a: Any, b: Any) -> Any:
-    both_int = isinstance(a, int) and isinstance(b, int)
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/" and b != 0:
-        return int(a / b) if both_int else a / b
-    if op == "%" and b != 0 and both_int:
-        return int(a - b * int(a / b))
-    if both_int and op in ("<<", ">>", "&", "|", "^"):
-        return {"<<": a << b, ">>": a >> b, "&": a & b, "|": a | b, "^": a ^ b}[op]
-    if op in ("<", ">", "<=", ">="):
-        return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
-    if op in ("==", "!="):
-        return (a == b) if op == "==" else (a != b)
-    return None
-
-
-def _convert(value: Any, to: Callable[[str], Any]) -> Any:
-    """``Integer.parseInt(x)``: a placeholder stays (the filter's value is typed later)."""
-    if isinstance(value, str) and "${" in value:
-        return value
-    try:
-        return to(value) if isinstance(value, str) else (
-            to(str(value)) if to is not int else int(value))
-    except (TypeError, ValueError):
-        return value
-
-
-def _string_method(text: str, name: str, args: List[Any]) -> Any:
-    if "${" in text and name not in ("trim", "toString", "intern"):
-        return _NO
-    if name in ("trim", "strip"):
-        return text.strip()
-    if name in ("toString", "intern"):
-        return text
-    if name == "toLowerCase":
-        return text.lower()
-    if name == "toUpperCase":
-        return text.upper()
-    if name == "concat" and len(args) == 1 and isinstance(args[0], str):
-        return text + args[0]
-    if name == "replace" and len(args) == 2 and all(isinstance(a, str) for a in args):
-        return text.replace(args[0], args[1])
-    if name == "split" and len(args) == 1 and isinstance(args[0], str):
-        return [p for p in re.split(args[0], text)]
-    if name == "equals" and len(args) == 1:
-        return text == args[0]
-    if name == "isEmpty" and not args:
-        return text == ""
-    return _NO
-
-
-def _java_format(fmt: Any, args: List[Any]) -> Any:
-    if not isinstance(fmt, str):
-        return _NO
-    values = iter(args)
-    try:
-        return re.sub(r"%[sd]", lambda m: java_string(next(values)), fmt)
-    except StopIteration:
-        return fmt
+        return nested_dollar(qualified) + "".join("$" + n for n in nested)
