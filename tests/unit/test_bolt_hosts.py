@@ -20,7 +20,7 @@ SPEC = {"bolts": [
      "kind": "basic", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "shuffle"}]},
     {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.wordcount:WordCount",
      "kind": "basic", "parallelism": 2, "inputs": [{"from": "split", "grouping": "fields",
-                                   "fields": ["word"]}]}]}
+                                                    "fields": ["word"]}]}]}
 
 
 class Msg:

@@ -51,7 +51,7 @@ class OffsetScheme:
 MULTI_STAGE = {"scheme": "storm_kafka_compat.workshop.bench.pipeline:OffsetScheme", "bolts": [
     {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.pipeline:noop_bolt",
      "kind": "simple", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "fields",
-                                   "fields": ["offset"]}]}]}
+                                                     "fields": ["offset"]}]}]}
 
 
 def bench_job(*, topic: str, partitions: int, bootstrap: str, zk_port: int, spout_id: str,

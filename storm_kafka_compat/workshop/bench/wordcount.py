@@ -64,7 +64,7 @@ WORD_COUNT = {"bolts": [
      "kind": "basic", "parallelism": 2, "inputs": [{"from": "spout", "grouping": "shuffle"}]},
     {"name": "count", "bolt": "storm_kafka_compat.workshop.bench.wordcount:WordCount",
      "kind": "basic", "parallelism": 4, "inputs": [{"from": "split", "grouping": "fields",
-                                   "fields": ["word"]}]}]}
+                                                    "fields": ["word"]}]}]}
 
 
 def sentences(n: int, seed: int = 31) -> Iterator[bytes]:
