@@ -74,12 +74,23 @@ class MessageLike(Protocol):
     value)`` pairs, empty before Kafka 0.11; ``timestamp``: epoch ms, -1 or None
     before Kafka 0.10)."""
 
-    key: Optional[bytes]
-    value: Optional[bytes]
-    topic: str
-    partition: int
-    offset: int
-    headers: Sequence[Tuple[str, bytes]]
+    @property
+    def key(self) -> Optional[bytes]: ...
+
+    @property
+    def value(self) -> Optional[bytes]: ...
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def headers(self) -> Sequence[Tuple[str, bytes]]: ...
 
 
 @runtime_checkable
@@ -94,7 +105,7 @@ class Scheme(Protocol):
 
     fields: Tuple[str, ...]
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         """Value lists, one per tuple; ``[]`` for a message giving no tuple."""
         ...
 
@@ -109,7 +120,7 @@ class RawScheme:
 
     fields: Tuple[str, ...] = ("bytes",)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         return [] if value is None else [[value]]
 
@@ -129,7 +140,7 @@ class StringScheme:
 
     fields: Tuple[str, ...] = ("str",)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value   # UTF-8 as _utf8, inline: the most used scheme's hot path
         return [] if value is None else [[value.decode("utf-8")]]
 
@@ -205,7 +216,7 @@ class KeyValueSchemeAsMultiScheme:
         self.scheme = scheme
         self.fields: Tuple[str, ...] = tuple(scheme.fields)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -225,7 +236,7 @@ class SchemeAsMultiScheme:
         self.scheme = scheme
         self.fields: Tuple[str, ...] = tuple(scheme.fields)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -241,7 +252,7 @@ class MessageMetadataSchemeAsMultiScheme:
         self.scheme = scheme
         self.fields: Tuple[str, ...] = tuple(scheme.fields)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -255,7 +266,7 @@ class StringMessageAndMetadataScheme:
 
     fields: Tuple[str, ...] = ("str", "partition", "offset")
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -267,7 +278,7 @@ class StringMultiSchemeWithTopic:
 
     fields: Tuple[str, ...] = ("str", "topic")
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -283,7 +294,7 @@ class RecordTranslatorScheme:
 
     fields: Tuple[str, ...] = ("topic", "partition", "offset", "key", "value")
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         key, value = message.key, message.value
         return [[message.topic, message.partition, message.offset,
                  None if key is None else _utf8(key),
@@ -301,7 +312,7 @@ class RecordWithHeadersScheme:
     fields: Tuple[str, ...] = ("topic", "partition", "offset", "key", "value", "timestamp",
                                "headers")
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         key, value = message.key, message.value
         timestamp = getattr(message, "timestamp", None)
         return [[message.topic, message.partition, message.offset,
@@ -328,7 +339,7 @@ class FunctionScheme:
         self.fields: Tuple[str, ...] = tuple(
             fields if fields is not None else getattr(function, "fields", ("value",)))
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         if value is None:
             return []
@@ -434,6 +445,6 @@ class EmitNullTuples:
         self.scheme = scheme
         self.fields = scheme.fields
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         rows = self.scheme.to_tuples(message)
         return rows if rows else [[None] * len(self.fields)]

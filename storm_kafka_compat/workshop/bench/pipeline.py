@@ -23,6 +23,7 @@ from storm_kafka_compat.batch import BatchPlan, BatchResult
 from storm_kafka_compat.config import JobConfig, job_config_from_dict
 from storm_kafka_compat.engine.bolt_state import host_address
 from storm_kafka_compat.engine.runner import SparkRunner, StagedSparkRunner
+from storm_kafka_compat.topology.schemes import MessageLike
 
 if TYPE_CHECKING:
     from storm_kafka_compat.engine.report import RunSummary
@@ -40,7 +41,7 @@ class OffsetScheme:
 
     fields = ("bytes", "offset")
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
         value = message.value
         return [] if value is None else [[value, message.offset]]
 

@@ -26,6 +26,7 @@ from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.kafka.client import KafkaMessage
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.topology.bolts import BasicBolt, BasicOutputCollector
+from storm_kafka_compat.topology.schemes import MessageLike
 from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.tuples import StormTuple
 
@@ -61,8 +62,9 @@ class WordScheme:
 
     fields: Tuple[str, ...] = ("word",)
 
-    def to_tuples(self, message: Any) -> List[List[Any]]:
-        return [[message.value.decode()]]
+    def to_tuples(self, message: MessageLike) -> List[List[Any]]:
+        value = message.value
+        return [] if value is None else [[value.decode()]]
 
 
 def quickstart_src() -> Optional[str]:
