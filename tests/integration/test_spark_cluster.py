@@ -70,7 +70,11 @@ def _env() -> Dict[str, str]:
 
 
 def _job(tmp: Path, kafka09, topic: str, master: str, record: Path,
-         conf: Optional[Dict[str, str]] = None, sleep_s: float = 0.0) -> Path:
+         conf: Optional[Dict[str, str]] = None, sleep_s: float = 0.0,
+         executors: int = 1) -> Path:
+    """The job's CONFIG. ``executors``: how many of the cluster's one-core workers it
+    takes (``spark.cores.max``); the stop and signal tests need one, which starts one
+    executor JVM fewer per run."""
     (tmp / "clusterbolts.py").write_text(BOLTS)
     config = tmp / "job.yaml"
     config.write_text(yaml.safe_dump({
@@ -85,7 +89,7 @@ def _job(tmp: Path, kafka09, topic: str, master: str, record: Path,
                            "spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
                            "spark.executor.memory": "512m",
                            "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS,
-                           **(conf or {})}},
+                           "spark.cores.max": str(executors), **(conf or {})}},
         "bolt": "clusterbolts:record",
         "kafka": dict(KAFKA_09)}))
     return config
@@ -121,7 +125,8 @@ def test_shipped_bolt_module_and_interpreter_on_two_workers(
         cluster, executor_env, kafka09, kafka09_topic, tmp_path) -> None:
     topic = _seed(kafka09_topic, 200)
     record = tmp_path / "record.jsonl"
-    config = _job(tmp_path, kafka09, topic, cluster.master_url, record, conf=executor_env)
+    config = _job(tmp_path, kafka09, topic, cluster.master_url, record, conf=executor_env,
+                  executors=2)
     done = subprocess.run([str(CLI), "run", str(config), "--until-caught-up"], cwd=tmp_path,
                           env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
