@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.executor.calls import Address, Answer, accept_each
+from storm_kafka_compat.executor.calls import Address, Answer, accept_each, stop_accepting
 from storm_kafka_compat.kafka.fetch_group import PartitionKey
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,6 @@ class DealerServer:
     def close(self) -> None:
         """Stop serving; the tasks' next claims find nobody (a first attempt then reads
         its own group)."""
-        self._stopped.set()
-        self._listener.close()
+        stop_accepting(self._listener, self._stopped)
         for conn in list(self._connections):
             conn.close()

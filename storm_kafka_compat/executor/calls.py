@@ -101,3 +101,17 @@ def accept_each(listener: Listener, stopped: threading.Event,
             log.debug("a connection to %s was refused", name, exc_info=True)
             continue
         threading.Thread(target=serve, args=(conn,), name=name, daemon=True).start()
+
+
+def stop_accepting(listener: Listener, stopped: threading.Event) -> None:
+    """End :func:`accept_each`'s loop on ``listener`` and close it: ``stopped`` set, the
+    accept it is blocked in woken by a connection that leaves at once (closing the
+    listener alone does not wake it on Linux: a bolt host then lingered until killed,
+    5 s after each run's stop)."""
+    stopped.set()
+    try:
+        with socket.create_connection(listener.address, timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError:
+        log.debug("waking the accept of %s failed", listener.address, exc_info=True)
+    listener.close()

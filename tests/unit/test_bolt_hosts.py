@@ -7,6 +7,7 @@ import pickle
 
 from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
 from storm_kafka_compat.executor.hosts.host import BoltHost, deal_slots
+from storm_kafka_compat.executor.hosts.pool import HostPool
 from storm_kafka_compat.executor.hosts.snapshots import StateStore
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import TopicPartition
@@ -111,3 +112,14 @@ def test_slots_are_dealt_in_turn():
     slots = [("count", i) for i in range(4)]
     assert deal_slots(slots, 2) == [(("count", 0), ("count", 2)), (("count", 1), ("count", 3))]
     assert deal_slots(slots, 8) == [(s,) for s in slots]
+
+
+def test_hosts_stop_by_themselves_when_their_pool_closes():
+    """close() asks each host process to stop and it exits on its own (status 0), not
+    by the kill close() falls back to after 5 s: a host once kept waiting in accept on
+    its closed listener until killed, adding 5 s a host to every run's stop."""
+    layout = stage_layout(from_spec(SPEC))
+    pool = HostPool(SPEC, {}, ("bytes",), layout, hosts=2)
+    processes = list(pool.processes)
+    pool.close()
+    assert [p.returncode for p in processes] == [0, 0]

@@ -4,6 +4,7 @@ that checked in, so that no group is read twice or left out; a task that cannot 
 dealer on its first attempt reads its own group, a retried one is told what it was dealt."""
 
 import threading
+import time
 
 import pytest
 
@@ -141,3 +142,18 @@ def test_the_runner_keeps_its_dealer_when_the_job_is_sent_again():
     staged = StagedSparkRunner(lambda: spark, deal_on="127.0.0.1")
     staged.start(WorkerJob(job_id="k", spout=spout, bootstrap=("a:1",)))
     assert staged.dealer is None and sent[-1].dealer is None          # stages: not dealt
+
+
+def test_closing_the_dealer_ends_its_accepting_thread():
+    """A listener closed under a blocked accept does not wake it on Linux: each run's
+    dealer left a thread behind (and a bolt host its whole process) until woken."""
+    before = {t for t in threading.enumerate() if t.name == "plan-dealer"}
+    server = DealerServer(PlanDealer(), "127.0.0.1")
+    accepting = [t for t in threading.enumerate() if t.name == "plan-dealer" and t not in before]
+    assert len(accepting) == 1 and accepting[0].is_alive()
+    server.dealer.open(1, split_groups(plans(2), 1))
+    assert dealt_plans(Service(server.address, server.authkey), 1, 0, (), attempt=0)
+    time.sleep(0.2)                     # back in accept, waiting for the next worker
+    server.close()
+    accepting[0].join(5)
+    assert not accepting[0].is_alive()

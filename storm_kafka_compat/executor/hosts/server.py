@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
-from storm_kafka_compat.executor.calls import Answer, accept_each
+from storm_kafka_compat.executor.calls import Answer, accept_each, stop_accepting
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
 
@@ -105,11 +105,10 @@ class HostServer:
         raise ValueError(f"unknown request {what!r}")
 
     def stop(self) -> None:
-        self.stopped.set()
         try:
             self.host.cleanup()
         finally:
-            self.listener.close()
+            stop_accepting(self.listener, self.stopped)
 
 
 def watch_parent(parent_pid: int, server: HostServer) -> None:
