@@ -10,9 +10,12 @@ A request is a tuple; the answer ``("ok", value)`` or ``("error", text)``.
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import struct
 import threading
 from dataclasses import dataclass, field
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import (Connection, Listener, answer_challenge,
                                         deliver_challenge)
 from typing import Any, Callable, Dict, Literal, Tuple
@@ -47,14 +50,29 @@ class Unreachable(Exception):
     """The service at an address could not be reached, twice (the cause in the text)."""
 
 
+def _io_timeout(sock: socket.socket, seconds: float) -> None:
+    """The kernel's bound on each read and write of ``sock`` (0: none): it holds for a
+    ``multiprocessing`` Connection over the socket's descriptor, which a Python socket
+    timeout does not."""
+    whole = int(seconds)
+    value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
 def connect(address: Address, authkey: bytes) -> Connection:
-    """An authenticated connection to the listener at ``address``."""
+    """An authenticated connection to the listener at ``address``. The handshake waits
+    at most :data:`CONNECT_TIMEOUT_S` for each answer: what listens there may not be
+    the service (a port the service left, taken by another server) and never answer."""
     with socket.create_connection(address, timeout=CONNECT_TIMEOUT_S) as s:
         s.setblocking(True)
+        _io_timeout(s, CONNECT_TIMEOUT_S)
         conn = Connection(s.detach())
     try:
         answer_challenge(conn, authkey)
         deliver_challenge(conn, authkey)
+        with socket.socket(fileno=os.dup(conn.fileno())) as same:
+            _io_timeout(same, 0)        # the calls themselves wait as long as they take
     except BaseException:
         conn.close()
         raise
@@ -75,7 +93,7 @@ def call(address: Address, authkey: bytes, request: Tuple[Any, ...]) -> Answer:
                 conn = connect(address, authkey)
             conn.send(request)
             status, value = conn.recv()
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, AuthenticationError) as exc:
             if conn is not None:
                 conn.close()
             if attempt == 2:

@@ -157,3 +157,24 @@ def test_closing_the_dealer_ends_its_accepting_thread():
     server.close()
     accepting[0].join(5)
     assert not accepting[0].is_alive()
+
+
+def test_a_port_that_accepts_and_never_answers_is_unreachable_not_a_hang(monkeypatch):
+    """The handshake is bounded: a task reaching for a driver's service whose port
+    another server took since (seen in a parallel test run) waited for ever."""
+    import socket
+
+    from storm_kafka_compat.executor import calls
+    monkeypatch.setattr(calls, "CONNECT_TIMEOUT_S", 0.3)
+    outcome = []
+    with socket.create_server(("127.0.0.1", 0)) as silent:   # the kernel accepts; nobody talks
+
+        def reach():
+            try:
+                calls.call(silent.getsockname()[:2], b"k" * 32, ("claim", 1, 0, "w"))
+            except calls.Unreachable as exc:
+                outcome.append(exc)
+        thread = threading.Thread(target=reach, daemon=True)
+        thread.start()
+        thread.join(10)
+    assert not thread.is_alive() and len(outcome) == 1
