@@ -1,9 +1,9 @@
 """What a crash replays is bounded in time, not by the batch size (issue 17).
 
-A slow bolt (10 ms a tuple) over a large backlog (4 partitions x 1,000 messages on a
+A slow bolt (10 ms a tuple) over a large backlog (4 partitions x 500 messages on a
 real Apache Kafka 0.9.0.1 broker), `stateUpdateIntervalMs` 500, the default batch
 size (1,000,000 new messages per partition): before the tasks had a time budget a
-batch held each partition's whole backlog (about 40 s of work on one core) and a
+batch held each partition's whole backlog (about 20 s of work on one core) and a
 driver killed mid-batch replayed all of it. Now a task processes for at most half
 a commit interval, shared by its partitions, so a kill replays at most what was
 processed since the last commit plus the batch in flight. The bound below is computed
@@ -29,7 +29,9 @@ from storm_kafka_compat.workshop.servers.kafka_clients import produce
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
 PARTITIONS = 4
-PER_PARTITION = 1000
+#: 2,000 messages: 20 s of the bolt's work at its most (100 tuples a second on local[1]),
+#: more than the three runs before their kills can process (at most 4.5 s each)
+PER_PARTITION = 500
 INTERVAL_MS = 500                 # stateUpdateIntervalMs
 TUPLE_S = 0.010                   # the bolt's time per tuple (tests.bolts:record_10ms)
 CORES = 1                         # the fault suite's Spark master is local[1]

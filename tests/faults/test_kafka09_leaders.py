@@ -33,9 +33,10 @@ from tests.faults.harness import (
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
 
 PARTITIONS = 4
-#: messages per partition before the job starts; more are produced before each kill
-#: so that the killed leader's partitions always have a backlog
-INITIAL = 1500
+#: messages per partition before the job starts (about 8 s of the paced bolt's work over
+#: the four partitions, so the first kill lands mid-stream); more are produced before
+#: each kill so that the killed leader's partitions always have a backlog
+INITIAL = 400
 CHUNK = 400
 #: a stall of a partition's deliveries at least this long marks the leader change
 STALL_S = 1.0
