@@ -8,12 +8,12 @@ and each move cost a seek and a first fetch on the worker that got it, while the
 worker's prefetched records were dropped. Here, as Flink's split enumerator answers its
 readers' requests, the driver deals the groups when the tasks ask: each task checks in
 with its worker's name, and the tasks that checked in within :data:`DEAL_WAIT_S` of the
-first are dealt a permutation of their own groups, each the group whose partitions its
-worker read last (:func:`best_deal`).
+first are dealt their own groups' plans cut anew, each partition to the task whose worker
+read it last where the sizes allow (:func:`sticky_deal`).
 
 A task that checks in after that, or cannot reach the driver at all on its first attempt,
-reads its own group: the deal only permutes the groups of tasks that checked in, so no
-group is read twice or left out. A retried attempt is dealt what its task was dealt.
+reads its own group: the deal only re-cuts the groups of tasks that checked in, so no
+plan is read twice or left out. A retried attempt is dealt what its task was dealt.
 
 :class:`PlanDealer` is the state (threads, no sockets; tested without servers);
 :class:`DealerServer` serves it to the executors over ``multiprocessing.connection``.
@@ -25,7 +25,6 @@ import logging
 import secrets
 import threading
 import time
-from collections import Counter
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -44,35 +43,52 @@ Group = Tuple[FetchPlan, ...]
 
 def split_groups(plans: Sequence[FetchPlan], tasks: int) -> Tuple[Group, ...]:
     """``plans`` cut into ``tasks`` consecutive groups of sizes differing by at most one,
-    as Spark's ``parallelize`` slices a list.
-
-    Grouping each partition by its number modulo the tasks kept every partition on its
-    worker (0 moves against 18-80 a run at 64 partitions) and read slower: 301,028
-    msg/s median against 367,352 for these groups (3 rounds each, interleaved, 2M
-    messages, confluent; 291,533 without the dealer). Why is not understood yet.
+    as Spark's ``parallelize`` slices a list: each task's own plans, which the dealer
+    re-cuts by worker (:func:`sticky_deal`) for the tasks that check in.
     """
     n = len(plans)
     return tuple(tuple(plans[i * n // tasks:(i + 1) * n // tasks]) for i in range(tasks))
 
 
-def best_deal(groups: Sequence[Sequence[PartitionKey]], workers: Mapping[int, str],
-              last: Mapping[PartitionKey, str]) -> Dict[int, int]:
-    """Task -> group for the tasks in ``workers`` (task -> its worker's name), a
-    permutation of their own groups (task ``t``'s is group ``t``): greedily, the pairs
-    whose group holds the most partitions its worker read last (``last``) first; a task
-    keeps its own group on a tie."""
+def sticky_deal(groups: Sequence[Group], workers: Mapping[int, str],
+                last: Mapping[PartitionKey, str]) -> Dict[int, Group]:
+    """Task -> the plans it reads, for the tasks in ``workers`` (task -> its worker's
+    name): their own groups' plans (task ``t``'s is ``groups[t]``) cut anew, each plan
+    to a task whose worker read its partition last (``last``) while that task has room,
+    the others where room is left; each task gets as many plans as its own group held,
+    in the plans' order; a plan no worker here read last stays with its own task where
+room allows. Only the checked-in tasks' plans move, so no plan is read
+    twice or left out.
+
+    The groups Spark's slicing cuts follow the plans' order, which moves each batch (a
+    partition a batch did not reach is planned first), so a permutation of whole groups
+    still moved partitions between workers (362-474 moves over 5 batches at 512
+    partitions, confluent); cut by the workers, a partition moves only when the sizes
+    force it.
+    """
     tasks = sorted(workers)
-    readers = {g: Counter(last.get(k) for k in groups[g]) for g in tasks}
-    pairs = sorted(((readers[g][workers[t]], t == g, -t, -g) for t in tasks for g in tasks),
-                   reverse=True)
-    out: Dict[int, int] = {}
-    taken: set[int] = set()
-    for _, _, neg_t, neg_g in pairs:
-        t, g = -neg_t, -neg_g
-        if t not in out and g not in taken:
-            out[t] = g
-            taken.add(g)
-    return out
+    pool = [plan for t in tasks for plan in groups[t]]
+    owner = [t for t in tasks for _ in groups[t]]
+    room = {t: len(groups[t]) for t in tasks}
+    by_worker: Dict[str, List[int]] = {}
+    for t in tasks:
+        by_worker.setdefault(workers[t], []).append(t)
+    chosen: Dict[int, List[int]] = {t: [] for t in tasks}
+    rest: List[int] = []
+    for i, plan in enumerate(pool):
+        home = [t for t in by_worker.get(last.get((plan.topic, plan.partition), ""), ())
+                if room[t] > 0]
+        if home:
+            t = max(home, key=lambda h: (room[h], -h))
+            chosen[t].append(i)
+            room[t] -= 1
+        else:
+            rest.append(i)
+    for i in rest:          # no worker of theirs here: their own task's, else where room is
+        t = owner[i] if room[owner[i]] > 0 else max(tasks, key=lambda h: (room[h], -h))
+        chosen[t].append(i)
+        room[t] -= 1
+    return {t: tuple(pool[i] for i in sorted(chosen[t])) for t in tasks}
 
 
 class PlanDealer:
@@ -94,10 +110,10 @@ class PlanDealer:
         self._batch: Optional[int] = None
         self._groups: Tuple[Group, ...] = ()
         self._workers: Dict[int, str] = {}
-        self._dealt: Optional[Dict[int, int]] = None
+        self._dealt: Optional[Dict[int, Group]] = None
         self._first: Optional[float] = None
-        #: over the run: tasks dealt another task's group, tasks dealt their own, tasks
-        #: that checked in after the deal (their own group)
+        #: over the run: tasks dealt other plans than their own group's, tasks dealt
+        #: their own group, tasks that checked in after the deal (their own group)
         self.swapped = 0
         self.kept = 0
         self.late = 0
@@ -139,26 +155,25 @@ class PlanDealer:
                 if batch != self._batch or self._dealt is None:
                     raise ValueError(f"batch {batch} ended before task {task} was dealt")
             if task not in self._dealt:          # late: its own group, nobody else's
-                self._dealt[task] = task
-                self._remember(task, worker)
+                self._dealt[task] = self._groups[task]
+                self._remember(self._dealt[task], worker)
                 self.late += 1
-            return self._groups[self._dealt[task]]
+            return self._dealt[task]
 
     def _deal(self) -> None:
-        keys = [[(p.topic, p.partition) for p in group] for group in self._groups]
-        self._dealt = best_deal(keys, self._workers, self._last)
-        log.debug("batch %s dealt %s to %s (%d of %d tasks checked in)", self._batch,
-                  self._dealt, self._workers, len(self._workers), len(self._groups))
+        self._dealt = sticky_deal(self._groups, self._workers, self._last)
+        log.debug("batch %s dealt to %s (%d of %d tasks checked in)", self._batch,
+                  self._workers, len(self._workers), len(self._groups))
         for task, group in self._dealt.items():
             self._remember(group, self._workers[task])
-            if task == group:
+            if group == self._groups[task]:
                 self.kept += 1
             else:
                 self.swapped += 1
         self._cond.notify_all()
 
-    def _remember(self, group: int, worker: str) -> None:
-        for p in self._groups[group]:
+    def _remember(self, group: Group, worker: str) -> None:
+        for p in group:
             self._last[(p.topic, p.partition)] = worker
 
 

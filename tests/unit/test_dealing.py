@@ -9,8 +9,8 @@ import time
 import pytest
 
 from storm_kafka_compat.batch import FetchPlan
-from storm_kafka_compat.engine.dealing import (DealerServer, PlanDealer, best_deal,
-                                               split_groups)
+from storm_kafka_compat.engine.dealing import (DealerServer, PlanDealer, split_groups,
+                                               sticky_deal)
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.executor.calls import Service
 from storm_kafka_compat.executor.dealt import dealt_plans
@@ -31,13 +31,36 @@ def test_groups_are_cut_as_spark_slices_a_list():
 
 
 def test_the_deal_gives_each_worker_the_partitions_it_read_last():
-    groups = [keys(g) for g in split_groups(plans(8), 2)]
-    last = {k: "A" for k in groups[0]} | {k: "B" for k in groups[1]}
-    assert best_deal(groups, {0: "B", 1: "A"}, last) == {0: 1, 1: 0}      # swapped
-    assert best_deal(groups, {0: "A", 1: "B"}, last) == {0: 0, 1: 1}
-    assert best_deal(groups, {0: "C", 1: "D"}, last) == {0: 0, 1: 1}      # unknown: own
-    # only the checked-in tasks' groups are dealt: task 1 absent keeps group 1 for itself
-    assert best_deal(groups, {0: "B"}, last) == {0: 0}
+    groups = split_groups(plans(8), 2)
+    last = {k: "A" for k in keys(groups[0])} | {k: "B" for k in keys(groups[1])}
+    assert sticky_deal(groups, {0: "B", 1: "A"}, last) == {0: groups[1], 1: groups[0]}
+    assert sticky_deal(groups, {0: "A", 1: "B"}, last) == {0: groups[0], 1: groups[1]}
+    # unknown workers: each task its own group
+    assert sticky_deal(groups, {0: "C", 1: "D"}, last) == {0: groups[0], 1: groups[1]}
+    # only the checked-in tasks' plans are dealt: task 1 absent keeps group 1 for itself
+    assert sticky_deal(groups, {0: "B"}, last) == {0: groups[0]}
+
+
+def test_the_deal_follows_partitions_when_the_plans_order_shifts_the_cut():
+    # batch 1: A read 0-3, B read 4-7; batch 2 plans partition 5 first (not reached),
+    # so Spark's slices would cut 5,0,1,2 | 3,4,6,7 and move 5 and 3
+    last = {("t", p): "A" if p < 4 else "B" for p in range(8)}
+    order = [5, 0, 1, 2, 3, 4, 6, 7]
+    groups = split_groups([FetchPlan(topic="t", partition=p, offset=0) for p in order], 2)
+    dealt = sticky_deal(groups, {0: "B", 1: "A"}, last)
+    assert [p.partition for p in dealt[1]] == [0, 1, 2, 3]             # A's, in plan order
+    assert [p.partition for p in dealt[0]] == [5, 4, 6, 7]             # 5 first, as planned
+    # sizes force a move: A read 6 of 8, its task has room for 4; every plan once
+    last = {("t", p): "A" if p < 6 else "B" for p in range(8)}
+    dealt = sticky_deal(split_groups(plans(8), 2), {0: "A", 1: "B"}, last)
+    assert [len(dealt[0]), len(dealt[1])] == [4, 4]
+    assert sorted(p.partition for g in dealt.values() for p in g) == list(range(8))
+    assert {p.partition for p in dealt[0]} == {0, 1, 2, 3}
+    # two tasks on one worker share its partitions by room
+    dealt = sticky_deal(split_groups(plans(6), 3), {0: "A", 1: "A", 2: "B"},
+                        {("t", p): "A" for p in range(6)})
+    assert sorted(len(g) for g in dealt.values()) == [2, 2, 2]
+    assert sorted(p.partition for g in dealt.values() for p in g) == list(range(6))
 
 
 def run_claims(dealer, batch, workers):
