@@ -124,11 +124,19 @@ def test_paused_broker_is_a_failed_fetch_then_recovers(tansu_factory):
         assert len(a.fetch("p", 0, 0)) == 5
         broker.pause()
         started = time.monotonic()
+        asked = 1
         with pytest.raises(FailedFetchError) as err:
-            a.fetch("p", 0, 1)
+            got = a.fetch("p", 0, asked)
+            # 2 of 9 full suite runs had this fetch answered after the SIGSTOP (never in
+            # 36 runs of this test alone, three at a time): records the client already
+            # holds are served without the broker. Such an answer must be exactly the
+            # records asked for, and the fetch after them needs the broker
+            assert [m.offset for m in got] == [1, 2, 3, 4], got
+            started, asked = time.monotonic(), 5
+            a.fetch("p", 0, asked)
         elapsed = time.monotonic() - started
         assert 1.0 <= elapsed < 6, elapsed
-        assert (err.value.topic, err.value.partition, err.value.offset) == ("p", 0, 1)
+        assert (err.value.topic, err.value.partition, err.value.offset) == ("p", 0, asked)
         broker.resume()
         deadline = time.monotonic() + 20
         while True:
