@@ -1,5 +1,7 @@
-"""The broker is paused (SIGSTOP) longer than socketTimeoutMs and resumed: fetches
-fail and are counted, the coordinator refreshes, the job recovers, nothing is lost."""
+"""The broker is paused (SIGSTOP) longer than socketTimeoutMs and resumed: the pause is
+reported (a task's fetch fails, is counted and the coordinator refreshes; or, when the
+driver's log-end lookup meets the pause first, that lookup fails and is said), the job
+recovers, nothing is lost."""
 
 from __future__ import annotations
 
@@ -54,6 +56,13 @@ def test_broker_paused_longer_than_socket_timeout(zk_server_factory, tansu_facto
     counts = delivered_offsets(read_deliveries(job.record_path))
     assert missing_offsets(counts, log_end) == []
     stderr = job.stderr()
-    assert "fetch failed for" in stderr and "refreshing partitions" in stderr, stderr[-3000:]
-    fetch_failures = [m["fetchFailures"] for m in find_metric(job.metrics(), "stormKafkaCompat")]
-    assert fetch_failures and max(fetch_failures) >= 1, fetch_failures
+    # which side meets the pause first depends on the timing: a batch in flight (its fetch
+    # fails) or the driver's log-end lookup (the job had caught up; one CI run of 2,087
+    # tests went that way, and no fetch was planned while the ranges were unknown)
+    fetch_seen = "fetch failed for" in stderr and "refreshing partitions" in stderr
+    lookup_seen = "log ranges unknown" in stderr and "no answer from" in stderr
+    assert fetch_seen or lookup_seen, stderr[-3000:]
+    if fetch_seen:
+        fetch_failures = [m["fetchFailures"]
+                          for m in find_metric(job.metrics(), "stormKafkaCompat")]
+        assert fetch_failures and max(fetch_failures) >= 1, fetch_failures
