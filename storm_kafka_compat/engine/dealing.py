@@ -189,6 +189,8 @@ class DealerServer:
         self.address: Address = self._listener.address
         self._stopped = threading.Event()
         self._connections: List[Connection] = []
+        #: a connection is closed once, by whichever of its thread and close() comes first
+        self._closing = threading.Lock()
         threading.Thread(target=accept_each, name="plan-dealer", daemon=True,
                          args=(self._listener, self._stopped, self._answer,
                                "plan-dealer-conn")).start()
@@ -201,8 +203,7 @@ class DealerServer:
         except (EOFError, OSError, ValueError, TypeError):
             return          # the worker went away, or close() closed the connection
         finally:
-            conn.close()
-            self._connections.remove(conn)
+            self._close(conn)
 
     def _handle(self, request: Any) -> Answer:
         try:
@@ -218,4 +219,11 @@ class DealerServer:
         its own group)."""
         stop_accepting(self._listener, self._stopped)
         for conn in list(self._connections):
-            conn.close()
+            self._close(conn)
+
+    def _close(self, conn: Connection) -> None:
+        # closed twice, the second close failed (EBADF) or closed a descriptor reused since
+        with self._closing:
+            if conn in self._connections:
+                self._connections.remove(conn)
+                conn.close()
