@@ -54,11 +54,11 @@ def sticky_deal(groups: Sequence[Group], workers: Mapping[int, str],
                 last: Mapping[PartitionKey, str]) -> Dict[int, Group]:
     """Task -> the plans it reads, for the tasks in ``workers`` (task -> its worker's
     name): their own groups' plans (task ``t``'s is ``groups[t]``) cut anew, each plan
-    to a task whose worker read its partition last (``last``) while that task has room,
-    the others where room is left; each task gets as many plans as its own group held,
-    in the plans' order; a plan no worker here read last stays with its own task where
-room allows. Only the checked-in tasks' plans move, so no plan is read
-    twice or left out.
+    to a task whose worker read its partition last (``last``) while that task has room;
+    a plan no worker here read last stays with its own task where room allows, else goes
+    where room is left. Each task gets as many plans as its own group held, in the
+    plans' order. Only the checked-in tasks' plans move, so no plan is read twice or
+    left out.
 
     The groups Spark's slicing cuts follow the plans' order, which moves each batch (a
     partition a batch did not reach is planned first), so a permutation of whole groups
