@@ -15,11 +15,11 @@ from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, S
 from storm_kafka_compat.config.stages import SHUFFLES
 from storm_kafka_compat.errors import TopologyError
 from storm_kafka_compat.structs import BoltError
-from storm_kafka_compat.topology.bolts import BoltRunner, TopologyContext
+from storm_kafka_compat.topology.bolts import BoltRunner, KeyedRoute, TopologyContext
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.topology.grouping import (Grouping, PartialKeyBalance, key_hash,
                                                   new_custom_grouping, route)
-from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,10 @@ class TaskDispatcher:
             else frozenset()
         self.queues: Dict[str, List[List[StormTuple]]] = {
             name: [[] for _ in runners] for name, runners in runtime.runners.items()}
-        self.outbox: List[Tuple[str, int, StormTuple]] = []
+        #: the tuples for bolt tasks of later stages, per task, in their order
+        self.routes: Dict[Tuple[str, int], TupleBatch] = {}
+        #: the roots of those tuples
+        self.sent_roots: Set[int] = set()
         # acker messages go straight to the sink (one call frame less per ack)
         self.ack_root = sink.ack  # type: ignore[method-assign]
         self.fail_root = sink.fail  # type: ignore[method-assign]
@@ -123,7 +126,28 @@ class TaskDispatcher:
         if self.local is None or component in self.local:
             self.queues[component][task].append(tup)
         else:
-            self.outbox.append((component, task, tup))
+            self.route_batch(component, task).add(tup)
+            self.sent_roots.update(tup.anchors)
+
+    def route_batch(self, component: str, task: int) -> TupleBatch:
+        """The batch of tuples for ``component``'s task ``task`` of a later stage."""
+        batch = self.routes.get((component, task))
+        if batch is None:
+            batch = self.routes[(component, task)] = TupleBatch()
+        return batch
+
+    def keyed_route(self, source: str, source_task: int, stream: str,
+                    fields: Tuple[str, ...]) -> Optional[KeyedRoute]:
+        keyed = self.runtime.keyed_targets.get((source, stream))
+        if keyed is None or self.local is None:
+            return None
+        target, index, n = keyed
+        if target in self.local or target not in self.edge_free:
+            return None
+        batches = [self.route_batch(target, task) for task in range(n)]
+        return (index, n, len(fields),
+                [(b, b.head(fields, stream, source, source_task)) for b in batches],
+                self.sent_roots)
 
     def ack_root(self, root_id: int, value: int) -> None:
         self.sink.ack(root_id, value, self.now_ms)
@@ -274,7 +298,7 @@ class LocalRuntime:
     def bind(self, dispatcher: TaskDispatcher) -> None:
         for runners in self.runners.values():
             for r in runners:
-                r.collector.dispatcher = dispatcher
+                r.collector.bind(dispatcher)
 
     def take_errors(self) -> List[BoltError]:
         """The bolts' errors recorded since the last call (see

@@ -36,7 +36,6 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.gc_pause import collection_paused
-from storm_kafka_compat.executor.hosts.host import Slot
 from storm_kafka_compat.executor.reader import FILL_SHARE, PartitionReader, TaskBudget
 from storm_kafka_compat.executor.stage_tasks import (GroupResult, StageLayout, run_spout_stage,
                                                      run_stage_group)
@@ -142,7 +141,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
         # a root with tuples for later stages is sent with its offset even when its XOR
         # is zero here (tuples to bolts that ack in execute carry no edge id): a bolt of
         # a later stage may still fail it
-        sent_on = {root for _c, _t, tup in sp.routed for root in tup.anchors}
+        sent_on = sp.sent_roots
         for root, offset in sp.roots.items():
             if root in sp.failed_roots:
                 failed.add(offset)
@@ -156,7 +155,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
         result.failed = sorted(failed)
         result.errors = o.errors
         yield key, result
-        outbox.route(sp.routed)
+        outbox.route(sp.routes)
     yield from outbox.records()
 
 
@@ -165,17 +164,20 @@ class Outbox:
     folded per root into :data:`ACK_BUCKETS` buckets, written as one record each."""
 
     def __init__(self) -> None:
-        self.tuples: Dict[Tuple[str, int], List[Any]] = {}
+        self.tuples: Dict[Tuple[str, int], TupleBatch] = {}
         self.buckets: List[AckBucket] = [{} for _ in range(ACK_BUCKETS)]
 
-    def route(self, routed: Iterable[Tuple[str, int, Any]]) -> None:
+    def route(self, routes: Mapping[Tuple[str, int], TupleBatch]) -> None:
+        """Add each bolt task's tuples after those it already has."""
         tuples = self.tuples
-        for component, task, tup in routed:
-            batch = tuples.get((component, task))
-            if batch is None:
-                tuples[(component, task)] = [tup]
+        for slot, batch in routes.items():
+            if not len(batch):
+                continue
+            held = tuples.get(slot)
+            if held is None:
+                tuples[slot] = batch
             else:
-                batch.append(tup)
+                held.extend(batch)
 
     def ack(self, root: int, value: AckValue) -> None:
         bucket = self.buckets[root % ACK_BUCKETS]
@@ -220,7 +222,7 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
 
 def _group_records(res: GroupResult) -> Iterator[Record]:
     outbox = Outbox()
-    outbox.route(res.routed)
+    outbox.route(res.routes)
     for root, value in res.pairs.items():
         outbox.ack(root, (value, root in res.failed_roots, None))
     for root in res.failed_roots.difference(res.pairs):
@@ -299,14 +301,13 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
     routed tuples deposited in their hosts, everything else yielded, then
     ``(("s", index), attempt)``."""
     assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
-    routed: Dict[Slot, List[Any]] = {}
+    routed = Outbox()
     for key, value in spout_stage(plans, job, kafka=kafka):
         if key[0] == "t":
-            routed.setdefault((key[1], key[2]), []).extend(value)
+            routed.route({(key[1], key[2]): value})
         else:
             yield key, value
-    if routed:
+    if routed.tuples:
         with collection_paused():
-            job.hosts.deposit(batch, ("s", index), attempt,
-                              {slot: TupleBatch(held) for slot, held in routed.items()})
+            job.hosts.deposit(batch, ("s", index), attempt, routed.tuples)
     yield ("s", index), attempt

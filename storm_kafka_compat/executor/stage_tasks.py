@@ -18,7 +18,7 @@ from storm_kafka_compat.topology.schemes import Scheme
 from storm_kafka_compat.topology.builder import Topology
 from storm_kafka_compat.config.stages import CROSSING_GROUPINGS, stage_levels
 from storm_kafka_compat.topology.ticks import tick_freq_of
-from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 from storm_kafka_compat.topology.windowing import is_windowed_factory
 from storm_kafka_compat.executor.dag import (AckSink, LocalRuntime, TaskDispatcher, diff_counts,
                                            local_runtime)
@@ -118,9 +118,12 @@ class SpoutStageResult:
         Root id -> offset.
     init : dict
         Root id -> XOR of the spout's edge ids.
-    routed : list of (component, task, StormTuple)
-        Tuples for bolt tasks of later stages (the spout's, and those of the
-        bolts run locally).
+    routes : dict
+        (component, task) -> the :class:`~storm_kafka_compat.topology.tuples.TupleBatch`
+        of tuples for that bolt task of a later stage (the spout's, and those of the
+        bolts run locally); :attr:`routed` lists them.
+    sent_roots : set of int
+        The roots of those tuples.
     pairs : dict
         Root id -> XOR of the acker messages of the bolts run locally.
     failed_roots : set of int
@@ -132,10 +135,16 @@ class SpoutStageResult:
     outcome: BatchOutcome
     roots: Dict[int, int]
     init: Dict[int, int]
-    routed: List[Tuple[str, int, StormTuple]]
+    routes: Dict[Tuple[str, int], TupleBatch]
+    sent_roots: Set[int] = field(default_factory=set)
     pairs: Dict[int, int] = field(default_factory=dict)
     failed_roots: Set[int] = field(default_factory=set)
     counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def routed(self) -> List[Tuple[str, int, StormTuple]]:
+        """The routed tuples as (component, task, tuple), task by task."""
+        return routed_tuples(self.routes)
 
 
 def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
@@ -176,8 +185,8 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     outcome = batch_outcome(topic, partition, taken, failed, skipped, last, scanned,
                             {spout: {"messages": taken.count, "emitted": emitted}, **counts},
                             (), errors.take() + runtime.take_errors())
-    return SpoutStageResult(outcome, roots, init, dispatcher.outbox, sink.pairs, sink.failed,
-                            counts)
+    return SpoutStageResult(outcome, roots, init, dispatcher.routes, dispatcher.sent_roots,
+                            sink.pairs, sink.failed, counts)
 
 
 def _drain(runtime: LocalRuntime, dispatcher: TaskDispatcher, local: AbstractSet[str]) -> None:
@@ -198,11 +207,22 @@ class GroupResult:
     """One Spark task of a bolt stage: tuples for later stages and the acker
     messages folded per root."""
 
-    routed: List[Tuple[str, int, StormTuple]]
+    routes: Dict[Tuple[str, int], TupleBatch]
     pairs: Dict[int, int]
     failed_roots: Set[int]
     counts: Dict[str, Dict[str, int]]
     errors: List[BoltError] = field(default_factory=list)
+
+    @property
+    def routed(self) -> List[Tuple[str, int, StormTuple]]:
+        """The routed tuples as (component, task, tuple), task by task."""
+        return routed_tuples(self.routes)
+
+
+def routed_tuples(routes: Mapping[Tuple[str, int], TupleBatch]
+                  ) -> List[Tuple[str, int, StormTuple]]:
+    """``routes`` as (component, task, tuple), task by task."""
+    return [(c, t, tup) for (c, t), batch in routes.items() for tup in batch]
 
 
 def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
@@ -227,4 +247,4 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
         dispatcher.queues[component][task].append(tup)
     _drain(runtime, dispatcher, local)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
-    return GroupResult(dispatcher.outbox, sink.pairs, sink.failed, counts, runtime.take_errors())
+    return GroupResult(dispatcher.routes, sink.pairs, sink.failed, counts, runtime.take_errors())

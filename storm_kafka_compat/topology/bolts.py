@@ -30,13 +30,14 @@ import logging
 import random
 from dataclasses import dataclass, field
 from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Protocol,
-                    Sequence, Tuple, Union)
+                    Sequence, Set, Tuple, Union)
 
 from storm_kafka_compat.errors import (BatchEndError, FailedException,
                                        ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
-from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, make_tuple
+from storm_kafka_compat.topology.grouping import key_hash
+from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, TupleBatch, make_tuple
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,13 @@ __all__ = [
 BOLT_KINDS = ("simple", "basic", "rich")
 
 OutputFields = Union[Sequence[str], Mapping[str, Sequence[str]]]
+
+#: a stream routed by one fields grouping on one field to another process, its tuples
+#: needing no edge id (:meth:`Dispatcher.keyed_route`): the field's index, the tasks,
+#: the stream's field count, per task the batch its rows go to with their head, and the
+#: set of the roots sent on
+KeyedRoute = Tuple[int, int, int, List[Tuple[TupleBatch, int]], Set[int]]
+_UNSET: Any = object()
 
 
 def normalize_output_fields(declared: Any) -> Dict[str, Tuple[str, ...]]:
@@ -110,6 +118,13 @@ class Dispatcher(Protocol):
         """Queue one copy for a task."""
         ...
 
+    def keyed_route(self, source: str, source_task: int, stream: str,
+                    fields: Tuple[str, ...]) -> Optional[KeyedRoute]:
+        """Where ``stream`` of task ``source_task`` of ``source`` goes when its only
+        subscription is a fields grouping on one field, to a bolt of another process
+        whose tuples need no edge id (:attr:`edge_free`); None: route each tuple."""
+        ...
+
     def ack_root(self, root_id: int, value: int) -> None:
         """XOR ``value`` into ``root_id``'s ack value."""
         ...
@@ -147,6 +162,17 @@ class OutputCollector:
         #: the last input an edge-free emit was anchored to, and its roots (each to 0)
         self._roots_of: Optional[StormTuple] = None
         self._roots: Dict[int, int] = {}
+        #: stream -> its keyed route under the current dispatcher (None: none)
+        self._keyed: Dict[str, Optional[KeyedRoute]] = {}
+        #: the last input a keyed emit was anchored to, and its roots (each to 0)
+        self._keyed_of: Optional[StormTuple] = None
+        self._keyed_roots: Optional[Dict[int, int]] = None
+
+    def bind(self, dispatcher: Optional[Dispatcher]) -> None:
+        """Send to ``dispatcher`` from now on (the runtime's, per batch)."""
+        self.dispatcher = dispatcher
+        self._keyed = {}
+        self._keyed_of = self._keyed_roots = None
 
     def emit(self, values: Sequence[Any], anchors: Optional[Sequence[StormTuple]] = None,
              stream: str = DEFAULT_STREAM) -> List[int]:
@@ -172,7 +198,46 @@ class OutputCollector:
 
     def emit_to(self, direct: Optional[int], values: Sequence[Any],
                 anchors: Optional[Sequence[StormTuple]], stream: str) -> List[int]:
-        """:meth:`emit` (``direct`` None) or :meth:`emit_direct`."""
+        """:meth:`emit` (``direct`` None) or :meth:`emit_direct`.
+
+        A stream with a keyed route (:meth:`Dispatcher.keyed_route`: a word count's words
+        to its counters) appends the tuple's row to its task's batch, without making a
+        StormTuple; one anchor at most, as a basic bolt's emits have. The same checks,
+        counts, roots and answer as the general path below."""
+        if direct is None and (anchors is None or len(anchors) == 1):
+            route = self._keyed.get(stream, _UNSET)
+            if route is _UNSET:
+                route = self._keyed_route(stream)
+            if route is not None and len(values) == route[2]:
+                self.emitted += 1
+                task = key_hash(values[route[0]]) % route[1]
+                batch, head = route[3][task]
+                if anchors:
+                    a = anchors[0]
+                    if a is not self._keyed_of:
+                        self._keyed_of = a
+                        self._keyed_roots = dict.fromkeys(a.anchors, 0) or None
+                        route[4].update(a.anchors)
+                    batch.rows.append((head, values, a.topic, a.partition, a.offset,
+                                       self._keyed_roots))
+                else:
+                    batch.rows.append((head, values, None, None, None, None))
+                return [task]
+        return self._emit_routed(direct, values, anchors, stream)
+
+    def _keyed_route(self, stream: str) -> Optional[KeyedRoute]:
+        ctx = self.context
+        fields = ctx.output_fields.get(stream)
+        route = None
+        if self.dispatcher is not None and fields is not None:
+            route = self.dispatcher.keyed_route(ctx.component_id, ctx.task_index, stream,
+                                                fields)
+        self._keyed[stream] = route
+        return route
+
+    def _emit_routed(self, direct: Optional[int], values: Sequence[Any],
+                     anchors: Optional[Sequence[StormTuple]], stream: str) -> List[int]:
+        """:meth:`emit_to` for a tuple routed by the dispatcher."""
         ctx = self.context
         fields = ctx.output_fields.get(stream)
         if fields is None:

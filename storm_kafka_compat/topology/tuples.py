@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from types import MappingProxyType
-from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 __all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index", "spout_tuple",
            "make_tuple",
@@ -208,63 +208,105 @@ def make_tuple(values: Sequence[Any], fields: Tuple[str, ...], stream: str, comp
     return t
 
 
+#: one tuple of a :class:`TupleBatch`: its head's index, values, topic, partition,
+#: offset and roots map (None: none)
+Row = Tuple[int, Sequence[Any], Optional[str], Optional[int], Optional[int],
+            Optional[Dict[int, int]]]
+#: what tuples of one kind share: fields, stream, source component, source task
+Head = Tuple[Tuple[str, ...], str, str, int]
+
+
 class TupleBatch:
-    """StormTuples on their way to another process (a bolt host, the driver), pickled
-    by columns: what tuples share (fields, stream, source component and task, topic)
-    once per kind, then one list per slot. Pickling each tuple through
-    :meth:`StormTuple.__reduce__` cost more than the bolts' work in a word count."""
+    """StormTuples on their way to one bolt task in another process (a bolt host, a later
+    stage), kept as rows: what tuples share (fields, stream, source component and task)
+    once per kind (:meth:`head`), then one plain tuple per StormTuple. A bolt's emit
+    routed by a fields grouping appends its row here without making a StormTuple
+    (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_to`), and the batch
+    pickles as its rows, in C: in a word count, making and pickling each tuple cost more
+    than the bolts' work. The receiving side makes the StormTuples (:attr:`tuples`)."""
 
-    __slots__ = ("tuples",)
+    __slots__ = ("heads", "rows", "ack_vals", "_index", "_tuples")
 
-    def __init__(self, tuples: List[StormTuple]) -> None:
-        self.tuples = tuples
+    def __init__(self, tuples: Iterable[StormTuple] = ()) -> None:
+        self.heads: List[Head] = []
+        #: only ever appended to (a row stays as it was added)
+        self.rows: List[Row] = []
+        #: row -> its tuple's ack value, where not 0 (a tuple on its way has no children)
+        self.ack_vals: Dict[int, int] = {}
+        self._index: Dict[Head, int] = {}
+        self._tuples: List[StormTuple] = []
+        for t in tuples:
+            self.add(t)
+
+    def head(self, fields: Tuple[str, ...], stream: str, source: str, task: int) -> int:
+        """The index of a kind of tuple (added on first use)."""
+        key = (fields, stream, source, task)
+        i = self._index.get(key)
+        if i is None:
+            i = self._index[key] = len(self.heads)
+            self.heads.append(key)
+        return i
+
+    def add(self, t: StormTuple) -> None:
+        """Append ``t`` (as it stands now; :attr:`tuples` gives ``t`` itself back)."""
+        if len(self._tuples) == len(self.rows):
+            self._tuples.append(t)
+        if t.ack_val:
+            self.ack_vals[len(self.rows)] = t.ack_val
+        self.rows.append((self.head(t.fields, t.stream, t.source_component, t.source_task),
+                          t.values, t.topic, t.partition, t.offset, t.anchors or None))
+
+    def extend(self, other: "TupleBatch") -> None:
+        """Append ``other``'s tuples, in their order."""
+        at = len(self.rows)
+        self.ack_vals.update({at + i: v for i, v in other.ack_vals.items()})
+        if other.heads == self.heads[:len(other.heads)]:
+            self.rows.extend(other.rows)
+            return
+        moved = [self.head(*h) for h in other.heads]
+        self.rows.extend((moved[r[0]], *r[1:]) for r in other.rows)
+
+    @property
+    def tuples(self) -> List[StormTuple]:
+        """The StormTuples, each made on first use."""
+        out = self._tuples
+        start = len(out)
+        if start < len(self.rows):
+            heads = self.heads
+            append = out.append
+            for head, values, topic, partition, offset, anchors in self.rows[start:]:
+                fields, stream, source, task = heads[head]
+                t = _new(StormTuple)
+                t.values = values
+                t.fields = fields
+                t.stream = stream
+                t.source_component = source
+                t.source_task = task
+                t.topic = topic
+                t.partition = partition
+                t.offset = offset
+                t.anchors = {} if anchors is None else anchors
+                t.ack_val = 0
+                append(t)
+            for i, ack_val in self.ack_vals.items():
+                if i >= start:
+                    out[i].ack_val = ack_val
+        return out
 
     def __len__(self) -> int:
-        return len(self.tuples)
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[StormTuple]:
+        return iter(self.tuples)
 
     def __reduce__(self) -> Any:
-        heads: Dict[Tuple[Any, ...], int] = {}
-        head_of: List[int] = []
-        values: List[Any] = []
-        partitions: List[Optional[int]] = []
-        offsets: List[Optional[int]] = []
-        anchors: List[Optional[Dict[int, int]]] = []
-        ack_vals: List[int] = []
-        for t in self.tuples:
-            key = (t.fields, t.stream, t.source_component, t.source_task, t.topic)
-            i = heads.get(key)
-            if i is None:
-                i = heads[key] = len(heads)
-            head_of.append(i)
-            values.append(t.values)
-            partitions.append(t.partition)
-            offsets.append(t.offset)
-            anchors.append(t.anchors or None)
-            ack_vals.append(t.ack_val)
-        return (_unpack_batch, (list(heads), bytes(head_of) if len(heads) < 256 else head_of,
-                                values, partitions, offsets, anchors,
-                                ack_vals if any(ack_vals) else None))
+        return (_rows_batch, (self.heads, self.rows, self.ack_vals))
 
 
-def _unpack_batch(heads: List[Tuple[Any, ...]], head_of: Sequence[int], values: List[Any],
-                  partitions: List[Optional[int]], offsets: List[Optional[int]],
-                  anchors: List[Optional[Dict[int, int]]],
-                  ack_vals: Optional[List[int]]) -> TupleBatch:
-    out: List[StormTuple] = []
-    append = out.append
-    for i, vals in enumerate(values):
-        fields, stream, source, task, topic = heads[head_of[i]]
-        t = _new(StormTuple)
-        t.values = vals
-        t.fields = fields
-        t.stream = stream
-        t.source_component = source
-        t.source_task = task
-        t.topic = topic
-        t.partition = partitions[i]
-        t.offset = offsets[i]
-        held = anchors[i]
-        t.anchors = {} if held is None else held
-        t.ack_val = ack_vals[i] if ack_vals is not None else 0
-        append(t)
-    return TupleBatch(out)
+def _rows_batch(heads: List[Head], rows: List[Row], ack_vals: Dict[int, int]) -> TupleBatch:
+    batch = TupleBatch()
+    batch.heads = heads
+    batch.rows = rows
+    batch.ack_vals = ack_vals
+    batch._index = {h: i for i, h in enumerate(heads)}
+    return batch

@@ -18,7 +18,7 @@ from storm_kafka_compat.offsets.ranges import subtract
 from storm_kafka_compat.topology.tuples import StormTuple
 from storm_kafka_compat.executor.process import BatchOutcome
 from storm_kafka_compat.executor.dag import LocalRuntime, TaskDispatcher, AckSink, local_runtime
-from storm_kafka_compat.executor.stage_tasks import SpoutStageResult
+from storm_kafka_compat.executor.stage_tasks import SpoutStageResult, routed_tuples
 
 
 @dataclass
@@ -52,7 +52,8 @@ def run_stage(component: str, task: int, tuples: Sequence[StormTuple], *,
     runner.run(list(tuples))
     counts = {"executed": runner.executed - before[0], "emitted": c.emitted - before[1],
               "acked": c.acked - before[2], "failed": c.failed - before[3]}
-    return StageResult(component, task, dispatcher.outbox, sink.pairs, sink.failed, counts)
+    return StageResult(component, task, routed_tuples(dispatcher.routes), sink.pairs,
+                       sink.failed, counts)
 
 
 def resolve_batch(spout: SpoutStageResult, stages: Iterable[StageResult]) -> BatchOutcome:

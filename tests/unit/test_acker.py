@@ -38,6 +38,10 @@ class Harness:
     def deliver(self, component: str, task: int, tup: StormTuple) -> None:
         self.delivered.append(tup)
 
+    def keyed_route(self, source: str, source_task: int, stream: str,
+                    fields: Tuple[str, ...]) -> None:
+        return None   # every tuple through targets() and deliver()
+
     def ack_root(self, root_id: int, value: int) -> None:
         self.acker.ack(root_id, value, 100)
 

@@ -158,6 +158,9 @@ def test_a_window_with_an_extractor_is_saved_and_restored_with_its_tuples():
         def deliver(self, component, task, tup):
             pass
 
+        def keyed_route(self, source, source_task, stream, fields):
+            return None
+
         def ack_root(self, root, value):
             acks.append(root)
 

@@ -1,0 +1,67 @@
+"""Tuples bound for another process kept as rows (issue 31 item 5): a keyed emit appends
+its row without making a StormTuple, and what arrives is what the general path sends."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any, List, Tuple
+
+import pytest
+
+from storm_kafka_compat.batch import FetchPlan
+from storm_kafka_compat.executor.dag import LocalRuntime, TaskDispatcher
+from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
+from storm_kafka_compat.kafka.client import KafkaMessage, RecordBatch
+from storm_kafka_compat.topology.schemes import load_scheme
+from storm_kafka_compat.topology.spec import from_spec
+from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
+from storm_kafka_compat.workshop.bench.wordcount import WORD_COUNT, sentences
+
+
+def _seen(t: StormTuple) -> Tuple[Any, ...]:
+    return (list(t.values), t.fields, t.stream, t.source_component, t.source_task, t.topic,
+            t.partition, t.offset, dict(t.anchors), t.ack_val)
+
+
+def _word_count_stage(n: int) -> Tuple[Any, List[Tuple[Any, ...]], Any]:
+    topology = from_spec(WORD_COUNT)
+    scheme = load_scheme("raw")
+    runtime = LocalRuntime(topology, {}, spout_fields=scheme.fields)
+    local = frozenset(stage_layout(topology).stages[0])
+    msgs = [KafkaMessage(i, None, v, 0, 0, (), "t", 3) for i, v in enumerate(sentences(n))]
+    sp = run_spout_stage(RecordBatch.of(msgs), scheme=scheme, topology=runtime,
+                         plan_filter=FetchPlan("t", 3, 0, max_messages=n), local=local,
+                         rng=random.Random(5))
+    sent = [(c, task, _seen(t)) for c, task, t in sp.routed]
+    return sp, sent, runtime.counts()
+
+
+def test_keyed_emits_send_what_the_general_path_sends(monkeypatch: pytest.MonkeyPatch):
+    fast, fast_sent, fast_counts = _word_count_stage(300)
+    assert any(len(b) for b in fast.routes.values())
+    monkeypatch.setattr(TaskDispatcher, "keyed_route", lambda self, *a: None)
+    slow, slow_sent, slow_counts = _word_count_stage(300)
+    assert len(fast_sent) == 1500 and sorted(fast_sent, key=repr) == sorted(slow_sent, key=repr)
+    # each bolt task's tuples in the order they were emitted
+    for slot in slow.routes:
+        assert [_seen(t) for t in fast.routes[slot]] == [_seen(t) for t in slow.routes[slot]]
+    assert fast_counts == slow_counts
+    assert fast.sent_roots == slow.sent_roots == set(slow.roots)
+    assert fast.pairs == slow.pairs and fast.init.keys() == slow.init.keys()
+
+
+def test_a_batch_pickles_as_rows_and_joins_batches_of_other_kinds():
+    a = StormTuple([b"x"], ("word",), source_component="split", source_task=0, topic="t",
+                   partition=1, offset=5, anchors={7: 0})
+    b = StormTuple([b"y"], ("word",), source_component="split", source_task=1, topic="t",
+                   partition=2, offset=6, anchors={8: 0})
+    c = StormTuple([1, 2], ("k", "v"), stream="s", source_component="other")
+    first, second = TupleBatch([a]), TupleBatch([c, b])
+    assert first.tuples[0] is a                     # a tuple added is handed back itself
+    first.extend(second)
+    back = pickle.loads(pickle.dumps(first))
+    assert [_seen(t) for t in back] == [_seen(a), _seen(c), _seen(b)]
+    assert len(back.heads) == 3
+    back.add(a)                                     # grows after its tuples were made
+    assert [t.offset for t in back] == [5, None, 6, 5]
