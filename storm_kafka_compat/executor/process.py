@@ -122,6 +122,20 @@ class RangeBuilder:
         else:
             self.unordered.append(offset)
 
+    def add_all(self, offsets: Sequence[int]) -> None:
+        """:meth:`add` each of ``offsets`` (ascending); a consecutive run at once."""
+        if offsets and offsets[-1] - offsets[0] + 1 == len(offsets) and \
+                offsets[0] >= self._end:
+            if offsets[0] > self._end:
+                if self._end >= 0:
+                    self.ranges.append((self._start, self._end))
+                self._start = offsets[0]
+            self._end = offsets[-1] + 1
+            self.count += len(offsets)
+            return
+        for off in offsets:
+            self.add(off)
+
     def result(self) -> List[Range]:
         ranges = self.ranges + ([(self._start, self._end)] if self._end >= 0 else [])
         if self.unordered:
@@ -282,6 +296,10 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
     last = -1
     targets = dispatcher.targets
     deliver = dispatcher.deliver
+    value_scheme = value_tuple_of(scheme)
+    if value_scheme is not None and isinstance(messages, RecordBatch) and not plan.retry:
+        return _emit_values(runtime, dispatcher, spout, messages, value_scheme, plan, taken,
+                            failed, init, errors)
     taken_msgs, scanned = take(messages, plan)
     for msg in taken_msgs:
         off = msg.offset
@@ -311,6 +329,68 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 deliver(component, task, copy_)
         init(root, xor, off)
     return skipped, emitted, topic, partition, last, scanned
+
+
+def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
+                 batch: RecordBatch, value_scheme: ValueScheme, plan: FetchPlan,
+                 taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None],
+                 errors: ErrorTally) -> Tuple[int, int, Optional[str], Optional[int], int,
+                                              Optional[int]]:
+    """:func:`emit_spout` for a scheme that reads only the value over a fetched batch of
+    new data: it walks the batch's offset and value columns (no message object), and a
+    spout tuple is built with four writes (:func:`spout_tuple_class`)."""
+    part, scanned = _take_batch(batch, plan)
+    offsets = part.offsets
+    if not offsets:
+        return 0, 0, None, None, -1, scanned
+    topic, partition = batch.topic, batch.partition
+    cls = spout_tuple_class(runtime.spout_fields, spout, topic, partition,
+                            stream=runtime.spout_stream, tracked=True)
+    new: Callable[[type], Any] = object.__new__
+    rng = runtime.rng
+    bits = rng.getrandbits
+    targets = dispatcher.targets
+    deliver = dispatcher.deliver
+    value_tuple, value_tuples = value_scheme
+    try:
+        rows: List[Any] = value_tuples(part.values)
+    except Exception:   # a value the scheme cannot read: found again, one by one
+        rows = [_UNREAD] * len(offsets)
+    skipped = emitted = 0
+    taken.add_all(offsets)
+    for off, values, value in zip(offsets, rows, part.values):
+        if values is _UNREAD:
+            try:
+                values = value_tuple(value)
+            except Exception as exc:  # Storm lets this kill the executor; we fail it
+                errors.record(SCHEME_COMPONENT, exc, topic, partition, off)
+                failed.append(off)
+                continue
+        if values is None:
+            skipped += 1
+            continue
+        emitted += 1
+        root = bits(64) or new_id(rng)
+        xor = 0
+        proto: StormTuple = new(cls)
+        proto.values = values
+        proto.offset = off
+        proto.ack_val = 0
+        for i, (component, task) in enumerate(targets(proto)):
+            copy_: StormTuple
+            if i == 0:
+                copy_ = proto
+            else:
+                copy_ = new(cls)
+                copy_.values = values
+                copy_.offset = off
+                copy_.ack_val = 0
+            edge = bits(64) or new_id(rng)
+            copy_.anchors = {root: edge}
+            xor ^= edge
+            deliver(component, task, copy_)
+        init(root, xor, off)
+    return skipped, emitted, topic, partition, offsets[-1], scanned
 
 
 # --- single stage ---------------------------------------------------------------------------

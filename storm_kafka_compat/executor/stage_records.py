@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple)
 
 from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.executor.dag import LocalRuntime
@@ -41,7 +42,7 @@ from storm_kafka_compat.executor.stage_tasks import (GroupResult, StageLayout, r
                                                      run_stage_group)
 from storm_kafka_compat.executor.task import bolt_error
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
-from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.kafka.client import KafkaAccess, RecordBatch
 from storm_kafka_compat.structs import BoltError
 from storm_kafka_compat.topology.schemes import MessageLike
 from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
@@ -83,18 +84,23 @@ def _bolt_error(plan: FetchPlan, exc: BaseException) -> Record:
     return ("r", plan.topic, plan.partition), r
 
 
-def fill(reader: PartitionReader, messages: List[MessageLike], deadline: float
-         ) -> List[MessageLike]:
-    """Keep reading after ``messages`` until the reader is done or ``deadline``: a
-    batch processed whole (a multi-stage batch) is filled up front. An error here
+def fill(reader: PartitionReader, first: Sequence[MessageLike], deadline: float
+         ) -> Sequence[MessageLike]:
+    """``first`` and what the reader reads after it until it is done or ``deadline``:
+    a batch processed whole (a multi-stage batch) is filled up front. An error here
     ends the fill: the messages already read are processed and the next batch meets
-    the error again."""
+    the error again. Fetched record batches stay one batch (the spout stage reads the
+    value column of a value scheme's batch without making message objects)."""
+    fetched = [first]
     while reader.clock() < deadline:
         more = reader.fetch_more()
         if not more:
             break
-        messages.extend(more)
-    return messages
+        fetched.append(more)
+    batches = [f for f in fetched if isinstance(f, RecordBatch)]
+    if len(batches) == len(fetched):
+        return RecordBatch.joined(*batches)
+    return [m for f in fetched for m in f]
 
 
 def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
@@ -122,9 +128,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             if not first:
                 yield key, result
                 continue
-            messages: List[MessageLike] = list(first)
-            if not plan.retry:
-                messages = fill(reader, messages, fill_until)
+            messages = first if plan.retry else fill(reader, first, fill_until)
             runtime = _stage_runtime(job)
             with collection_paused():
                 sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(),

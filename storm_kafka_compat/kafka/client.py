@@ -267,11 +267,17 @@ class RecordBatch(Sequence[Any]):
                    [m.value for m in messages], messages)
 
     @classmethod
-    def joined(cls, first: "RecordBatch", second: "RecordBatch") -> "RecordBatch":
-        """``first``'s records then ``second``'s (of the same partition, ascending)."""
-        return cls(first.topic, first.partition, first.offsets + second.offsets,
-                   first.values + second.values, [*first._records, *second._records],
-                   first._convert)
+    def joined(cls, first: "RecordBatch", *more: "RecordBatch") -> "RecordBatch":
+        """``first``'s records then those of each of ``more`` (of the same partition,
+        ascending)."""
+        if not more:
+            return first
+        offsets, values, records = list(first.offsets), list(first.values), list(first._records)
+        for batch in more:
+            offsets.extend(batch.offsets)
+            values.extend(batch.values)
+            records.extend(batch._records)
+        return cls(first.topic, first.partition, offsets, values, records, first._convert)
 
     def messages(self) -> List[Any]:
         """The records as message objects (converted once)."""

@@ -167,16 +167,20 @@ _NO_ANCHORS: Mapping[int, int] = MappingProxyType({})
 
 @lru_cache(maxsize=256)
 def spout_tuple_class(fields: Tuple[str, ...], component: str, topic: str,
-                      partition: int) -> type:
-    """A :class:`StormTuple` subclass for the untracked tuples of one partition's
-    batch: what every such tuple shares (fields, stream, component, topic, partition,
-    no anchors) is a class attribute, so an instance is built with two writes,
-    ``values`` and ``offset``, where :func:`spout_tuple` makes ten. Its instances
-    read like any StormTuple; only ``values`` and ``offset`` can be set."""
-    return type("SpoutTuple", (StormTuple,), {
-        "__slots__": (), "fields": fields, "stream": DEFAULT_STREAM,
-        "source_component": component, "source_task": 0, "topic": topic,
-        "partition": partition, "anchors": _NO_ANCHORS, "ack_val": 0})
+                      partition: int, *, stream: str = DEFAULT_STREAM,
+                      tracked: bool = False) -> type:
+    """A :class:`StormTuple` subclass for the spout tuples of one partition's batch:
+    what every such tuple shares (fields, stream, component, topic, partition; for
+    untracked tuples no anchors) is a class attribute, so an instance is built with two
+    writes, ``values`` and ``offset`` (``tracked``: four, with ``anchors`` and
+    ``ack_val``), where :func:`spout_tuple` makes ten. Its instances read like any
+    StormTuple; only those slots can be set."""
+    shared: Dict[str, Any] = {
+        "__slots__": (), "fields": fields, "stream": stream, "source_component": component,
+        "source_task": 0, "topic": topic, "partition": partition}
+    if not tracked:
+        shared.update(anchors=_NO_ANCHORS, ack_val=0)
+    return type("SpoutTuple", (StormTuple,), shared)
 
 
 def spout_tuple(values: Sequence[Any], fields: Tuple[str, ...], component: str, topic: str,

@@ -4,6 +4,7 @@ its row without making a StormTuple, and what arrives is what the general path s
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 import random
 from typing import Any, List, Tuple
 
@@ -65,3 +66,32 @@ def test_a_batch_pickles_as_rows_and_joins_batches_of_other_kinds():
     assert len(back.heads) == 3
     back.add(a)                                     # grows after its tuples were made
     assert [t.offset for t in back] == [5, None, 6, 5]
+
+
+def _split_stage(messages: Any, scheme: str) -> Any:
+    topology = from_spec(WORD_COUNT)
+    runtime = LocalRuntime(topology, {}, spout_fields=load_scheme(scheme).fields)
+    local = frozenset(stage_layout(topology).stages[0])
+    return run_spout_stage(messages, scheme=load_scheme(scheme), topology=runtime,
+                           plan_filter=FetchPlan("t", 3, 102, max_messages=40), local=local,
+                           rng=random.Random(9)), runtime.counts()
+
+
+@pytest.mark.parametrize("scheme", ["raw", "string"])
+def test_a_value_scheme_over_a_fetched_batch_emits_what_it_does_over_messages(scheme: str):
+    values: List[Any] = [s for s in sentences(50)]
+    values[5] = None                                   # no tuple: skipped
+    values[9] = b"\xff\xfe not utf-8"                  # the string scheme cannot read it
+    msgs = [KafkaMessage(100 + i, None, v, 0, 0, (), "t", 3) for i, v in enumerate(values)]
+    (batch, batch_counts), (listed, list_counts) = (
+        _split_stage(RecordBatch.of(msgs), scheme), _split_stage(list(msgs), scheme))
+    def plain(outcome: Any) -> Any:   # the same errors, told from other frames
+        return replace(outcome, errors=[replace(e, traceback="") for e in outcome.errors])
+    assert plain(batch.outcome) == plain(listed.outcome) and batch_counts == list_counts
+    assert len(batch.outcome.errors) == (1 if scheme == "string" else 0)
+    assert batch.outcome.taken == [(102, 142)]         # from the plan's offset, its cap
+    assert batch.outcome.failed == ([109] if scheme == "string" else [])
+    assert batch.outcome.skipped_null == 1
+    assert [(c, task, _seen(t)) for c, task, t in batch.routed] == \
+        [(c, task, _seen(t)) for c, task, t in listed.routed]
+    assert batch.roots == listed.roots and batch.init == listed.init
