@@ -13,7 +13,10 @@ anchored to it. Both are internal; see :mod:`storm_kafka_compat.topology.acker`.
 
 from __future__ import annotations
 
+import io
+import pickle
 from functools import lru_cache
+from itertools import chain, islice
 from types import MappingProxyType
 from typing import (Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
                     Tuple, Union)
@@ -304,13 +307,60 @@ class TupleBatch:
         return iter(self.tuples)
 
     def __reduce__(self) -> Any:
-        return (_rows_batch, (self.heads, self.rows, self.ack_vals))
+        """Pickled by columns; values that are lists of plain values (bytes, str,
+        numbers, None) go as one pickle without a memo (:func:`_pack_values`): the
+        memo of a word count's word lists cost more than their bytes."""
+        if not self.rows:
+            return (_rows_batch, (self.heads, (), self.ack_vals))
+        head_of, values, topics, partitions, offsets, roots = zip(*self.rows)
+        return (_rows_batch, (self.heads, (head_of, _pack_values(values), topics, partitions,
+                                           offsets, roots), self.ack_vals))
 
 
-def _rows_batch(heads: List[Head], rows: List[Row], ack_vals: Dict[int, int]) -> TupleBatch:
+#: the value types a batch's values may be pickled as plain values (no memo)
+_PLAIN = frozenset({bytes, str, int, float, bool, type(None)})
+
+
+def _pack_values(values: Sequence[Sequence[Any]]) -> Any:
+    """The values column to pickle: lists of plain values as one memo-less pickle of
+    the values end to end, with the lists' lengths unless every list holds one; any
+    other values as they are (pickled with the batch, shared objects kept shared)."""
+    if set(map(type, values)) != {list}:
+        return values
+    flat = list(chain.from_iterable(values))
+    if not set(map(type, flat)) <= _PLAIN:
+        return values
+    lens = list(map(len, values))
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True      # plain values hold no references: nothing to remember
+    pickler.dump(flat)
+    return PackedValues(out.getvalue(), None if set(lens) == {1} else lens)
+
+
+class PackedValues(NamedTuple):
+    """A batch's values column packed by :func:`_pack_values`."""
+
+    flat: bytes
+    lens: Optional[List[int]]
+
+    def unpack(self) -> List[List[Any]]:
+        flat = pickle.loads(self.flat)
+        if self.lens is None:
+            return [[v] for v in flat]
+        it = iter(flat)
+        return [list(islice(it, n)) for n in self.lens]
+
+
+def _rows_batch(heads: List[Head], columns: Sequence[Sequence[Any]],
+                ack_vals: Dict[int, int]) -> TupleBatch:
     batch = TupleBatch()
     batch.heads = heads
-    batch.rows = rows
+    if columns:
+        head_of, values, topics, partitions, offsets, roots = columns
+        if isinstance(values, PackedValues):
+            values = values.unpack()
+        batch.rows = list(zip(head_of, values, topics, partitions, offsets, roots))
     batch.ack_vals = ack_vals
     batch._index = {h: i for i, h in enumerate(heads)}
     return batch

@@ -16,7 +16,7 @@ from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layou
 from storm_kafka_compat.kafka.client import KafkaMessage, RecordBatch
 from storm_kafka_compat.topology.schemes import load_scheme
 from storm_kafka_compat.topology.spec import from_spec
-from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
+from storm_kafka_compat.topology.tuples import PackedValues, StormTuple, TupleBatch
 from storm_kafka_compat.workshop.bench.wordcount import WORD_COUNT, sentences
 
 
@@ -95,3 +95,28 @@ def test_a_value_scheme_over_a_fetched_batch_emits_what_it_does_over_messages(sc
     assert [(c, task, _seen(t)) for c, task, t in batch.routed] == \
         [(c, task, _seen(t)) for c, task, t in listed.routed]
     assert batch.roots == listed.roots and batch.init == listed.init
+
+
+@pytest.mark.parametrize("values, packed", [
+    ([[b"a"], [b"bb"], ["c"], [None]], True),          # one plain value a tuple
+    ([[b"k", 3], [b"j", 2.5, True], []], True),        # plain values, lists of any length
+    ([(b"a",), [b"b"]], False),                        # a tuple: kept as it is
+    ([[{"x": 1}], [b"b"]], False),                     # not a plain value: as it is
+])
+def test_values_go_by_a_plain_pickle_where_they_can_and_come_back_the_same(values, packed):
+    batch = TupleBatch([StormTuple(v, tuple(f"f{i}" for i in range(len(v))),
+                                   source_component="split", offset=i, anchors={i: 0})
+                        for i, v in enumerate(values)])
+    _rebuild, args = batch.__reduce__()
+    assert isinstance(args[1][1], PackedValues) == packed
+    back = pickle.loads(pickle.dumps(batch))
+    assert [t.values for t in back] == values
+    assert [type(t.values) for t in back] == [type(v) for v in values]
+    assert [_seen(t)[1:] for t in back] == [_seen(t)[1:] for t in batch]
+
+
+def test_shared_values_stay_shared_when_they_are_not_plain():
+    shared = {"x": [1, 2]}
+    batch = TupleBatch([StormTuple([shared], ("m",)), StormTuple([shared], ("m",))])
+    back = pickle.loads(pickle.dumps(batch)).tuples
+    assert back[0].values[0] is back[1].values[0] and back[0].values[0] == shared
