@@ -33,7 +33,7 @@ from storm_kafka_compat.engine.hosted import run_hosted
 from storm_kafka_compat.engine.stages import run_stages_spark
 from storm_kafka_compat.executor.stage_records import Record, hosted_spout_stage
 from storm_kafka_compat.executor.calls import Service
-from storm_kafka_compat.executor.dealt import run_dealt
+from storm_kafka_compat.executor.dealt import dealt_plans, run_dealt
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.worker import WorkerJob
 
@@ -125,14 +125,13 @@ class SparkRunner:
     tasks : int, optional
         The most Spark tasks of a batch.
     deal_on : str, optional
-        Where the executors reach the driver: a single-stage batch's groups of plans
-        are then dealt to its tasks by the Python worker that read them last
-        (:mod:`~storm_kafka_compat.engine.dealing`); None: each task reads its own.
+        Where the executors reach the driver: a batch's groups of plans (a single-stage
+        batch's, or stage 0's of a job with bolt hosts) are then dealt to its tasks by
+        the Python worker that read them last (:mod:`~storm_kafka_compat.engine.dealing`);
+        None: each task reads its own.
     """
 
     whole_batches = False
-    #: whether this runner's tasks take their plans from the dealer
-    deals = True
 
     def __init__(self, spark: SparkGetter, *, tasks: Optional[int] = None,
                  deal_on: Optional[str] = None) -> None:
@@ -154,11 +153,15 @@ class SparkRunner:
 
     def start(self, job: WorkerJob) -> None:
         self._unpersist()
-        if self.deals and self._deal_on is not None:
+        if self.deals(job) and self._deal_on is not None:
             if self.dealer is None:      # kept when the job is sent again: it knows the workers
                 self.dealer = DealerServer(PlanDealer(), self._deal_on)
             job = replace(job, dealer=Service(self.dealer.address, self.dealer.authkey))
         self._job = self.spark_context.broadcast(job)
+
+    def deals(self, job: WorkerJob) -> bool:
+        """Whether ``job``'s tasks take their plans from the dealer."""
+        return True
 
     def slices(self, plan: BatchPlan) -> int:
         return max(1, min(len(plan), self.tasks or self.spark_context.defaultParallelism))
@@ -214,7 +217,11 @@ class StagedSparkRunner(SparkRunner):
     several stages per batch (:func:`~storm_kafka_compat.engine.stages.run_stages_spark`)."""
 
     whole_batches = True
-    deals = False
+
+    def deals(self, job: WorkerJob) -> bool:
+        """Stage 0 of a job with bolt hosts reads dealt plans; a job without them runs
+        each stage's tasks as Spark places them."""
+        return job.hosts is not None
 
     def _run(self, plan: BatchPlan) -> BatchResult:
         job = self.job
@@ -222,22 +229,35 @@ class StagedSparkRunner(SparkRunner):
         if layout is None:
             raise ValueError("the staged runner needs a job with a stage layout")
         if job.value.hosts is not None:
-            return run_hosted_spark(self.spark_context, plan, job, layout, self.slices(plan))
+            return run_hosted_spark(self.spark_context, plan, job, layout, self.slices(plan),
+                                    None if self.dealer is None else self.dealer.dealer)
         return run_stages_spark(self.spark_context, plan, job, layout, self.slices(plan))
 
 
 def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[WorkerJob]",
-                     layout: StageLayout, slices: int) -> BatchResult:
+                     layout: StageLayout, slices: int,
+                     dealer: Optional[PlanDealer] = None) -> BatchResult:
     """A batch whose bolt tasks live in bolt hosts: stage 0 as one Spark job, then
-    the hosts' stages (:mod:`~storm_kafka_compat.engine.hosted`)."""
+    the hosts' stages (:mod:`~storm_kafka_compat.engine.hosted`). With the ``dealer``
+    (the job's :attr:`~storm_kafka_compat.executor.worker.WorkerJob.dealer`), stage 0's
+    tasks read the plans it deals them: a partition stays with the Python worker that
+    read it last, its consumer where the last batch left it."""
     batch = plan.batch
+    groups = split_groups(list(plan), slices)
+    if dealer is not None:
+        dealer.open(batch, groups)
 
-    def first(index: int, plans: Iterable[FetchPlan]) -> Iterator[Record]:
-        return hosted_spout_stage(index, plans, job.value, batch, task_attempt())
+    def first(items: Iterable[Tuple[int, Sequence[FetchPlan]]]) -> Iterator[Record]:
+        attempt = task_attempt()
+        worker_job = job.value
+        for index, own in items:
+            plans = own if worker_job.dealer is None else dealt_plans(
+                worker_job.dealer, batch, index, own, attempt)
+            yield from hosted_spout_stage(index, plans, worker_job, batch, attempt)
 
     # a batch of ticks alone (nothing to fetch) runs only the hosts' stages
-    records = (sc.parallelize(list(plan), slices).mapPartitionsWithIndex(first).collect()
-               if len(plan) else [])
+    records = (sc.parallelize(list(enumerate(groups)), len(groups)).mapPartitions(first)
+               .collect() if len(plan) else [])
     hosts = job.value.hosts
     assert hosts is not None
     return run_hosted(records, layout, batch, hosts)

@@ -164,7 +164,11 @@ def test_the_runner_keeps_its_dealer_when_the_job_is_sent_again():
     assert dealt_plans(sent[0].dealer, 1, 0, (), attempt=0) == ()      # nobody answers
     staged = StagedSparkRunner(lambda: spark, deal_on="127.0.0.1")
     staged.start(WorkerJob(job_id="k", spout=spout, bootstrap=("a:1",)))
-    assert staged.dealer is None and sent[-1].dealer is None          # stages: not dealt
+    assert staged.dealer is None and sent[-1].dealer is None     # stages without hosts
+    staged.start(WorkerJob(job_id="h", spout=spout, bootstrap=("a:1",),
+                           hosts=types.SimpleNamespace()))     # type: ignore[arg-type]
+    assert staged.dealer is not None and sent[-1].dealer.address == staged.dealer.address
+    staged.close()
 
 
 def test_closing_the_dealer_ends_its_accepting_thread():
