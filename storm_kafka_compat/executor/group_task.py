@@ -35,9 +35,8 @@ from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, T
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.reader import PartitionReader, TaskBudget
-from storm_kafka_compat.executor.task import (Processor, bolt_error, passed,
-                                              process_chunks, processor, run_task)
-from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
+from storm_kafka_compat.executor.task import bolt_error, passed, process_chunks, run_task
+from storm_kafka_compat.executor.worker import Processor, WorkerJob, WorkerParts, worker_parts
 from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch
 from storm_kafka_compat.kafka.fetch_group import FetchGroup, GroupAnswer, GroupKafka, PartitionKey
 
@@ -233,7 +232,7 @@ class GroupRead:
         return out
 
 
-def run_group(plans: Sequence[FetchPlan], job: WorkerJob, *, deadline: float,
+def run_group(plans: Sequence[FetchPlan], parts: WorkerParts, *, deadline: float,
               clock: Callable[[], float] = time.monotonic,
               kafka: Optional[GroupKafka] = None,
               process: Optional[Processor] = None) -> Iterator[PartitionResult]:
@@ -241,10 +240,10 @@ def run_group(plans: Sequence[FetchPlan], job: WorkerJob, *, deadline: float,
     are done or ``deadline`` (``clock`` time); one result per plan, in their order.
     ``kafka``/``process`` are injectable for tests."""
     wall_started = time.time()
-    client = kafka if kafka is not None else worker_parts(job).kafka()
+    client = kafka if kafka is not None else parts.kafka()
     if not isinstance(client, GroupKafka):
         raise TypeError(f"{type(client).__name__} does not fetch groups")
-    state = GroupRead(plans, client, job.backend, clock)
+    state = GroupRead(plans, client, parts.job.backend, clock)
     state.idle_check()
     live = state.live()
     if live:
@@ -254,7 +253,7 @@ def run_group(plans: Sequence[FetchPlan], job: WorkerJob, *, deadline: float,
             for key in live:
                 state.fail(key, exc)
         else:
-            proc = process if process is not None else processor(job)
+            proc = process if process is not None else parts.processor()
             _poll_until(state, group, proc, deadline, _fetch_deadline(client, state.opened))
     yield from state.finished(wall_started)
 
@@ -304,10 +303,11 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
     together by one consumer
     (:func:`run_group`), after the retry plans."""
     budget = TaskBudget(job.budget_s, clock)
+    parts = worker_parts(job)
     plans = list(plans)
     fresh: List[FetchPlan] = []
     if len(plans) > 1:
-        kafka = worker_parts(job).kafka()
+        kafka = parts.kafka()
         if isinstance(kafka, GroupKafka) and kafka.reads_groups():
             fresh = [p for p in plans if not p.retry]
             if len(fresh) < GROUP_READ_MIN_PLANS:
@@ -320,7 +320,7 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
             yield PartitionResult(plan, reached=False)
             continue
         try:
-            yield run_task(plan, job, clock=clock, deadline=deadline)
+            yield run_task(plan, parts, clock=clock, deadline=deadline)
         except Exception as exc:  # never lose the other partitions' results
             yield bolt_error(plan, exc)
     if fresh:
@@ -329,4 +329,4 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
             for plan in fresh:
                 yield PartitionResult(plan, reached=False)
             return
-        yield from run_group(fresh, job, deadline=deadline, clock=clock)
+        yield from run_group(fresh, parts, deadline=deadline, clock=clock)

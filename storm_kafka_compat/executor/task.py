@@ -3,7 +3,8 @@ scheme, run the bolts, and return only what the driver needs.
 
 No message passes through the driver. A task gets a list of
 :class:`~storm_kafka_compat.batch.FetchPlan` (one per planned partition)
-and the job's :class:`~storm_kafka_compat.executor.worker.WorkerJob`, and yields
+and the worker's parts of the job
+(:class:`~storm_kafka_compat.executor.worker.WorkerParts`), and yields
 one :class:`~storm_kafka_compat.batch.PartitionResult` each: the offset
 ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
 open when the task ended (they stay pending and time out on the driver), or the
@@ -24,11 +25,10 @@ from typing import Callable, Optional, Sequence, Tuple
 
 from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, TaskFailure,
                                       TaskTiming)
-from storm_kafka_compat.config.objects import load_object
 from storm_kafka_compat.executor.gc_pause import collection_paused
-from storm_kafka_compat.executor.process import BatchOutcome, process_batch
+from storm_kafka_compat.executor.process import BatchOutcome
 from storm_kafka_compat.executor.reader import PartitionReader
-from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
+from storm_kafka_compat.executor.worker import Processor, WorkerParts
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
@@ -40,35 +40,7 @@ log = logging.getLogger(__name__)
 #: (10 ms a tuple) cannot overrun the budget much before its cost is known
 FIRST_CHUNK = 16
 
-#: processes a chunk of fetched messages under a plan
-Processor = Callable[[Sequence[MessageLike], FetchPlan], BatchOutcome]
-
-
-def processor(job: WorkerJob) -> Processor:
-    """The job's processor on this worker: the scheme, then the simple bolt or the
-    bolt topology in this task (built once per worker)."""
-    def build() -> Processor:
-        scheme = worker_parts(job).scheme()
-        if job.topology_spec is not None:
-            topology = worker_parts(job).topology()
-            conf = dict(job.storm_conf)
-
-            def run_topology(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
-                return process_batch(messages, scheme=scheme, topology=topology,
-                                     plan_filter=plan, now_ms=int(time.time() * 1000),
-                                     conf=conf)
-            return run_topology
-        if not job.bolt:
-            raise ValueError("no bolt configured: set `bolt: module:callable`")
-        bolt = load_object(job.bolt, key="bolt")
-
-        def run_bolt(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
-            return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
-        return run_bolt
-    return worker_parts(job).get("processor", build)
-
-
-def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = None,
+def run_task(plan: FetchPlan, parts: WorkerParts, *, kafka: Optional[KafkaAccess] = None,
              process: Optional[Processor] = None,
              clock: Callable[[], float] = time.monotonic,
              deadline: Optional[float] = None) -> PartitionResult:
@@ -78,7 +50,7 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
     As a consumer loop does: one broker fetch, process it, fetch the next one
     (the client's next request is already on its way while this one is
     processed), until the plan's ``max_messages``, the log end the first fetch
-    reported or the budget (``job.budget_s``). Processing goes in chunks sized
+    reported or the budget (the job's ``budget_s``). Processing goes in chunks sized
     from the measured cost per message, so a slow bolt stops within about one
     message of the budget; messages fetched but not reached are not taken, and
     the next batch fetches them again. A retry plan is one fetch, processed
@@ -87,13 +59,14 @@ def run_task(plan: FetchPlan, job: WorkerJob, *, kafka: Optional[KafkaAccess] = 
     """
     result = PartitionResult(plan, timing=TaskTiming(started=time.time(), worker=os.getpid()))
     started = clock()
-    client = kafka if kafka is not None else worker_parts(job).kafka()
+    job = parts.job
+    client = kafka if kafka is not None else parts.kafka()
     reader = PartitionReader.for_plan(client, plan, client=job.backend, clock=clock)
     messages, result.failure = reader.first_fetch()
     result.latency_ms = reader.latency_ms
     if not messages:
         return _timed(passed(reader, result), reader)
-    proc = process if process is not None else processor(job)
+    proc = process if process is not None else parts.processor()
     if plan.retry:
         add_outcome(result, proc(messages, plan))
         return _timed(result, reader)

@@ -7,9 +7,10 @@ client's, the bolts' configuration, the scheme, the bolt or the topology, the st
 layout and the task's time budget. A batch then sends only its fetch plans.
 
 On a worker, what is built from the job (the scheme, the topology, the bolts' runtime,
-the Kafka client) is built once and kept for the next batches: the job's
-:class:`WorkerParts` (:func:`worker_parts`), kept per Python worker process for the
-last :data:`KEPT_JOBS` jobs it ran.
+the processor a task runs the fetched messages through, the Kafka client) is built once
+and kept for the next batches: the job's :class:`WorkerParts` (:func:`worker_parts`),
+kept per Python worker process for the last :data:`KEPT_JOBS` jobs it ran. A Spark task
+asks for them once, when it starts, and passes them on.
 """
 
 from __future__ import annotations
@@ -17,17 +18,24 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, TypeVar
 
+from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.config.kafka_settings import Backend
 from storm_kafka_compat.executor.calls import Service
 from storm_kafka_compat.executor.hosts.client import TaskHosts
+from storm_kafka_compat.executor.process import BatchOutcome
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.kafka.client import KafkaAccess
 from storm_kafka_compat.topology.builder import Topology
-from storm_kafka_compat.topology.schemes import Scheme
+from storm_kafka_compat.topology.schemes import MessageLike, Scheme
 
 T = TypeVar("T")
+
+#: processes a chunk of fetched messages under a plan
+Processor = Callable[[Sequence[MessageLike], FetchPlan], BatchOutcome]
 
 #: jobs whose parts a worker keeps (a worker reused by later runs forgets the oldest)
 KEPT_JOBS = 8
@@ -71,7 +79,7 @@ class WorkerJob:
     job_id: str
     spout: SpoutConfig
     bootstrap: Tuple[str, ...]
-    backend: str = "kafka-python"
+    backend: Backend = "kafka-python"
     kafka_conf: Tuple[Tuple[str, Any], ...] = ()
     storm_conf: Tuple[Tuple[str, Any], ...] = ()
     bolt: Optional[str] = None
@@ -140,6 +148,34 @@ class WorkerParts:
             from storm_kafka_compat.topology.spec import from_spec
             return from_spec(spec)
         return self.get("topology", build)
+
+    def processor(self) -> Processor:
+        """The job's processor: the scheme, then the simple bolt or the bolt topology
+        in this task."""
+        job = self.job
+
+        def build() -> Processor:
+            from storm_kafka_compat.config.objects import load_object
+            from storm_kafka_compat.executor.process import process_batch
+            scheme = self.scheme()
+            if job.topology_spec is not None:
+                topology = self.topology()
+                conf = dict(job.storm_conf)
+
+                def run_topology(messages: Sequence[MessageLike],
+                                 plan: FetchPlan) -> BatchOutcome:
+                    return process_batch(messages, scheme=scheme, topology=topology,
+                                         plan_filter=plan, now_ms=int(time.time() * 1000),
+                                         conf=conf)
+                return run_topology
+            if not job.bolt:
+                raise ValueError("no bolt configured: set `bolt: module:callable`")
+            bolt = load_object(job.bolt, key="bolt")
+
+            def run_bolt(messages: Sequence[MessageLike], plan: FetchPlan) -> BatchOutcome:
+                return process_batch(messages, scheme=scheme, bolt=bolt, plan_filter=plan)
+            return run_bolt
+        return self.get("processor", build)
 
 
 #: this worker's parts, per job id (the least recently used first)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.config.kafka_settings import Backend
 from storm_kafka_compat.kafka.client import KafkaAccess
 
 _CLIENTS: Dict[Tuple[Any, ...], KafkaAccess] = {}
 
 
-def worker_kafka(backend: str, bootstrap: Sequence[str], spout: SpoutConfig,
+def worker_kafka(backend: Backend, bootstrap: Sequence[str], spout: SpoutConfig,
                  kafka_conf: Tuple[Tuple[str, Any], ...],
                  fetch_timeout_ms: Optional[int] = None) -> KafkaAccess:
     """The cached :class:`~storm_kafka_compat.kafka.client.KafkaAccess` for these settings.

@@ -20,7 +20,7 @@ from storm_kafka_compat.executor.stage_records import (Record, StagePartitioner,
                                                        fold_records, hosted_spout_stage,
                                                        spout_stage, unresolved_roots)
 from storm_kafka_compat.executor.task import run_task
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import KafkaAccess
 
 
@@ -90,7 +90,8 @@ class InProcessRunner:
             return run_stages_local(plan, job, kafka=self.kafka)
         if self.one_task:
             return BatchResult(list(run_tasks(plan, job)))
-        return BatchResult([run_task(p, job, kafka=self.kafka) for p in plan])
+        parts = worker_parts(job)
+        return BatchResult([run_task(p, parts, kafka=self.kafka) for p in plan])
 
     def cancel(self) -> None:
         """Nothing runs in the background to cancel."""

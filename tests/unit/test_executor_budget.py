@@ -16,7 +16,7 @@ from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import worker_job
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.executor.task import run_task
-from storm_kafka_compat.executor.worker import WorkerJob, WorkerParts
+from storm_kafka_compat.executor.worker import WorkerJob, WorkerParts, worker_parts
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
@@ -79,7 +79,8 @@ def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms:
     clock = _Clock()
     job = _job(trigger_ms=trigger_ms)
     budget = job.budget_s
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), job, kafka=kafka,
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(job),
+                      kafka=kafka,
                       process=_slow_processor(clock, 0.010), clock=clock)
     taken = sum(e - s for s, e in result.taken)
     # 10 ms a message: about budget / 10 ms taken, the first chunk (16) at least,
@@ -98,7 +99,8 @@ def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() 
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(3000)])
     clock = _Clock()
-    result = run_task(FetchPlan("t", 0, 0, max_messages=2050), _job(), kafka=kafka,
+    result = run_task(FetchPlan("t", 0, 0, max_messages=2050), worker_parts(_job()),
+                      kafka=kafka,
                       process=_slow_processor(clock, 1e-6), clock=clock)
     assert result.taken == [(0, 2050)] and result.scanned_to == 2050
     fetches = [c for c in kafka.calls if c[0] == "fetch"]
@@ -109,7 +111,8 @@ def test_a_task_that_reaches_the_log_end_stops_there() -> None:
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(250)])
     clock = _Clock()
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), _job(), kafka=kafka,
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(_job()),
+                      kafka=kafka,
                       process=_slow_processor(clock, 1e-6), clock=clock)
     assert result.taken == [(0, 250)]
 
@@ -153,7 +156,8 @@ def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_lat
         kafka.append("t", 0, *[b"new.."] * 50)    # arrives while the task processes
         return slow(messages, plan)
 
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), _job(), kafka=kafka,
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(_job()),
+                      kafka=kafka,
                       process=proc, clock=clock)
     assert result.taken == [(0, 300)]
     assert kafka.fetched_log_end("t", 0) > 300
@@ -169,11 +173,14 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
     kafka.compact("t", 0, [5, 6, 7])
     proc = lambda messages, plan: process_batch(messages, scheme=load_scheme("raw"),  # noqa: E731
                                                 bolt=lambda t: None, plan_filter=plan)
-    first = run_task(FetchPlan("t", 0, 0), _job(), kafka=kafka, process=proc)
+    first = run_task(FetchPlan("t", 0, 0), worker_parts(_job()),
+                      kafka=kafka, process=proc)
     assert first.taken == [(0, 5)] and first.scanned_to == 8 and first.failure is None
-    again = run_task(FetchPlan("t", 0, 8), _job(), kafka=kafka, process=proc)
+    again = run_task(FetchPlan("t", 0, 8), worker_parts(_job()),
+                      kafka=kafka, process=proc)
     assert again.taken == [] and again.scanned_to is None     # at the end: nothing passed
-    retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), _job(), kafka=kafka, process=proc)
+    retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), worker_parts(_job()),
+                      kafka=kafka, process=proc)
     assert retry.scanned_to is None                           # retries never pass anything
 
 
@@ -182,11 +189,11 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
 def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
                per_message_s: float) -> List[Any]:
     """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
-    from storm_kafka_compat.executor import group_task, task
+    from storm_kafka_compat.executor import group_task
     job = _job()
     monkeypatch.setattr(WorkerParts, "kafka", lambda self: kafka)
-    for module in (task, group_task):
-        monkeypatch.setattr(module, "processor", lambda job: _slow_processor(clock, per_message_s))
+    monkeypatch.setattr(WorkerParts, "processor",
+                        lambda self: _slow_processor(clock, per_message_s))
     return list(group_task.run_tasks(plans, job, clock=clock))
 
 

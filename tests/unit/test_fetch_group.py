@@ -20,7 +20,7 @@ from storm_kafka_compat.engine.driver import worker_job
 from storm_kafka_compat.errors import OffsetOutOfRangeError
 from storm_kafka_compat.executor.group_task import run_group
 from storm_kafka_compat.executor.process import process_batch
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 from storm_kafka_compat.kafka.client import RecordBatch
 from storm_kafka_compat.kafka.fetch_group import HeldRecords, split_by_partition
 from storm_kafka_compat.testing.scripted import ScriptedGroupKafka
@@ -122,7 +122,7 @@ def _kafka(*sizes: int) -> ScriptedGroupKafka:
 
 def _run(kafka: ScriptedGroupKafka, plans: List[FetchPlan], clock: _Clock,
          budget_s: float = 1.0, **proc: Any) -> List[PartitionResult]:
-    return list(run_group(plans, _job(), deadline=clock() + budget_s, clock=clock,
+    return list(run_group(plans, worker_parts(_job()), deadline=clock() + budget_s, clock=clock,
                           kafka=kafka, process=_processor(clock, **proc)))
 
 
