@@ -23,6 +23,7 @@ from storm_kafka_compat.cli.console import load_config
 from storm_kafka_compat.config import config_warnings, effective_config, job_config_from_dict
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux import Conversion, convert_file, load_properties
+from storm_kafka_compat.flux.convert import FILE_FORMATS
 
 
 @click.group("config")
@@ -86,7 +87,7 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
               help="Replace ${ENV-NAME} from the environment (Flux --env-filter; Java's "
                    "System.getenv).")
 @click.option("--format", "fmt",
-              type=click.Choice(["auto", "flux", "properties", "java", "streamparse", "pyleus"]),
+              type=click.Choice(["auto", "java", *FILE_FORMATS]),
               default="auto", show_default=True,
               help="Input format (auto: .java files and directories are Java, .py a "
                    "streamparse Topology, YAML with a list under 'topology' Pyleus, else by "
@@ -123,7 +124,7 @@ def convert(paths: Tuple[str, ...], output: Optional[str], output_dir: Optional[
             raise click.UsageError("give one Flux, .properties, streamparse or Pyleus file "
                                    "(several paths are for Java sources)")
         results = [convert_file(paths[0], filter_path=filter_path, env=env,
-                                fmt=None if fmt == "auto" else fmt)]
+                                fmt=next((f for f in FILE_FORMATS if f == fmt), None))]
     if output is not None and len(results) > 1:
         raise click.UsageError(f"{len(results)} KafkaSpouts were found: use --output-dir DIR "
                                f"for one CONFIG each")

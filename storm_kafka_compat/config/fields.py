@@ -8,7 +8,7 @@ import difflib
 import re
 from dataclasses import MISSING, dataclass
 from dataclasses import fields as _dc_fields
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Sequence, Tuple, get_args
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.model import (LONG_MAX, REQUIRED, SCHEME_NAMES, SpoutConfig,
@@ -230,6 +230,10 @@ BOLT_ENTRY_KEYS: Tuple[str, ...] = ("name", "bolt", "kind", "parallelism", "inpu
 
 SPARK_KEYS: Tuple[str, ...] = ("master", "appName", "app_name", "tasks", "conf", "pyFiles",
                                "py_files", "triggerInterval", "trigger_interval")
+#: how the ``hosts`` section finds the brokers: storm-kafka's ZkHosts and StaticHosts, or
+#: a bootstrap list (storm-kafka-client)
+HostsKind = Literal["zk", "static", "bootstrap"]
+HOSTS_KINDS: Tuple[HostsKind, ...] = get_args(HostsKind)
 HOSTS_KEYS: Tuple[str, ...] = ("zk", "brokerZkPath", "broker_zk_path", "refreshFreqSecs",
                                "refresh_freq_secs", "static", "useTopicNameForPartitionPathId",
                                "use_topic_name_for_partition_path_id", "bootstrap")

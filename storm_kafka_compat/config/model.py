@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union, get_args
 
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
 from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig
@@ -125,7 +125,7 @@ class SpoutConfig:
     # --- extensions (not Storm fields) -------------------------------------
     #: what to do with a stored document Storm would not resume from:
     #: "storm" (fall back to startOffsetTime, logged at WARN) or "fail"
-    corrupt_state_policy: str = "storm"
+    corrupt_state_policy: "CorruptStatePolicy" = "storm"
     #: CONTRACT deviation 6 (opt-in): reset to ``latest - maxOffsetBehind``
     #: instead of the startOffsetTime offset when the stored offset is too far behind
     max_offset_behind_reset_to_window: bool = False
@@ -272,5 +272,6 @@ RETRY_MANAGER_NAMES: Tuple[str, ...] = (
     "ExponentialBackoffMsgRetryManager",
 )
 
-#: accepted values of ``corruptStatePolicy``
-CORRUPT_STATE_POLICIES: Tuple[str, ...] = ("storm", "fail")
+#: what ``corruptStatePolicy`` may say: fall back as Storm does, or stop the run
+CorruptStatePolicy = Literal["storm", "fail"]
+CORRUPT_STATE_POLICIES: Tuple[CorruptStatePolicy, ...] = get_args(CorruptStatePolicy)

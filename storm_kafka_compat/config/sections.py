@@ -17,7 +17,7 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
                                              StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
 from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
                                               STORM_KAFKA_BOLT_CLASSES,
-                                              FieldSpec, HOSTS_KEYS,
+                                              FieldSpec, HOSTS_KEYS, HOSTS_KINDS,
                                               MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
                                               SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
                                               SPOUT_BY_NAME, TOPOLOGY_BY_NAME, check_bool,
@@ -221,11 +221,11 @@ def hosts_from_dict(mapping: Mapping[str, Any], *, section: str = "hosts") -> Br
         if k not in HOSTS_KEYS:
             raise unknown_key(section, k, ("zk", "brokerZkPath", "refreshFreqSecs", "static",
                                             "useTopicNameForPartitionPathId", "bootstrap"))
-    kinds = [k for k in ("zk", "static", "bootstrap") if k in mapping]
+    kinds = [k for k in HOSTS_KINDS if k in mapping]
     if len(kinds) != 1:
         raise ConfigError(f"{section} must have exactly one of zk, static or bootstrap, got "
                           f"{kinds or 'none'}; keep the one that describes your cluster.",
-                          key=section, value=kinds, allowed=("zk", "static", "bootstrap"))
+                          key=section, value=kinds, allowed=HOSTS_KINDS)
     kind = kinds[0]
     allowed_extra = {"zk": {"brokerZkPath", "broker_zk_path", "refreshFreqSecs",
                             "refresh_freq_secs"},

@@ -12,7 +12,7 @@ This package is pure: text in, mappings out. It uses PyYAML and javaproperties.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, List, Literal, Mapping, Optional, Set, Tuple, get_args
 
 import yaml
 
@@ -309,7 +309,13 @@ def flux_bolts(doc: Mapping[str, Any], spout_id: str,
 # --- files -------------------------------------------------------------------------------
 
 
-def detect_format(path: str, text: str) -> str:
+#: the formats of a file ``config convert`` reads (Java sources are read by
+#: :mod:`storm_kafka_compat.java`)
+FileFormat = Literal["flux", "properties", "streamparse", "pyleus"]
+FILE_FORMATS: Tuple[FileFormat, ...] = get_args(FileFormat)
+
+
+def detect_format(path: str, text: str) -> FileFormat:
     """``"properties"``, ``"flux"``, ``"pyleus"`` or ``"streamparse"``: by extension, else by
     content."""
     ext = os.path.splitext(path)[1].lower()
@@ -342,7 +348,7 @@ def _read(path: str, what: str) -> str:
 
 def convert_file(path: str, *, filter_path: Optional[str] = None,
                  env: Optional[Mapping[str, str]] = None,
-                 fmt: Optional[str] = None) -> Conversion:
+                 fmt: Optional[FileFormat] = None) -> Conversion:
     """Read and convert a Flux YAML, ``.properties`` file, streamparse topology (``.py``) or
     Pyleus topology YAML.
 
@@ -372,7 +378,7 @@ def convert_file(path: str, *, filter_path: Optional[str] = None,
     return convert_flux(text, properties=properties, env=env, source=path)
 
 
-def _convert_python_topology(kind: str, path: str, text: str, filter_path: Optional[str],
+def _convert_python_topology(kind: FileFormat, path: str, text: str, filter_path: Optional[str],
                              env: Optional[Mapping[str, str]]) -> Conversion:
     """A streamparse Topology class or a Pyleus topology YAML (docs/python-storm.md)."""
     properties = None
