@@ -61,6 +61,8 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
     check_client_settings(job.kafka_settings)       # each key known to its client
     checked = [] if no_imports else check_references(
         job, (os.path.dirname(os.path.abspath(config_path)), os.getcwd()))
+    if checked and job.topology_spec is not None:
+        _build_topology(job)
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):
         click.echo(f"Note: {note}", err=True)
@@ -71,6 +73,16 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
         click.echo(f"imported: {', '.join(ref for _, ref in checked)}", err=True)
     click.echo(f"{config_path}: valid", err=True)
     return 0
+
+
+def _build_topology(job: JobConfig) -> None:
+    """Build the bolt topology as ``run`` does, its groupings on the spout checked
+    against the scheme's fields: a grouping, source, stream or field that is wrong is
+    an error here (a TopologyError names it), not at ``run``'s start or its first batch."""
+    from storm_kafka_compat.topology.schemes import load_scheme
+    from storm_kafka_compat.topology.spec import from_spec
+    assert job.topology_spec is not None
+    from_spec(job.topology_spec, spout_fields=load_scheme(job.spout.scheme).fields)
 
 
 @config.command("convert")

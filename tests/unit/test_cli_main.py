@@ -205,3 +205,28 @@ def test_the_run_summary_counts_in_words_and_repeats_an_unusable_document(capsys
         "warning: t/0 found an unusable document at /r/s/partition_0 and started at 0 "
         "(corruptStatePolicy: storm); see the warning at the start and `offsets explain`",
         "stopped: caught up; 1 message in 1 batch, 2.0 s; 1 document written in 1 round trip"]
+
+
+def test_config_check_builds_the_topology_its_groupings_on_the_schemes_fields(tmp_path, capsys):
+    """A misspelt grouping, a source no component has, or a field the scheme does not
+    emit is an error of `config check` (exit 2, naming it), as it is of `run`."""
+    import yaml
+    config = tmp_path / "job.yaml"
+
+    def check(inputs):
+        config.write_text(yaml.safe_dump({
+            "spout": {"topic": "t", "zkRoot": "/r", "id": "s", "scheme": "string"},
+            "hosts": {"static": {0: "127.0.0.1:9"}},
+            "topology": {"name": "n", "bolts": [{"name": "count", "bolt": "tests.bolts:record",
+                                                 "inputs": inputs}]}}))
+        code = main(["config", "check", str(config)])
+        return code, capsys.readouterr().err
+
+    code, err = check([{"from": "spout", "grouping": "fields", "fields": ["str"]}])
+    assert code == 0 and err.rstrip().endswith("valid"), err
+    code, err = check([{"from": "spout", "grouping": "fieldz"}])
+    assert code == 2 and "grouping 'fieldz' is not one of shuffle, fields" in err, err
+    code, err = check([{"from": "spout", "grouping": "fields", "fields": ["word"]}])
+    assert code == 2 and "'word'" in err and "valid" not in err.split("Error:")[0], err
+    code, err = check([{"from": "splitter"}])
+    assert code == 2 and "'splitter'" in err, err

@@ -310,6 +310,16 @@ class KafkaCluster:
         """Every broker's ``host:port``, comma-separated."""
         return ",".join(b.bootstrap for b in self.brokers)
 
+    @property
+    def live_bootstrap(self) -> str:
+        """The running brokers' ``host:port`` (the first broker's when none runs): what
+        the harness's own clients bootstrap from. kafka-python 3 picks its bootstrap
+        server at random and waits out that server's backoff before it picks again, so
+        with one of two servers dead its first metadata took longer than a producer's
+        60 s ``max_block_ms`` in CI (six picks of the dead one, backoffs up to 33 s)."""
+        live = [b.bootstrap for b in self.brokers if b.running] or [self.brokers[0].bootstrap]
+        return ",".join(live)
+
     def addresses(self, listener: str) -> str:
         """Every broker's address on the named listener, comma-separated."""
         return ",".join(b.address(listener) for b in self.brokers)
@@ -419,8 +429,8 @@ class KafkaCluster:
         """A kafka-python ``KafkaAdminClient`` on the running brokers (0.11+)."""
         if self._admin is None:
             from kafka.admin import KafkaAdminClient
-            live = [b.bootstrap for b in self.brokers if b.running] or [self.brokers[0].bootstrap]
-            self._admin = KafkaAdminClient(bootstrap_servers=live, request_timeout_ms=10000,
+            self._admin = KafkaAdminClient(bootstrap_servers=self.live_bootstrap.split(","),
+                                           request_timeout_ms=10000,
                                            client_id="skc-testing-admin")
         return self._admin
 
@@ -668,12 +678,12 @@ class KafkaCluster:
 
     def log_range(self, topic: str, partition: int) -> Tuple[int, int]:
         """``(earliest, latest)`` offsets of a partition, asked of its leader."""
-        return log_range(self.bootstrap, topic, partition,
+        return log_range(self.live_bootstrap, topic, partition,
                          api_version=self.distribution.kafka_python_api_version)
 
     def produce(self, topic: str, messages: Iterable[Message], **kwargs: Any) -> int:
         """:func:`~.kafka_clients.produce` to this cluster (its protocol pinned)."""
-        return produce(self.bootstrap, topic, messages,
+        return produce(self.live_bootstrap, topic, messages,
                        api_version=self.distribution.kafka_python_api_version, **kwargs)
 
 
