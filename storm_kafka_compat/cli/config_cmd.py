@@ -20,7 +20,8 @@ import click
 import yaml
 
 from storm_kafka_compat.cli.console import load_config
-from storm_kafka_compat.config import config_warnings, effective_config, job_config_from_dict
+from storm_kafka_compat.config import (JobConfig, config_warnings, effective_config,
+                                       job_config_from_dict)
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.flux import Conversion, convert_file, load_properties
 from storm_kafka_compat.flux.convert import FILE_FORMATS
