@@ -103,7 +103,7 @@ def effective_config(job: JobConfig) -> Dict[str, Any]:
         spout["zkPort"] = job.topology.zookeeper_port
     topology = topology_to_dict(job.topology)
     if job.topology_spec is not None:
-        topology.update(job.topology_spec)
+        topology.update(job.topology_spec.as_dict())
     out: Dict[str, Any] = {
         "spout": spout,
         "hosts": _hosts_dict(job.spout.hosts),

@@ -70,9 +70,10 @@ def job_config_from_dict(d: Mapping[str, Any]) -> JobConfig:
 
     Top-level keys: ``spout`` (required), ``hosts`` (required), ``topology``
     (required: at least ``name``), ``spark``, ``bolt`` and ``kafka``. A topology
-    of bolts is given as ``topology.bolts`` and kept raw in
-    :attr:`JobConfig.topology_spec` as ``{"bolts": [...]}`` (the form
-    ``topology.spec.from_spec`` reads).
+    of bolts is given as ``topology.bolts`` and read into
+    :attr:`JobConfig.topology_spec`
+    (:class:`~storm_kafka_compat.config.topology_spec.TopologySpec`, what
+    ``topology.spec.from_spec`` builds the topology from).
 
     Raises
     ------

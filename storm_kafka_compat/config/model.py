@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union, get_args
+from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, Optional, Tuple, Union, get_args
 
 from storm_kafka_compat.config.kafka_settings import KafkaSettings, kafka_settings_from_dict
 from storm_kafka_compat.config.kafka_spout import KafkaSpoutConfig
+
+if TYPE_CHECKING:  # the spec's module checks its entries with the field checkers
+    from storm_kafka_compat.config.topology_spec import TopologySpec
 
 
 #: ``kafka.api.OffsetRequest.EarliestTime()``
@@ -203,8 +206,8 @@ class JobConfig:
     spark: SparkConfig = SparkConfig()
     #: ``module:callable`` of a simple bolt, or None when ``topology_spec`` is given
     bolt: Optional[str] = None
-    #: a topology of bolts with groupings (raw mapping, interpreted by the pipeline)
-    topology_spec: Optional[Mapping[str, Any]] = None
+    #: a topology of bolts with groupings (``topology.bolts``), or None
+    topology_spec: Optional[TopologySpec] = None
     #: the ``kafka`` mapping as written (client settings, backend, broker version);
     #: :attr:`kafka_settings` splits it by client
     kafka: Mapping[str, Any] = field(default_factory=dict)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
+from storm_kafka_compat.config.model import JobConfig
 from storm_kafka_compat.errors import ConfigError
 
 __all__ = ["load_object"]
@@ -54,17 +55,17 @@ def load_object(path: str, *, key: str) -> Any:
     return obj
 
 
-def referenced_objects(job: Any) -> List[Tuple[str, str]]:
+def referenced_objects(job: JobConfig) -> List[Tuple[str, str]]:
     """``(key, package.module:name)`` of every Python object ``job`` names: the bolt,
     the topology's bolts (Storm's KafkaBolt classes excepted: the pipeline provides
     them), the DataFrame function, a scheme and a retry manager of one's own."""
     out: List[Tuple[str, str]] = []
     if job.bolt:
         out.append(("bolt", job.bolt))
-    for i, bolt in enumerate((job.topology_spec or {}).get("bolts") or []):
-        ref = bolt.get("bolt") if isinstance(bolt, Mapping) else None
-        if isinstance(ref, str) and ":" in ref:
-            out.append((f"topology.bolts[{i}].bolt", ref))
+    bolts = job.topology_spec.bolts if job.topology_spec is not None else ()
+    for i, bolt in enumerate(bolts):
+        if bolt.bolt is not None and not bolt.storm_class:
+            out.append((f"topology.bolts[{i}].bolt", bolt.bolt))
     if job.dataframe:
         out.append(("dataframe", job.dataframe))
     if ":" in job.spout.scheme:
@@ -75,7 +76,7 @@ def referenced_objects(job: Any) -> List[Tuple[str, str]]:
     return out
 
 
-def check_references(job: Any, search_path: Sequence[str] = ()) -> List[Tuple[str, str]]:
+def check_references(job: JobConfig, search_path: Sequence[str] = ()) -> List[Tuple[str, str]]:
     """Import every object ``job`` names (with ``search_path`` first on the import
     path, as ``run`` puts the CONFIG's directory there) and return what was checked.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from storm_kafka_compat.errors import ConfigError
@@ -15,16 +16,16 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
                                              RETRY_MANAGER_NAMES, SCHEME_NAMES,
                                              STORM_SCHEME_CLASSES, SparkConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig, ZkAuth, ZkHosts)
-from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
-                                              STORM_KAFKA_BOLT_CLASSES,
-                                              FieldSpec, HOSTS_KEYS, HOSTS_KINDS,
-                                              MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
+from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, FieldSpec,
+                                              HOSTS_KEYS, HOSTS_KINDS, MASK,
+                                              REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
                                               SPOUT_FIELDS, TOPOLOGY_FIELDS, DOTTED_RE,
                                               SPOUT_BY_NAME, TOPOLOGY_BY_NAME, check_bool,
                                               check_int, check_str, check_str_list,
                                               check_zk_path, require_mapping, type_name,
                                               unknown_key, is_callable_ref,
                                               parse_interval_ms)
+from storm_kafka_compat.config.topology_spec import TopologySpec, topology_spec_from_dict
 
 
 # --- SpoutConfig ----------------------------------------------------------------
@@ -462,57 +463,28 @@ def check_bolt_ref(value: Any, key: str = "bolt") -> str:
     return text.strip()
 
 
-def kafka_bolts_inherit(spec: Optional[Dict[str, Any]], kafka: Mapping[str, Any]
-                         ) -> Optional[Dict[str, Any]]:
+def kafka_bolts_inherit(spec: Optional[TopologySpec], kafka: Mapping[str, Any]
+                         ) -> Optional[TopologySpec]:
     """KafkaBolt entries without their own ``kafka`` property get the job's ``kafka``
     section (the pinned ``api_version`` above all) for their producer."""
     if spec is None or not kafka:
         return spec
     bolts = []
-    for b in spec.get("bolts") or []:
-        if isinstance(b, Mapping) and _storm_bolt_class(b.get("bolt")):
-            props = dict(b.get("properties") or {})
+    for b in spec.bolts:
+        if b.storm_class:
+            props = dict(b.properties or {})
             props.setdefault("kafka", dict(kafka))
-            b = {**b, "properties": props}
+            b = replace(b, properties=props)
         bolts.append(b)
-    return {**spec, "bolts": bolts}
+    return TopologySpec(tuple(bolts))
 
 
-def _storm_bolt_class(value: Any) -> bool:
-    """True for a Storm bolt class the pipeline provides (``KafkaBolt``)."""
-    return value in STORM_KAFKA_BOLT_CLASSES
-
-
-def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[Dict[str, Any]]:
+def topology_spec_section(mapping: Mapping[str, Any], section: str) -> Optional[TopologySpec]:
+    """The section's ``bolts`` as a :class:`TopologySpec`, or None without them."""
     present = {k: mapping[k] for k in BOLT_TOPOLOGY_KEYS if k in mapping}
     if not present:
         return None
-    bolts = present.get("bolts")
-    if not isinstance(bolts, list) or not bolts:
-        raise ConfigError(f"{section}.bolts must be a non-empty list of bolts, got {bolts!r}; "
-                          f"or use a top-level 'bolt: module:callable' for a single bolt.",
-                          key=f"{section}.bolts", value=bolts)
-    for i, bolt in enumerate(bolts):
-        if not isinstance(bolt, Mapping):
-            raise ConfigError(f"{section}.bolts[{i}] must be a mapping with name, bolt "
-                              f"(module:callable) and optional inputs, got {bolt!r}.",
-                              key=f"{section}.bolts[{i}]", value=bolt)
-        unknown = [k for k in bolt if k not in BOLT_ENTRY_KEYS]
-        if unknown:
-            raise ConfigError(f"{section}.bolts[{i}]: unknown key(s) {unknown}; a bolt entry "
-                              f"takes {', '.join(BOLT_ENTRY_KEYS)} (the callable goes in "
-                              f"'bolt: module:callable').",
-                              key=f"{section}.bolts[{i}].{unknown[0]}", value=bolt)
-        if bolt.get("name") and bolt.get("shell") and "bolt" not in bolt:
-            continue  # a multilang command (topology.builder checks it)
-        if not bolt.get("name") or not bolt.get("bolt"):
-            raise ConfigError(f"{section}.bolts[{i}] needs 'name' and 'bolt' (module:callable), "
-                              f"or 'shell' (a multilang command such as [python, split.py]) "
-                              f"instead of 'bolt'; got {dict(bolt)!r}.",
-                              key=f"{section}.bolts[{i}]", value=bolt)
-        if not _storm_bolt_class(bolt["bolt"]):
-            check_bolt_ref(bolt["bolt"], f"{section}.bolts[{i}].bolt")
-    return dict(present)
+    return topology_spec_from_dict(present, section)
 
 
 def kafka_settings_section(value: Any, section: str = "kafka") -> Dict[str, Any]:

@@ -121,7 +121,8 @@ class TrapFacts:
                    documents=not job.uses_kafka_offsets,
                    zk_servers_given=s.zk_servers is not None or
                    job.topology.zookeeper_servers != DEFAULT_STORM_ZOOKEEPER,
-                   bolts=tuple((job.topology_spec or {}).get("bolts") or ()),
+                   bolts=tuple(job.topology_spec.as_dict()["bolts"]
+                               if job.topology_spec is not None else ()),
                    simple_bolt=job.bolt is not None, state_dir=job.topology.state_dir)
 
     @classmethod

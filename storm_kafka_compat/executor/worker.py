@@ -16,14 +16,15 @@ asks for them once, when it starts, and passes them on.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.config import SpoutConfig
 from storm_kafka_compat.config.kafka_settings import Backend
+from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.calls import Service
 from storm_kafka_compat.executor.hosts.client import TaskHosts
 from storm_kafka_compat.executor.process import BatchOutcome
@@ -61,7 +62,7 @@ class WorkerJob:
         What the bolts' ``prepare`` sees.
     bolt : str, optional
         ``module:callable`` of a simple bolt.
-    topology_spec : mapping, optional
+    topology_spec : TopologySpec, optional
         The bolt topology as written in the CONFIG (built once per worker).
     layout : StageLayout, optional
         The stages of a topology whose groupings cross partitions; None: one stage.
@@ -83,7 +84,7 @@ class WorkerJob:
     kafka_conf: Tuple[Tuple[str, Any], ...] = ()
     storm_conf: Tuple[Tuple[str, Any], ...] = ()
     bolt: Optional[str] = None
-    topology_spec: Optional[Mapping[str, Any]] = None
+    topology_spec: Optional[TopologySpec] = None
     layout: Optional[StageLayout] = None
     budget_s: float = 1.0
     hosts: Optional[TaskHosts] = None

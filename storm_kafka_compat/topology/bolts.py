@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Protocol,
                     Sequence, Set, Tuple, Union)
 
+from storm_kafka_compat.config.topology_spec import BOLT_KINDS
 from storm_kafka_compat.errors import (BatchEndError, FailedException,
                                        ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
@@ -47,7 +48,6 @@ __all__ = [
     "simple_bolt", "normalize_output_fields", "BoltRunner", "BOLT_KINDS", "bolt_kind",
 ]
 
-BOLT_KINDS = ("simple", "basic", "rich")
 
 OutputFields = Union[Sequence[str], Mapping[str, Sequence[str]]]
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from storm_kafka_compat.errors import TopologyError
-from storm_kafka_compat.topology.bolts import BOLT_KINDS, OutputFields, normalize_output_fields
+from storm_kafka_compat.config.topology_spec import BOLT_KINDS, check_tick_freq
+from storm_kafka_compat.topology.bolts import OutputFields, normalize_output_fields
 from storm_kafka_compat.topology.grouping import GROUPINGS, Grouping, canonical_grouping
 from storm_kafka_compat.topology.instances import instantiate_bolt
-from storm_kafka_compat.topology.ticks import check_freq
 from storm_kafka_compat.topology.tuples import DEFAULT_STREAM
 from storm_kafka_compat.topology.windowed_executor import WindowedBoltExecutor
 from storm_kafka_compat.topology.windowing import instantiate_windowed, is_windowed_factory
@@ -110,7 +110,7 @@ class BoltDeclarer:
     def tick_freq_secs(self, secs: Optional[float]) -> "BoltDeclarer":
         """This bolt's tick period (Storm: ``addConfiguration(TOPOLOGY_TICK_TUPLE_FREQ_SECS,
         secs)`` on the declarer)."""
-        self._spec.tick_freq_secs = check_freq(secs, f"bolts.{self._spec.name}.tick_freq_secs")
+        self._spec.tick_freq_secs = check_tick_freq(secs, f"bolts.{self._spec.name}.tick_freq_secs")
         return self
 
     def grouping(self, kind: str, source: str, fields: Sequence[str] = (),

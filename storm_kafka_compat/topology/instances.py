@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 from storm_kafka_compat.topology.compat.streamparse import StreamparseBolt, is_pystorm_bolt
 from storm_kafka_compat.errors import ConfigError
-from storm_kafka_compat.topology.bolts import (BOLT_KINDS, BasicBolt, OutputFields, RichBolt,
+from storm_kafka_compat.config.topology_spec import BOLT_KINDS
+from storm_kafka_compat.topology.bolts import (BasicBolt, OutputFields, RichBolt,
                                                SimpleBolt, bolt_kind)
 
 __all__ = ["instantiate_bolt"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from storm_kafka_compat.errors import TopologyError
+from storm_kafka_compat.config.topology_spec import TICK_FREQ_KEY, check_tick_freq
 from storm_kafka_compat.topology.tuples import StormTuple
 
 __all__ = ["SYSTEM_COMPONENT", "TICK_STREAM", "TICK_FREQ_KEY", "is_tick", "tick_tuple",
@@ -34,8 +34,6 @@ __all__ = ["SYSTEM_COMPONENT", "TICK_STREAM", "TICK_FREQ_KEY", "is_tick", "tick_
 SYSTEM_COMPONENT = "__system"
 #: Storm's ``Constants.SYSTEM_TICK_STREAM_ID``
 TICK_STREAM = "__tick"
-#: Storm's ``Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS``
-TICK_FREQ_KEY = "topology.tick.tuple.freq.secs"
 #: Storm's ``Constants.SYSTEM_TASK_ID``
 SYSTEM_TASK = -1
 TICK_FIELDS = ("rate_secs",)
@@ -52,16 +50,6 @@ def tick_tuple(rate_secs: float) -> StormTuple:
     rate: Any = int(rate_secs) if float(rate_secs).is_integer() else rate_secs
     return StormTuple([rate], TICK_FIELDS, stream=TICK_STREAM,
                       source_component=SYSTEM_COMPONENT, source_task=SYSTEM_TASK)
-
-
-def check_freq(value: Any, key: str) -> Optional[float]:
-    """A tick period in seconds (> 0), or None for none; raise TopologyError otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise TopologyError(f"{key} {value!r} must be a number of seconds > 0 (Storm's "
-                            f"{TICK_FREQ_KEY})", key=key, value=value)
-    return float(value)
 
 
 def component_conf(bolt: Any) -> Mapping[str, Any]:
@@ -81,11 +69,11 @@ def tick_freq_of(bolt: Any, entry_secs: Optional[float], topology_conf: Mapping[
     """The tick period of a bolt, in seconds, or None: its CONFIG entry's
     ``tick_freq_secs``, else its own configuration's key, else the topology's."""
     if entry_secs is not None:
-        return check_freq(entry_secs, f"bolts.{name}.tick_freq_secs")
+        return check_tick_freq(entry_secs, f"bolts.{name}.tick_freq_secs")
     own = component_conf(bolt).get(TICK_FREQ_KEY)
     if own is not None:
-        return check_freq(own, f"bolts.{name} component configuration {TICK_FREQ_KEY}")
-    return check_freq(topology_conf.get(TICK_FREQ_KEY), f"topology.{TICK_FREQ_KEY}")
+        return check_tick_freq(own, f"bolts.{name} component configuration {TICK_FREQ_KEY}")
+    return check_tick_freq(topology_conf.get(TICK_FREQ_KEY), f"topology.{TICK_FREQ_KEY}")
 
 
 class TickSchedule:

@@ -521,12 +521,23 @@ def test_job_config_simple_bolt_and_kafka_passthrough() -> None:
         job_config_from_dict(job_dict(kafka={"sasl.password": "pw"}))
 
 
-def test_job_config_topology_of_bolts_is_kept_raw() -> None:
+def test_job_config_topology_of_bolts_is_read_typed() -> None:
+    from storm_kafka_compat.config.topology_spec import BoltEntry, InputEntry, TopologySpec
     bolts = [{"name": "split", "bolt": "myjob.bolts:split", "parallelism": 2},
              {"name": "count", "bolt": "myjob.bolts:count",
-              "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"]}]}]
+              "inputs": [{"from": "split", "grouping": "fields", "fields": "word"}]}]
     job = job_config_from_dict(job_dict(topology={"name": "clicks", "bolts": bolts}))
-    assert job.topology_spec == {"bolts": bolts}
+    assert job.topology_spec == TopologySpec((
+        BoltEntry("split", "myjob.bolts:split", parallelism=2),
+        BoltEntry("count", "myjob.bolts:count",
+                  inputs=(InputEntry("split", "fields", ("word",)),))))
+    # the effective form: every default filled in, the spout's shuffle included
+    assert job.topology_spec.as_dict()["bolts"] == [
+        {"name": "split", "bolt": "myjob.bolts:split", "parallelism": 2,
+         "inputs": [{"from": "spout", "grouping": "shuffle", "stream": "default"}]},
+        {"name": "count", "bolt": "myjob.bolts:count", "parallelism": 1,
+         "inputs": [{"from": "split", "grouping": "fields", "fields": ["word"],
+                     "stream": "default"}]}]
     assert job.topology.name == "clicks"
 
 
@@ -702,7 +713,9 @@ def test_effective_config_static_bootstrap_and_bolts() -> None:
     eff = effective_config(job)
     assert eff["hosts"] == {"static": {0: "k1:9092"}, "useTopicNameForPartitionPathId": False}
     assert eff["spout"]["zkServers"] == ["zo"] and eff["spout"]["zkPort"] == 2999
-    assert eff["topology"]["bolts"] == [{"name": "a", "bolt": "m:f"}]
+    assert eff["topology"]["bolts"] == [{"name": "a", "bolt": "m:f", "parallelism": 1,
+                                         "inputs": [{"from": "spout", "grouping": "shuffle",
+                                                     "stream": "default"}]}]
     assert "bolt" not in eff
     job = job_config_from_dict(job_dict(hosts={"bootstrap": "k1:9092"}))
     assert effective_config(job)["hosts"] == {"bootstrap": ["k1:9092"], "refreshFreqSecs": 60}

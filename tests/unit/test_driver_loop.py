@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from storm_kafka_compat.config.topology_spec import topology_spec_from_dict
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
@@ -138,7 +139,7 @@ class FakeClock:
 
 def topology_job(spec, partitions=1, timeout_s=2, **spout_kw):
     j = job(partitions=partitions, bolt=None, **spout_kw)
-    return JobConfig(spout=j.spout, bolt=None, topology_spec=spec,
+    return JobConfig(spout=j.spout, bolt=None, topology_spec=topology_spec_from_dict(spec),
                      topology=TopologyConfig(name="orders-topo", id="orders-topo-1-1",
                                              message_timeout_secs=timeout_s))
 

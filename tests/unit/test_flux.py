@@ -78,7 +78,7 @@ def test_convert_realistic_flux() -> None:
     # the result is a valid CONFIG, and the YAML text round-trips
     job = job_config_from_dict(parse_yaml(result.to_yaml()))
     assert job.spout.scheme == "string" and job.spout.start_offset_time == -1
-    assert job.topology_spec is not None and len(job.topology_spec["bolts"]) == 2
+    assert job.topology_spec is not None and len(job.topology_spec.bolts) == 2
     assert list(yaml.safe_load(result.to_yaml())) == ["spout", "hosts", "topology", "spark"]
 
 

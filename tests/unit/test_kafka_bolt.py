@@ -294,7 +294,7 @@ def test_job_config_accepts_a_kafka_bolt_in_topology_bolts() -> None:
              "properties": {"topic": "o",
                             "producerProperties": {"bootstrap.servers": "x:1"}}}]}})
     assert job.topology_spec is not None
-    assert job.topology_spec["bolts"][1]["bolt"] == KAFKA_BOLT
+    assert job.topology_spec.bolts[1].bolt == KAFKA_BOLT
 
 
 # --- Flux conversion --------------------------------------------------------------------
@@ -333,8 +333,8 @@ def test_kafka_bolt_inherits_the_jobs_kafka_section_unless_it_has_its_own() -> N
             "topology": {"name": "t", "bolts": [
                 {"name": "out", "bolt": KAFKA_BOLT, "properties": props}]}})
     base = {"topic": "o", "producerProperties": {"bootstrap.servers": "x:1"}}
-    inherited = job(base).topology_spec["bolts"][0]["properties"]
+    inherited = job(base).topology_spec.bolts[0].properties
     assert inherited["kafka"] == {"api_version": "0.9"}
     assert kafka_bolt_from_properties(inherited).producer_config()["api_version"] == (0, 9)
-    own = job({**base, "kafka": {"api_version": "0.10"}}).topology_spec["bolts"][0]
-    assert own["properties"]["kafka"] == {"api_version": "0.10"}
+    own = job({**base, "kafka": {"api_version": "0.10"}}).topology_spec.bolts[0]
+    assert own.properties is not None and own.properties["kafka"] == {"api_version": "0.10"}

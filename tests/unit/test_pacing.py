@@ -1,6 +1,7 @@
 """Batches sized by time on the driver (engine.pacing): the pacer's arithmetic, and
 which pipelines are paced."""
 
+from storm_kafka_compat.config.topology_spec import topology_spec_from_dict
 from storm_kafka_compat.config import JobConfig
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from typing import List
@@ -106,7 +107,8 @@ def test_a_real_cost_per_message_is_never_outgrown() -> None:
 
 def _word_count_job() -> JobConfig:
     j = job(partitions=2, bolt=None)
-    return JobConfig(spout=j.spout, topology=j.topology, topology_spec=bolts.WORD_COUNT_SPEC)
+    return JobConfig(spout=j.spout, topology=j.topology,
+                     topology_spec=topology_spec_from_dict(bolts.WORD_COUNT_SPEC))
 
 
 def test_a_multi_stage_topology_is_paced_and_a_single_stage_one_is_not() -> None:

@@ -12,6 +12,7 @@ from typing import Dict
 
 import pytest
 
+from storm_kafka_compat.config.topology_spec import topology_spec_from_dict
 from storm_kafka_compat.config import Broker, JobConfig, SpoutConfig, StaticHosts, TopologyConfig
 from storm_kafka_compat.engine.driver import Pipeline, RunOptions
 from storm_kafka_compat.testing.hosts import InProcessBoltState, MemoryStates
@@ -47,7 +48,7 @@ def make_job(spec, partitions=1, timeout_s=60):
     hosts = StaticHosts({p: Broker("k1", 9092) for p in range(partitions)})
     spout = SpoutConfig(hosts=hosts, topic="events", zk_root="/kafka", id="timed",
                         scheme="string", state_update_interval_ms=200)
-    return JobConfig(spout=spout, bolt=None, topology_spec=spec,
+    return JobConfig(spout=spout, bolt=None, topology_spec=topology_spec_from_dict(spec),
                      topology=TopologyConfig(name="timed", id="timed-1-1",
                                              message_timeout_secs=timeout_s))
 

@@ -9,6 +9,7 @@ import pickle
 import time
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
+from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.dag import LocalRuntime
 from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.stage_tasks import GroupResult, StageLayout, run_stage_group
@@ -37,7 +38,7 @@ class BoltHost:
 
     Parameters
     ----------
-    topology_spec : mapping
+    topology_spec : TopologySpec
         The bolt topology as the CONFIG writes it.
     storm_conf : mapping
         What the bolts' ``prepare`` sees.
@@ -49,7 +50,7 @@ class BoltHost:
         The bolt tasks this host holds.
     """
 
-    def __init__(self, topology_spec: Mapping[str, Any], storm_conf: Mapping[str, Any],
+    def __init__(self, topology_spec: TopologySpec, storm_conf: Mapping[str, Any],
                  spout_fields: Sequence[str], layout: StageLayout,
                  slots: Sequence[Slot], clock: Callable[[], float] = time.monotonic) -> None:
         self.layout = layout

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.calls import Address
 from storm_kafka_compat.executor.hosts.client import (BoltHostError, HostDirectory,
@@ -45,7 +46,7 @@ class HostPool:
         The address the hosts listen on (the driver's, as the executors reach it).
     """
 
-    def __init__(self, topology_spec: Mapping[str, Any], storm_conf: Mapping[str, Any],
+    def __init__(self, topology_spec: TopologySpec, storm_conf: Mapping[str, Any],
                  spout_fields: Sequence[str], layout: StageLayout, *,
                  hosts: Optional[int] = None, bind: str = "127.0.0.1") -> None:
         slots = all_slots(layout)
@@ -56,7 +57,7 @@ class HostPool:
         self.addresses: List[Address] = []
         try:
             for i, held in enumerate(self.dealt):
-                init = HostInit(i, dict(topology_spec), dict(storm_conf), tuple(spout_fields),
+                init = HostInit(i, topology_spec, dict(storm_conf), tuple(spout_fields),
                                 layout, held, self.authkey, bind, tuple(sys.path), os.getpid())
                 self._start(init)
         except BaseException:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any, Dict, Mapping, Tuple
 
+from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.calls import Answer, accept_each, stop_accepting
 from storm_kafka_compat.executor.stage_tasks import StageLayout
 from storm_kafka_compat.executor.hosts.host import BoltHost, Slot
@@ -41,7 +42,7 @@ class HostInit:
     """What a host is started with (pickled to its stdin)."""
 
     index: int
-    topology_spec: Mapping[str, Any]
+    topology_spec: TopologySpec
     storm_conf: Mapping[str, Any]
     spout_fields: Tuple[str, ...]
     layout: StageLayout
