@@ -47,6 +47,13 @@ def _word_count_rows(r: Dict[str, Any], add: Callable[..., None],
         add(f"word count (state kept): pipeline {backend} / plain job", f["pipeline_over_plain"],
             "x", f"{wc['sentences']:,} sentences over {wc['partitions']} partitions: pipeline "
             f"{spread(f['pipeline'])}plain {spread(f['plain'])}(sentences/s)", 3)
+        starts = [s for s in f.get("first_over_steady") or [] if s is not None]
+        if starts:
+            from storm_kafka_compat.workshop.bench.pipeline import FIRST_BATCHES
+            add(f"word count: pipeline {backend} first batches / steady state",
+                sorted(starts)[len(starts) // 2], "x",
+                f"the first {FIRST_BATCHES} batches with data against the rest, per round: "
+                + ", ".join(f"{s:.2f}" for s in starts), 2)
 
 
 def figure_rows(r: Dict[str, Any]) -> List[Dict[str, str]]:

@@ -364,3 +364,20 @@ def test_a_replayed_batch_is_counted_apart_and_a_shortfall_still_fails():
         read_once("x", summary(190, [100, 100]), 200)
     with pytest.raises(RuntimeError, match="committed to 168"):
         read_once("x", summary(232, [100, 68]), 200)
+
+
+def test_a_runs_start_is_its_first_batches_with_data_against_the_rest():
+    from storm_kafka_compat.workshop.bench.pipeline import start_and_steady
+
+    def batch(submitted, returned, taken):
+        return {"submitted": submitted, "returned": returned, "taken": taken}
+    # an empty first batch does not count; 5 batches of 100 in 2 s, then 4 of 200 in 2 s
+    batches = [batch(0.0, 0.5, 0)] + [batch(1.0 + 0.4 * i, 1.3 + 0.4 * i, 100)
+                                      for i in range(5)]
+    batches += [batch(2.8 + 0.5 * i, 3.3 + 0.5 * i, 200) for i in range(4)]
+    start = start_and_steady(batches)
+    assert start["first_batches"] == 5
+    assert start["first_msgs_per_s"] == pytest.approx(500 / 1.9)      # 1.0 -> 2.9
+    assert start["steady_msgs_per_s"] == pytest.approx(800 / 1.9)     # 2.9 -> 4.8
+    assert start["first_over_steady"] == pytest.approx(500 / 800)
+    assert start_and_steady(batches[:6])["first_over_steady"] is None  # no steady part

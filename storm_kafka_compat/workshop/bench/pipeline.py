@@ -157,8 +157,8 @@ def pipeline_rate(spark: "SparkSession", *, topic: str, partitions: int, bootstr
         ``messages``, ``seconds`` (first plan to the end of the last batch with
         data), ``msgs_per_s``, ``batches``, ``batch_seconds`` (each Spark job),
         ``commits``, ``commit_round_trips``, ``failed_fetches`` (retried by the
-        driver) and ``run_seconds`` (the whole
-        ``run()``, shutdown included).
+        driver), ``start`` (the first batches against the rest, :func:`start_and_steady`)
+        and ``run_seconds`` (the whole ``run()``, shutdown included).
     """
     from storm_kafka_compat.engine.driver import Pipeline, RunOptions
     job = bench_job(topic=topic, partitions=partitions, bootstrap=bootstrap, zk_port=zk_port,
@@ -181,7 +181,34 @@ def pipeline_rate(spark: "SparkSession", *, topic: str, partitions: int, bootstr
             "batch_seconds": [round(b["seconds"], 3) for b in timed.batches],
             "commits": summary.commits, "commit_round_trips": summary.commit_round_trips,
             "failed_fetches": sum(b["failed_fetches"] for b in timed.batches),
-            "run_seconds": run_s}
+            "start": start_and_steady(timed.batches), "run_seconds": run_s}
+
+
+#: the batches with data a run's start is measured over (:func:`start_and_steady`)
+FIRST_BATCHES = 5
+
+
+def start_and_steady(batches: List[Dict[str, Any]], first: int = FIRST_BATCHES
+                     ) -> Dict[str, Any]:
+    """How fast a run starts: messages a second over its first ``first`` batches with
+    data (from the first one's submission to the end of the last of them), and over the
+    batches with data after them (from there to the end of the last), wall time with the
+    driver's time between the batches; ``first_over_steady`` is their ratio. A run of
+    ``first`` batches or fewer has no steady part (None)."""
+    data = [b for b in batches if b["taken"]]
+    out: Dict[str, Any] = {"first_batches": min(first, len(data)), "first_msgs_per_s": None,
+                           "steady_msgs_per_s": None, "first_over_steady": None}
+    if len(data) <= first:
+        return out
+    head, rest = data[:first], data[first:]
+    head_s = head[-1]["returned"] - head[0]["submitted"]
+    rest_s = rest[-1]["returned"] - head[-1]["returned"]
+    if head_s <= 0 or rest_s <= 0:
+        return out
+    out["first_msgs_per_s"] = sum(b["taken"] for b in head) / head_s
+    out["steady_msgs_per_s"] = sum(b["taken"] for b in rest) / rest_s
+    out["first_over_steady"] = out["first_msgs_per_s"] / out["steady_msgs_per_s"]
+    return out
 
 
 def read_once(what: str, summary: "RunSummary", expected: int) -> int:

@@ -162,5 +162,7 @@ def word_count_figures(spark: "SparkSession", servers: Any, *, backends: List[st
         out[backend] = {"plain": plain, "pipeline": pipe,
                         "pipeline_over_plain": pipe["median"] / plain["median"],
                         "per_round": [p["msgs_per_s"] / q["msgs_per_s"]
-                                      for p, q in zip(pipe_runs, plain_runs)]}
+                                      for p, q in zip(pipe_runs, plain_runs)],
+                        "first_over_steady": [p["start"]["first_over_steady"]
+                                              for p in pipe_runs]}
     return out
