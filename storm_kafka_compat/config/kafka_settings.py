@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Mapping, Optional, Tuple, get_args
+from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Tuple, Union, get_args
 
 from storm_kafka_compat.errors import ConfigError
 
@@ -63,6 +63,8 @@ MIN_FETCH_MAX_WAIT_MS = 100
 #: the fetch backends: kafka-python, or librdkafka through confluent-kafka
 Backend = Literal["kafka-python", "confluent"]
 BACKENDS: Tuple[Backend, ...] = get_args(Backend)
+#: the brokers a client starts from: ``host:port`` strings, or one comma-separated string
+BootstrapServers = Union[str, Sequence[str]]
 #: keys of the ``kafka`` mapping that are ours, not a client's
 OWN_KEYS = ("backend", "bootstrap_servers", "bootstrap.servers", "api_version",
             "kafkaPython", "librdkafka")

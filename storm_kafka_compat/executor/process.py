@@ -259,7 +259,7 @@ def _taken_ranges(taken: Sequence[Any]) -> RangeBuilder:
 SCHEME_COMPONENT = "scheme"
 
 
-def _scheme_rows(scheme: Scheme, msg: Any, fields_len: int, errors: ErrorTally
+def _scheme_rows(scheme: Scheme, msg: MessageLike, fields_len: int, errors: ErrorTally
                  ) -> Optional[List[List[Any]]]:
     """Tuples of ``msg``, or None when the scheme raised or broke the field count
     (recorded in ``errors``; Storm lets either kill the executor, we fail the offset)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Sequence, Tuple)
+                    Sequence, Tuple, Union)
 
 from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.executor.dag import LocalRuntime
@@ -241,11 +241,17 @@ def fold_acker(a: AckValue, b: AckValue) -> AckValue:
     return (a[0] ^ b[0], a[1] or b[1], a[2] if a[2] is not None else b[2])
 
 
-def fold_records(a: Any, b: Any) -> Any:
+#: what the final ``reduceByKey`` folds: an acker bucket, or a bolt error's tally
+Folded = Union[AckBucket, BoltError]
+
+
+def fold_records(a: Folded, b: Folded) -> Folded:
     """The final ``reduceByKey``'s function: two acker buckets folded root by root
     (the larger one is updated and returned), or two errors of one kind added up."""
     if isinstance(a, BoltError):
+        assert isinstance(b, BoltError)
         return a.merged(b)
+    assert not isinstance(b, BoltError)
     if len(a) < len(b):
         a, b = b, a
     for root, value in b.items():

@@ -35,6 +35,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Set, Tuple
 
+from storm_kafka_compat.config.kafka_settings import BootstrapServers
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import ConfigError, FailedFetchError, KafkaAccessError
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONSUMERS,
@@ -118,7 +119,7 @@ class ConfluentAccess:
     each thread its own object for parallel fetches.
     """
 
-    def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
+    def __init__(self, bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                  client_config: Mapping[str, Any] = {}, *,
                  clock: Callable[[], float] = time.monotonic,
                  consumer_factory: Optional[Callable[[Dict[str, Any]], Any]] = None,

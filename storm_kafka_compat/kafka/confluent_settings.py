@@ -37,7 +37,7 @@ import re
 from typing import Any, Dict, Mapping
 
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
+from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS, BootstrapServers
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import DEFAULT_CLIENT_ID, DEFAULT_ISOLATION_LEVEL
 
@@ -62,7 +62,7 @@ def answers_list_offsets_v1(config: Mapping[str, Any]) -> bool:
     return tuple(int(n) for n in re.findall(r"\d+", fallback)[:3]) >= (0, 10, 1)
 
 
-def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
+def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                     client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
     """The librdkafka settings for ``spout`` (see the module table).
 

@@ -47,6 +47,7 @@ import logging
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
+from storm_kafka_compat.config.kafka_settings import BootstrapServers
 from storm_kafka_compat.errors import ActiveGroupError, ConfigError, GroupAccessError
 from storm_kafka_compat.structs import Committed, TopicPartition
 
@@ -98,7 +99,8 @@ class _CoordinatorNotReady(Exception):
     """A partition- or group-level coordinator error inside an answer (retried)."""
 
 
-def admin_config(bootstrap_servers: Any, client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
+def admin_config(bootstrap_servers: BootstrapServers,
+                 client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
     """``KafkaAdminClient`` settings from the job's ``kafka`` mapping.
 
     Keys the admin client knows (security: ``security_protocol``, ``ssl_*``,
@@ -180,7 +182,7 @@ class KafkaGroupOffsets:
     appear in messages.
     """
 
-    def __init__(self, bootstrap_servers: Any, group_id: str,
+    def __init__(self, bootstrap_servers: BootstrapServers, group_id: str,
                  client_config: Mapping[str, Any] = {}, *,
                  coordinator_timeout_ms: int = DEFAULT_COORDINATOR_TIMEOUT_MS,
                  sleep: Callable[[float], None] = time.sleep,

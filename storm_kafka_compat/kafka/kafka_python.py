@@ -33,6 +33,7 @@ from collections import OrderedDict
 from typing import (Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence,
                     Set, Tuple)
 
+from storm_kafka_compat.config.kafka_settings import BootstrapServers
 from storm_kafka_compat.config import EARLIEST_TIME, LATEST_TIME, NO_OFFSET, Broker, SpoutConfig
 from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, OffsetOutOfRangeError
 from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONSUMERS,
@@ -69,7 +70,7 @@ class KafkaPythonAccess:
     beyond a lock serialising calls: give each thread its own object.
     """
 
-    def __init__(self, bootstrap_servers: Any, spout: SpoutConfig,
+    def __init__(self, bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                  client_config: Mapping[str, Any] = {}, *,
                  clock: Callable[[], float] = time.monotonic,
                  fetch_timeout_ms: Optional[int] = None) -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping
 
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS
+from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS, BootstrapServers
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import DEFAULT_CLIENT_ID, DEFAULT_ISOLATION_LEVEL
 
@@ -47,7 +47,7 @@ RESERVED = ("group_id", "enable_auto_commit", "auto_offset_reset", "bootstrap_se
              "key_deserializer", "value_deserializer")
 
 
-def consumer_config(bootstrap_servers: Any, spout: SpoutConfig,
+def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                     client_config: Mapping[str, Any] = {}) -> Dict[str, Any]:
     """The ``KafkaConsumer`` settings for ``spout`` (see the module table).
 

@@ -16,6 +16,8 @@ import socket
 import struct
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from storm_kafka_compat.config.kafka_settings import BootstrapServers
+
 #: ApiVersions (api key 18) v0, correlation id 1, client id "skc-probe", empty body
 _REQUEST_BODY = struct.pack(">hhih", 18, 0, 1, 9) + b"skc-probe"
 _REQUEST = struct.pack(">i", len(_REQUEST_BODY)) + _REQUEST_BODY
@@ -48,7 +50,7 @@ def _split(server: str) -> Tuple[str, int]:
     return (host.strip("[]") or server.strip()), int(port or 9092)
 
 
-def version_hint(bootstrap_servers: Any, client_config: Any = None, *,
+def version_hint(bootstrap_servers: BootstrapServers, client_config: Any = None, *,
                  section: str = "kafka") -> str:
     """A sentence to append to a connection error: empty unless no broker version
     is configured and a bootstrap server turns out to predate Kafka 0.10."""
