@@ -62,7 +62,7 @@ def check(config_path: str, as_json: bool, no_imports: bool) -> int:
     check_client_settings(job.kafka_settings)       # each key known to its client
     checked = [] if no_imports else check_references(
         job, (os.path.dirname(os.path.abspath(config_path)), os.getcwd()))
-    if checked and job.topology_spec is not None:
+    if not no_imports and job.topology_spec is not None:
         _build_topology(job)
     click.echo(_render_effective(effective_config(job), as_json), nl=False)
     for note in config_warnings(job):

@@ -230,3 +230,19 @@ def test_config_check_builds_the_topology_its_groupings_on_the_schemes_fields(tm
     assert code == 2 and "'word'" in err and "valid" not in err.split("Error:")[0], err
     code, err = check([{"from": "splitter"}])
     assert code == 2 and "'splitter'" in err, err
+
+
+def test_config_check_builds_a_topology_of_shell_bolts_too(tmp_path, capsys):
+    """A topology whose bolts import nothing (multilang commands) is built as well."""
+    import yaml
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump({
+        "spout": {"topic": "t", "zkRoot": "/r", "id": "s", "scheme": "string"},
+        "hosts": {"static": {0: "127.0.0.1:9"}},
+        "topology": {"name": "n", "bolts": [
+            {"name": "split", "shell": ["python3", "split.py"], "output_fields": ["word"]},
+            {"name": "count", "shell": ["python3", "count.py"], "output_fields": [],
+             "inputs": [{"from": "split", "grouping": "fields", "fields": ["wrd"]}]}]}}))
+    assert main(["config", "check", str(config)]) == 2
+    assert "'wrd'" in capsys.readouterr().err
+    assert main(["config", "check", str(config), "--no-imports"]) == 0
