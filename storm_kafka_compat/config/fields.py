@@ -311,16 +311,6 @@ def check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
     return value
 
 
-def check_bolt_ref(value: Any, key: str = "bolt") -> str:
-    """Validate a ``module:callable`` bolt reference and return it."""
-    text = check_str(value, key, empty_ok=False)
-    if not is_callable_ref(text.strip()):
-        raise ConfigError(f"{key} {text!r} is not 'package.module:callable'; name the module "
-                          f"and the function or class, e.g. 'myjob.bolts:count_words'.",
-                          key=key, value=text)
-    return text.strip()
-
-
 def check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str, ...]:
     """A list of non-empty strings; a comma-separated string is split."""
     if isinstance(value, str):
