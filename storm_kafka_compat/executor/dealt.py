@@ -18,7 +18,7 @@ from storm_kafka_compat.batch import FetchPlan, PartitionResult
 from storm_kafka_compat.errors import PipelineError
 from storm_kafka_compat.executor.calls import Service, Unreachable
 from storm_kafka_compat.executor.group_task import run_tasks
-from storm_kafka_compat.executor.worker import WorkerJob
+from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ def run_dealt(items: Iterable[Tuple[int, Sequence[FetchPlan]]], job: WorkerJob,
               batch: int, attempt: int) -> Iterator[PartitionResult]:
     """The ``mapPartitions`` function of a dealt batch: each ``(task, own plans)`` item
     (one a Spark partition) read as :func:`run_tasks` reads its plans."""
+    tools = worker_parts(job).tools()
     for task, own in items:
         plans = own if job.dealer is None else dealt_plans(job.dealer, batch, task, own,
                                                            attempt)
-        yield from run_tasks(plans, job)
+        yield from run_tasks(plans, tools)

@@ -36,7 +36,7 @@ from storm_kafka_compat.errors import FailedFetchError, KafkaAccessError, Offset
 from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.reader import PartitionReader, TaskBudget
 from storm_kafka_compat.executor.task import bolt_error, passed, process_chunks, run_task
-from storm_kafka_compat.executor.worker import Processor, WorkerJob, WorkerParts, worker_parts
+from storm_kafka_compat.executor.worker import Processor, TaskTools
 from storm_kafka_compat.kafka.client import MAX_FETCH_CONSUMERS, MIN_FETCH_DEADLINE_MS, RecordBatch
 from storm_kafka_compat.kafka.fetch_group import FetchGroup, GroupAnswer, GroupKafka, PartitionKey
 
@@ -232,18 +232,15 @@ class GroupRead:
         return out
 
 
-def run_group(plans: Sequence[FetchPlan], parts: WorkerParts, *, deadline: float,
-              clock: Callable[[], float] = time.monotonic,
-              kafka: Optional[GroupKafka] = None,
-              process: Optional[Processor] = None) -> Iterator[PartitionResult]:
+def run_group(plans: Sequence[FetchPlan], tools: TaskTools, *, deadline: float,
+              clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
     """Read and process the new-data ``plans`` of one task with one consumer until they
-    are done or ``deadline`` (``clock`` time); one result per plan, in their order.
-    ``kafka``/``process`` are injectable for tests."""
+    are done or ``deadline`` (``clock`` time); one result per plan, in their order."""
     wall_started = time.time()
-    client = kafka if kafka is not None else parts.kafka()
+    client = tools.kafka
     if not isinstance(client, GroupKafka):
         raise TypeError(f"{type(client).__name__} does not fetch groups")
-    state = GroupRead(plans, client, parts.job.backend, clock)
+    state = GroupRead(plans, client, tools.backend, clock)
     state.idle_check()
     live = state.live()
     if live:
@@ -253,7 +250,7 @@ def run_group(plans: Sequence[FetchPlan], parts: WorkerParts, *, deadline: float
             for key in live:
                 state.fail(key, exc)
         else:
-            proc = process if process is not None else parts.processor()
+            proc = tools.processor()
             _poll_until(state, group, proc, deadline, _fetch_deadline(client, state.opened))
     yield from state.finished(wall_started)
 
@@ -291,23 +288,23 @@ def _poll_until(state: GroupRead, group: FetchGroup, proc: Processor, deadline: 
     group.close(held)
 
 
-def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
+def run_tasks(plans: Iterable[FetchPlan], tools: TaskTools,
               clock: Callable[[], float] = time.monotonic) -> Iterator[PartitionResult]:
-    """The ``mapPartitions`` function: the plans of this Spark partition in turn, each
+    """A Spark task's reading: the plans of its Spark partition in turn, each
     as far as it goes until the task budget is spent, the rest left for the next batch
-    (:class:`~storm_kafka_compat.executor.reader.TaskBudget`).
+    (:class:`~storm_kafka_compat.executor.reader.TaskBudget`), with the worker's
+    ``tools`` (:meth:`~storm_kafka_compat.executor.worker.WorkerParts.tools`).
 
     When the worker's client fetches groups
     (:class:`~storm_kafka_compat.kafka.client.GroupKafka`, both shipped adapters) and
     the task holds at least :data:`GROUP_READ_MIN_PLANS` new-data plans, those are read
     together by one consumer
     (:func:`run_group`), after the retry plans."""
-    budget = TaskBudget(job.budget_s, clock)
-    parts = worker_parts(job)
+    budget = TaskBudget(tools.budget_s, clock)
     plans = list(plans)
     fresh: List[FetchPlan] = []
     if len(plans) > 1:
-        kafka = parts.kafka()
+        kafka = tools.kafka
         if isinstance(kafka, GroupKafka) and kafka.reads_groups():
             fresh = [p for p in plans if not p.retry]
             if len(fresh) < GROUP_READ_MIN_PLANS:
@@ -320,7 +317,7 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
             yield PartitionResult(plan, reached=False)
             continue
         try:
-            yield run_task(plan, parts, clock=clock, deadline=deadline)
+            yield run_task(plan, tools, clock=clock, deadline=deadline)
         except Exception as exc:  # never lose the other partitions' results
             yield bolt_error(plan, exc)
     if fresh:
@@ -329,4 +326,4 @@ def run_tasks(plans: Iterable[FetchPlan], job: WorkerJob,
             for plan in fresh:
                 yield PartitionResult(plan, reached=False)
             return
-        yield from run_group(fresh, parts, deadline=deadline, clock=clock)
+        yield from run_group(fresh, tools, deadline=deadline, clock=clock)

@@ -3,8 +3,8 @@ scheme, run the bolts, and return only what the driver needs.
 
 No message passes through the driver. A task gets a list of
 :class:`~storm_kafka_compat.batch.FetchPlan` (one per planned partition)
-and the worker's parts of the job
-(:class:`~storm_kafka_compat.executor.worker.WorkerParts`), and yields
+and what to read and process them with
+(:class:`~storm_kafka_compat.executor.worker.TaskTools`), and yields
 one :class:`~storm_kafka_compat.batch.PartitionResult` each: the offset
 ranges taken, acked ranges, failed offsets, offsets whose tuple tree was still
 open when the task ended (they stay pending and time out on the driver), or the
@@ -28,8 +28,7 @@ from storm_kafka_compat.batch import (FailureKind, FetchPlan, PartitionResult, T
 from storm_kafka_compat.executor.gc_pause import collection_paused
 from storm_kafka_compat.executor.process import BatchOutcome
 from storm_kafka_compat.executor.reader import PartitionReader
-from storm_kafka_compat.executor.worker import Processor, WorkerParts
-from storm_kafka_compat.kafka.client import KafkaAccess
+from storm_kafka_compat.executor.worker import Processor, TaskTools
 from storm_kafka_compat.offsets.ranges import append_ranges
 from storm_kafka_compat.structs import merge_errors
 from storm_kafka_compat.topology.schemes import MessageLike
@@ -40,8 +39,7 @@ log = logging.getLogger(__name__)
 #: (10 ms a tuple) cannot overrun the budget much before its cost is known
 FIRST_CHUNK = 16
 
-def run_task(plan: FetchPlan, parts: WorkerParts, *, kafka: Optional[KafkaAccess] = None,
-             process: Optional[Processor] = None,
+def run_task(plan: FetchPlan, tools: TaskTools, *,
              clock: Callable[[], float] = time.monotonic,
              deadline: Optional[float] = None) -> PartitionResult:
     """Read and process one plan until its end or its deadline (``clock`` time; by
@@ -54,24 +52,22 @@ def run_task(plan: FetchPlan, parts: WorkerParts, *, kafka: Optional[KafkaAccess
     from the measured cost per message, so a slow bolt stops within about one
     message of the budget; messages fetched but not reached are not taken, and
     the next batch fetches them again. A retry plan is one fetch, processed
-    whole, as in storm-kafka. ``kafka``/``process`` are injectable for tests.
+    whole, as in storm-kafka.
     The result's ``timing`` says where the task's time went.
     """
     result = PartitionResult(plan, timing=TaskTiming(started=time.time(), worker=os.getpid()))
     started = clock()
-    job = parts.job
-    client = kafka if kafka is not None else parts.kafka()
-    reader = PartitionReader.for_plan(client, plan, client=job.backend, clock=clock)
+    reader = PartitionReader.for_plan(tools.kafka, plan, client=tools.backend, clock=clock)
     messages, result.failure = reader.first_fetch()
     result.latency_ms = reader.latency_ms
     if not messages:
         return _timed(passed(reader, result), reader)
-    proc = process if process is not None else parts.processor()
+    proc = tools.processor()
     if plan.retry:
         add_outcome(result, proc(messages, plan))
         return _timed(result, reader)
     if deadline is None:
-        deadline = started + job.budget_s
+        deadline = started + tools.budget_s
     with collection_paused():
         return _timed(_read_and_process(reader, result, messages, proc, plan, deadline,
                                         clock), reader)

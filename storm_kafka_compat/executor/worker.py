@@ -10,7 +10,8 @@ On a worker, what is built from the job (the scheme, the topology, the bolts' ru
 the processor a task runs the fetched messages through, the Kafka client) is built once
 and kept for the next batches: the job's :class:`WorkerParts` (:func:`worker_parts`),
 kept per Python worker process for the last :data:`KEPT_JOBS` jobs it ran. A Spark task
-asks for them once, when it starts, and passes them on.
+asks for them once, when it starts, and hands its reading only the :class:`TaskTools`
+they give: the client and the processor, not the job.
 """
 
 from __future__ import annotations
@@ -95,6 +96,31 @@ class WorkerJob:
         return replace(self, bootstrap=bootstrap)
 
 
+@dataclass(frozen=True)
+class TaskTools:
+    """What a Spark task reads and processes its plans with (:meth:`WorkerParts.tools`).
+
+    Attributes
+    ----------
+    kafka : KafkaAccess
+        The worker's client for the job (built lazily by the adapters: no connection
+        before the first fetch).
+    processor : callable
+        Gives the job's :data:`Processor`, built the first time a task has messages (the
+        scheme and the user's bolts are imported then, and their failure is the
+        partition's, not the task's).
+    backend : str
+        The client's name, for failure messages.
+    budget_s : float
+        How long a task fetches and processes new messages.
+    """
+
+    kafka: KafkaAccess
+    processor: Callable[[], Processor]
+    backend: Backend
+    budget_s: float
+
+
 class WorkerParts:
     """What one Python worker built from a job, once, for the job's next batches: the
     scheme, the topology, whatever a task asks to keep (:meth:`get`), and the worker's
@@ -125,6 +151,13 @@ class WorkerParts:
                                      job.spout.fetch_max_wait)
         return worker_kafka(job.backend, job.bootstrap, job.spout, job.kafka_conf,
                             fetch_timeout_ms=deadline)
+
+    def tools(self, kafka: Optional[KafkaAccess] = None) -> TaskTools:
+        """A task's :class:`TaskTools`: the worker's client (or ``kafka``, for tests), the
+        processor when first asked, the job's backend and task budget."""
+        job = self.job
+        return TaskTools(kafka if kafka is not None else self.kafka(), self.processor,
+                         job.backend, job.budget_s)
 
     def scheme(self) -> Scheme:
         """The spout's scheme (with storm-kafka-client's ``emitNullTuples`` when set)."""

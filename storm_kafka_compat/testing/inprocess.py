@@ -88,10 +88,10 @@ class InProcessRunner:
             return run_hosted(records, job.layout, plan.batch, job.hosts)
         if job.layout is not None:
             return run_stages_local(plan, job, kafka=self.kafka)
+        tools = worker_parts(job).tools(kafka=self.kafka)
         if self.one_task:
-            return BatchResult(list(run_tasks(plan, job)))
-        parts = worker_parts(job)
-        return BatchResult([run_task(p, parts, kafka=self.kafka) for p in plan])
+            return BatchResult(list(run_tasks(plan, tools)))
+        return BatchResult([run_task(p, tools) for p in plan])
 
     def cancel(self) -> None:
         """Nothing runs in the background to cancel."""

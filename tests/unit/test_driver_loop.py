@@ -361,8 +361,8 @@ def test_a_client_crash_is_not_reported_as_a_bolt_error_and_keeps_its_traceback(
 
     job = WorkerJob("crash", SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i"),
                     ("127.0.0.1:9092",), "kafka-python", bolt="m:f")
-    result = run_task(FetchPlan("t", 0, 5, max_messages=10), worker_parts(job),
-                      kafka=Crashing())
+    result = run_task(FetchPlan("t", 0, 5, max_messages=10),
+                      worker_parts(job).tools(kafka=Crashing()))
     assert result.taken == [] and result.failure.kind is FailureKind.CLIENT_ERROR
     assert "inside the kafka-python client (TypeError" in result.failure.message
     assert "int(None)" in result.failure.traceback

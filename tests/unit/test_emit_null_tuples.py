@@ -21,7 +21,7 @@ def test_tombstone_is_skipped_or_emitted(emit, seen_values, skipped):
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", scheme="string")
     job = WorkerJob(f"null-tuples-{emit}", spout, ("k:9092",), bolt="tests.bolts:record",
                     storm_conf=((EMIT_NULL_TUPLES_KEY, emit),))
-    result = run_task(FetchPlan("t", 0, 0), worker_parts(job), kafka=kafka)
+    result = run_task(FetchPlan("t", 0, 0), worker_parts(job).tools(kafka=kafka))
     assert [r["value"] for r in bolts.SEEN] == seen_values
     assert result.acked == [(0, 3)] and result.skipped == skipped
 
@@ -40,11 +40,10 @@ def test_a_new_data_plan_is_filled_by_several_fetches_up_to_max_messages():
     kafka.append("t", 0, *[b"m"] * 20)
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="s", scheme="string")
     job = WorkerJob("filled", spout, ("k:9092",), bolt="tests.bolts:record")
-    full = run_task(FetchPlan("t", 0, 0, max_messages=10), worker_parts(job), kafka=kafka)
+    full = run_task(FetchPlan("t", 0, 0, max_messages=10), worker_parts(job).tools(kafka=kafka))
     assert full.taken == [(0, 10)]                      # 4 fetches, capped at the plan
-    to_end = run_task(FetchPlan("t", 0, 10), worker_parts(job), kafka=kafka)
+    to_end = run_task(FetchPlan("t", 0, 10), worker_parts(job).tools(kafka=kafka))
     assert to_end.taken == [(10, 20)]                   # stopped by the empty answer at the end
     retry = run_task(FetchPlan("t", 0, 2, retry=True, reemit=(2, 9), max_messages=2),
-                     worker_parts(job),
-                     kafka=kafka)
+                     worker_parts(job).tools(kafka=kafka))
     assert retry.taken == [(2, 3)]                      # a retry plan is one fetch

@@ -7,6 +7,7 @@ processor advances it by a fixed cost per message.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, List
 
 import pytest
@@ -16,7 +17,7 @@ from storm_kafka_compat.config import job_config_from_dict
 from storm_kafka_compat.engine.driver import worker_job
 from storm_kafka_compat.executor.process import process_batch
 from storm_kafka_compat.executor.task import run_task
-from storm_kafka_compat.executor.worker import WorkerJob, WorkerParts, worker_parts
+from storm_kafka_compat.executor.worker import TaskTools, WorkerJob, worker_parts
 from storm_kafka_compat.testing.scripted import ScriptedKafka
 from storm_kafka_compat.topology.schemes import load_scheme
 
@@ -72,6 +73,11 @@ def _slow_processor(clock: _Clock, per_message_s: float) -> Any:
     return proc
 
 
+def _tools(job: WorkerJob, kafka: Any, proc: Any) -> TaskTools:
+    """The job's task tools reading ``kafka`` and processing with ``proc``."""
+    return replace(worker_parts(job).tools(kafka=kafka), processor=lambda: proc)
+
+
 @pytest.mark.parametrize("trigger_ms", [0, 3000])
 def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms: int) -> None:
     kafka = ScriptedKafka()
@@ -79,9 +85,8 @@ def test_a_slow_bolt_stops_at_the_budget_and_leaves_the_rest_untaken(trigger_ms:
     clock = _Clock()
     job = _job(trigger_ms=trigger_ms)
     budget = job.budget_s
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(job),
-                      kafka=kafka,
-                      process=_slow_processor(clock, 0.010), clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000),
+                      _tools(job, kafka, _slow_processor(clock, 0.010)), clock=clock)
     taken = sum(e - s for s, e in result.taken)
     # 10 ms a message: about budget / 10 ms taken, the first chunk (16) at least,
     # within one message of the deadline; the next batch fetches the rest again
@@ -99,9 +104,8 @@ def test_a_task_fetches_again_after_processing_each_fetch_up_to_the_plans_cap() 
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(3000)])
     clock = _Clock()
-    result = run_task(FetchPlan("t", 0, 0, max_messages=2050), worker_parts(_job()),
-                      kafka=kafka,
-                      process=_slow_processor(clock, 1e-6), clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=2050),
+                      _tools(_job(), kafka, _slow_processor(clock, 1e-6)), clock=clock)
     assert result.taken == [(0, 2050)] and result.scanned_to == 2050
     fetches = [c for c in kafka.calls if c[0] == "fetch"]
     assert [c[3] for c in fetches] == list(range(0, 2050, 100))   # one after another
@@ -111,9 +115,8 @@ def test_a_task_that_reaches_the_log_end_stops_there() -> None:
     kafka = _small_fetches()
     kafka.append("t", 0, *[b"%05d" % i for i in range(250)])
     clock = _Clock()
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(_job()),
-                      kafka=kafka,
-                      process=_slow_processor(clock, 1e-6), clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000),
+                      _tools(_job(), kafka, _slow_processor(clock, 1e-6)), clock=clock)
     assert result.taken == [(0, 250)]
 
 
@@ -156,9 +159,8 @@ def test_a_task_stops_at_the_log_end_its_first_fetch_saw_not_at_what_arrives_lat
         kafka.append("t", 0, *[b"new.."] * 50)    # arrives while the task processes
         return slow(messages, plan)
 
-    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), worker_parts(_job()),
-                      kafka=kafka,
-                      process=proc, clock=clock)
+    result = run_task(FetchPlan("t", 0, 0, max_messages=100_000), _tools(_job(), kafka, proc),
+                      clock=clock)
     assert result.taken == [(0, 300)]
     assert kafka.fetched_log_end("t", 0) > 300
 
@@ -173,28 +175,22 @@ def test_a_task_that_meets_only_invisible_entries_reports_where_the_fetch_stands
     kafka.compact("t", 0, [5, 6, 7])
     proc = lambda messages, plan: process_batch(messages, scheme=load_scheme("raw"),  # noqa: E731
                                                 bolt=lambda t: None, plan_filter=plan)
-    first = run_task(FetchPlan("t", 0, 0), worker_parts(_job()),
-                      kafka=kafka, process=proc)
+    first = run_task(FetchPlan("t", 0, 0), _tools(_job(), kafka, proc))
     assert first.taken == [(0, 5)] and first.scanned_to == 8 and first.failure is None
-    again = run_task(FetchPlan("t", 0, 8), worker_parts(_job()),
-                      kafka=kafka, process=proc)
+    again = run_task(FetchPlan("t", 0, 8), _tools(_job(), kafka, proc))
     assert again.taken == [] and again.scanned_to is None     # at the end: nothing passed
-    retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), worker_parts(_job()),
-                      kafka=kafka, process=proc)
+    retry = run_task(FetchPlan("t", 0, 5, True, (5,), 1), _tools(_job(), kafka, proc))
     assert retry.scanned_to is None                           # retries never pass anything
 
 
 # --- one budget for a task's plans -----------------------------------------------------
 
-def _run_tasks(monkeypatch: Any, kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
+def _run_tasks(kafka: ScriptedKafka, plans: List[FetchPlan], clock: _Clock,
                per_message_s: float) -> List[Any]:
     """``run_tasks`` (the mapPartitions function) over ``plans`` on a scripted broker."""
     from storm_kafka_compat.executor import group_task
-    job = _job()
-    monkeypatch.setattr(WorkerParts, "kafka", lambda self: kafka)
-    monkeypatch.setattr(WorkerParts, "processor",
-                        lambda self: _slow_processor(clock, per_message_s))
-    return list(group_task.run_tasks(plans, job, clock=clock))
+    tools = _tools(_job(), kafka, _slow_processor(clock, per_message_s))
+    return list(group_task.run_tasks(plans, tools, clock=clock))
 
 
 def _scripted(partitions: int, messages: int) -> ScriptedKafka:
@@ -205,11 +201,10 @@ def _scripted(partitions: int, messages: int) -> ScriptedKafka:
     return kafka
 
 
-def test_a_task_reads_its_plans_in_turn_and_leaves_the_rest_once_its_budget_is_spent(
-        monkeypatch: Any) -> None:
+def test_a_task_reads_its_plans_in_turn_and_leaves_the_rest_once_its_budget_is_spent() -> None:
     clock = _Clock()
     plans = [FetchPlan("t", p, 0, max_messages=1_000_000) for p in range(4)]
-    results = _run_tasks(monkeypatch, _scripted(4, 5000), plans, clock, 0.001)
+    results = _run_tasks(_scripted(4, 5000), plans, clock, 0.001)
     # 1 ms a message and a 1 s budget: the first plan reads about 1,000 and the task
     # ends there; the other three are not started (nothing fetched) and say so
     taken = [sum(e - s for s, e in r.taken) for r in results]
@@ -219,10 +214,10 @@ def test_a_task_reads_its_plans_in_turn_and_leaves_the_rest_once_its_budget_is_s
     assert clock.now - 100.0 == pytest.approx(1.0, abs=0.02)
 
 
-def test_plans_that_reach_their_end_early_leave_the_time_to_the_next(monkeypatch: Any) -> None:
+def test_plans_that_reach_their_end_early_leave_the_time_to_the_next() -> None:
     clock = _Clock()
     plans = [FetchPlan("t", p, 0, max_messages=1_000_000) for p in range(8)]
-    results = _run_tasks(monkeypatch, _scripted(8, 100), plans, clock, 0.001)
+    results = _run_tasks(_scripted(8, 100), plans, clock, 0.001)
     # 8 partitions of 100 messages: 0.8 s in all, every plan to its log end
     assert [sum(e - s for s, e in r.taken) for r in results] == [100] * 8
     assert all(r.reached for r in results)

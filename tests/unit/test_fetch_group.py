@@ -10,6 +10,7 @@ clock the processor advances.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, List, Optional
 
 import pytest
@@ -122,8 +123,9 @@ def _kafka(*sizes: int) -> ScriptedGroupKafka:
 
 def _run(kafka: ScriptedGroupKafka, plans: List[FetchPlan], clock: _Clock,
          budget_s: float = 1.0, **proc: Any) -> List[PartitionResult]:
-    return list(run_group(plans, worker_parts(_job()), deadline=clock() + budget_s, clock=clock,
-                          kafka=kafka, process=_processor(clock, **proc)))
+    process = _processor(clock, **proc)
+    tools = replace(worker_parts(_job()).tools(kafka=kafka), processor=lambda: process)
+    return list(run_group(plans, tools, deadline=clock() + budget_s, clock=clock))
 
 
 def test_each_plan_is_settled_from_its_share_as_its_own_fetches_would_settle_it() -> None:
