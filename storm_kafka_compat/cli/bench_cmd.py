@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 from typing import Callable, Any, Dict, List, Optional, Tuple
 
@@ -51,7 +52,7 @@ def _word_count_rows(r: Dict[str, Any], add: Callable[..., None],
         if starts:
             from storm_kafka_compat.workshop.bench.pipeline import FIRST_BATCHES
             add(f"word count: pipeline {backend} first batches / steady state",
-                sorted(starts)[len(starts) // 2], "x",
+                statistics.median(starts), "x",
                 f"the first {FIRST_BATCHES} batches with data against the rest, per round: "
                 + ", ".join(f"{s:.2f}" for s in starts), 2)
 

@@ -26,8 +26,8 @@ from storm_kafka_compat.config.model import (BootstrapHosts, Broker, BrokerHosts
 from storm_kafka_compat.config.fields import (AUTH_KEYS, BOLT_TOPOLOGY_KEYS, FieldSpec, HOSTS_KEYS,
                                               MASK, REQUIRED_SPOUT_FIELDS, SPARK_KEYS,
                                               SPOUT_FIELDS, TOPOLOGY_FIELDS, TOP_LEVEL_KEYS,
-                                              is_callable_ref)
-from storm_kafka_compat.config.sections import (check_bolt_ref, hosts_from_dict,
+                                              check_bolt_ref, is_callable_ref)
+from storm_kafka_compat.config.sections import (hosts_from_dict,
                                                 spark_config_from_dict, split_chroot,
                                                 spout_config_from_dict, topology_config_from_dict)
 from storm_kafka_compat.config.loader import (PLACEHOLDER_RE, find_placeholders,

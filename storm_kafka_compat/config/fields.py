@@ -8,7 +8,7 @@ import difflib
 import re
 from dataclasses import MISSING, dataclass
 from dataclasses import fields as _dc_fields
-from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Sequence, Tuple, get_args
+from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Sequence, Tuple, Type, get_args
 
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.model import (LONG_MAX, REQUIRED, SCHEME_NAMES, SpoutConfig,
@@ -309,6 +309,18 @@ def check_str(value: Any, key: str, *, empty_ok: bool = True) -> str:
         raise ConfigError(f"{key} must not be empty; give a non-empty string.",
                           key=key, value=value)
     return value
+
+
+def check_bolt_ref(value: Any, key: str = "bolt", *,
+                   error: Type[ConfigError] = ConfigError) -> str:
+    """Validate a ``module:callable`` bolt reference and return it, stripped; a bad one
+    raises ``error`` (a topology's entries raise TopologyError)."""
+    text = check_str(value, key, empty_ok=False)
+    if not is_callable_ref(text.strip()):
+        raise error(f"{key} {text!r} is not 'package.module:callable'; name the module "
+                          f"and the function or class, e.g. 'myjob.bolts:count_words'.",
+                          key=key, value=text)
+    return text.strip()
 
 
 def check_str_list(value: Any, key: str, what: str = "host names") -> Tuple[str, ...]:

@@ -13,9 +13,10 @@ import yaml
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.config.model import (BootstrapHosts, JobConfig, SparkConfig, SpoutConfig,
                                              StaticHosts, TopologyConfig)
-from storm_kafka_compat.config.fields import SPOUT_FIELDS, TOP_LEVEL_KEYS, type_name, unknown_key
-from storm_kafka_compat.config.sections import (check_bolt_ref, hosts_from_dict,
-                                                kafka_bolts_inherit, kafka_settings_section,
+from storm_kafka_compat.config.fields import (SPOUT_FIELDS, TOP_LEVEL_KEYS, check_bolt_ref,
+                                              type_name, unknown_key)
+from storm_kafka_compat.config.sections import (hosts_from_dict, kafka_bolts_inherit,
+                                                kafka_settings_section,
                                                 spark_config_from_dict, spout_config_from_dict,
                                                 topology_config_from_dict, topology_spec_section)
 

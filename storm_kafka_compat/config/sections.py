@@ -453,16 +453,6 @@ def spark_config_from_dict(mapping: Mapping[str, Any], *, section: str = "spark"
     return SparkConfig(**values)
 
 
-def check_bolt_ref(value: Any, key: str = "bolt") -> str:
-    """Validate a ``module:callable`` bolt reference and return it."""
-    text = check_str(value, key, empty_ok=False)
-    if not is_callable_ref(text.strip()):
-        raise ConfigError(f"{key} {text!r} is not 'package.module:callable'; name the module "
-                          f"and the function or class, e.g. 'myjob.bolts:count_words'.",
-                          key=key, value=text)
-    return text.strip()
-
-
 def kafka_bolts_inherit(spec: Optional[TopologySpec], kafka: Mapping[str, Any]
                          ) -> Optional[TopologySpec]:
     """KafkaBolt entries without their own ``kafka`` property get the job's ``kafka``

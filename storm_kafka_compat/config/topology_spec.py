@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Tuple, Union, get_args
 
 from storm_kafka_compat.config.fields import (BOLT_ENTRY_KEYS, BOLT_TOPOLOGY_KEYS,
-                                              STORM_KAFKA_BOLT_CLASSES, check_int, check_str,
-                                              is_callable_ref)
+                                              STORM_KAFKA_BOLT_CLASSES, check_bolt_ref,
+                                              check_int, check_str)
 from storm_kafka_compat.errors import TopologyError
 
 __all__ = ["BOLT_KINDS", "BoltEntry", "BoltKind", "DEFAULT_SPOUT", "INPUT_KEYS", "InputEntry",
@@ -65,13 +65,9 @@ class InputEntry:
     custom: Optional[str] = None
 
     def as_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"from": self.source, "grouping": self.grouping}
-        if self.fields:
-            out["fields"] = list(self.fields)
-        out["stream"] = self.stream
-        if self.custom is not None:
-            out["custom"] = self.custom
-        return out
+        return _given({"from": self.source, "grouping": self.grouping,
+                       "fields": list(self.fields) or None, "stream": self.stream,
+                       "custom": self.custom})
 
 
 @dataclass(frozen=True)
@@ -104,26 +100,16 @@ class BoltEntry:
 
     def as_dict(self) -> Dict[str, Any]:
         """The entry in CONFIG form, its defaults filled in."""
-        out: Dict[str, Any] = {"name": self.name}
-        if self.bolt is not None:
-            out["bolt"] = self.bolt
-        if self.shell is not None:
-            out["shell"] = list(self.shell)
-        if self.kind is not None:
-            out["kind"] = self.kind
-        out["parallelism"] = self.parallelism
-        out["inputs"] = [i.as_dict() for i in self.subscriptions()]
-        if self.output_fields is not None:
-            of = self.output_fields
-            out["output_fields"] = list(of) if isinstance(of, tuple) else \
-                {s: list(f) for s, f in of.items()}
-        if self.properties is not None:
-            out["properties"] = dict(self.properties)
-        if self.resources is not None:
-            out["resources"] = self.resources
-        if self.tick_freq_secs is not None:
-            out["tick_freq_secs"] = self.tick_freq_secs
-        return out
+        of = self.output_fields
+        return _given({
+            "name": self.name, "bolt": self.bolt,
+            "shell": None if self.shell is None else list(self.shell), "kind": self.kind,
+            "parallelism": self.parallelism,
+            "inputs": [i.as_dict() for i in self.subscriptions()],
+            "output_fields": of if of is None else list(of) if isinstance(of, tuple)
+            else {s: list(f) for s, f in of.items()},
+            "properties": None if self.properties is None else dict(self.properties),
+            "resources": self.resources, "tick_freq_secs": self.tick_freq_secs})
 
 
 @dataclass(frozen=True)
@@ -138,6 +124,11 @@ class TopologySpec:
 
     def entry(self, name: str) -> BoltEntry:
         return next(b for b in self.bolts if b.name == name)
+
+
+def _given(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """``entry`` without the keys left unset (None)."""
+    return {k: v for k, v in entry.items() if v is not None}
 
 
 def check_tick_freq(value: Any, key: str) -> Optional[float]:
@@ -191,13 +182,11 @@ def _entry(b: Any, key: str) -> BoltEntry:
                             f"multilang command such as [python, split.py]) instead of "
                             f"'bolt'; got {dict(b)!r}.", key=key, value=b)
     name = check_str(name, f"{key}.name", empty_ok=False)
-    bolt = None if "bolt" in b and b["bolt"] is None else b.get("bolt")
+    bolt = b.get("bolt")
     if bolt is not None:
         bolt = check_str(bolt, f"{key}.bolt", empty_ok=False).strip()
-        if bolt not in STORM_KAFKA_BOLT_CLASSES and not is_callable_ref(bolt):
-            raise TopologyError(f"{key}.bolt {bolt!r} is not 'package.module:callable'; name "
-                                f"the module and the function or class, e.g. "
-                                f"'myjob.bolts:count_words'.", key=f"{key}.bolt", value=bolt)
+        if bolt not in STORM_KAFKA_BOLT_CLASSES:
+            bolt = check_bolt_ref(bolt, f"{key}.bolt", error=TopologyError)
     kind = b.get("kind")
     if kind is not None and kind not in BOLT_KINDS:
         raise TopologyError(f"bolt {name!r}: kind {kind!r} is not one of "
