@@ -318,8 +318,8 @@ def check_bolt_ref(value: Any, key: str = "bolt", *,
     text = check_str(value, key, empty_ok=False)
     if not is_callable_ref(text.strip()):
         raise error(f"{key} {text!r} is not 'package.module:callable'; name the module "
-                          f"and the function or class, e.g. 'myjob.bolts:count_words'.",
-                          key=key, value=text)
+                    f"and the function or class, e.g. 'myjob.bolts:count_words'.",
+                    key=key, value=text)
     return text.strip()
 
 
