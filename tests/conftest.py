@@ -22,13 +22,16 @@ import os
 import re
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, FrozenSet, Iterator, List
 
 import pytest
 
-from tests.jvm import FAST_START_JAVA_OPTIONS
+from storm_kafka_compat.workshop.servers.class_archives import ARCHIVES_ENV
+from tests.jvm import (class_archives, make_spark_class_archive, spark_class_archive,
+                       spark_java_options)
 
 #: per-test CPU accounting, on when SKC_TEST_CPU names a file (tests/cpu_accounting.py)
 pytest_plugins = ("tests.cpu_accounting",)
@@ -38,12 +41,43 @@ pytest_plugins = ("tests.cpu_accounting",)
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 # Spark's JVMs under test (local sessions, `run` subprocesses, spark-submit; a standalone
-# cluster's master and workers) start as the workshop's servers do (tests/jvm.py)
-os.environ.setdefault("SPARK_SUBMIT_OPTS", FAST_START_JAVA_OPTIONS)
-os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", FAST_START_JAVA_OPTIONS)
+# cluster's master and workers) start as the workshop's servers do, sharing one archive
+# of Spark's classes once it is made (tests/jvm.py, pytest_configure below)
+# the workshop's servers (ZooKeeper, Kafka, Storm's LocalCluster) share theirs too
+os.environ.setdefault(ARCHIVES_ENV, str(class_archives()))
+_SPARK_OPTIONS = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
+_OURS = {name for name in _SPARK_OPTIONS if name not in os.environ}
+for _name in _OURS:
+    os.environ[_name] = spark_java_options()
 # the bolt tasks' saved state (topology.state.dir's default) goes to a directory of this
 # run's own, never to the user's ~/.local/state
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="skc-state-")
+
+_ARCHIVE_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test (and, under ``-n``, before the workers start and take this
+    environment): make the archive of Spark's classes if missing, unless only the
+    tests without servers run, and hand it to the Spark JVMs whose options are ours."""
+    if hasattr(config, "workerinput"):
+        return
+    if "not integration" in (config.option.markexpr or ""):
+        config.stash[_ARCHIVE_KEY] = "not made (no integration tests selected)"
+        return
+    started = time.monotonic()
+    why_not = make_spark_class_archive()
+    if why_not is not None:
+        config.stash[_ARCHIVE_KEY] = f"not used: {why_not}"
+        return
+    for name in _OURS:
+        os.environ[name] = spark_java_options()
+    config.stash[_ARCHIVE_KEY] = (f"{spark_class_archive()} "
+                                  f"(ready after {time.monotonic() - started:.1f} s)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"Spark class archive: {config.stash.get(_ARCHIVE_KEY, 'not made')}"
 
 # --- helpers --------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Counter, Dict, Iterable, List, Mapping, Option
 import yaml
 
 from storm_kafka_compat.offsets.document import StoredDocument, parse_document
-from tests.jvm import FAST_START_JAVA_OPTIONS
+from tests.jvm import spark_java_options
 
 #: how long a test waits for a started job to process its first message: Spark's
 #: start takes ~20 s on an idle 2-core machine and minutes on a loaded one
@@ -86,7 +86,7 @@ def job_config(*, topic: str, zk_root: str, spout_id: str, zk_port: int,
         "topology": {"topology.name": "faults", "storm.zookeeper.servers": [zk_host],
                      "storm.zookeeper.port": zk_port, **dict(topology or {})},
         "spark": {"master": "local[1]", "appName": "skc-faults",
-                  "conf": {"spark.driver.extraJavaOptions": FAST_START_JAVA_OPTIONS},
+                  "conf": {"spark.driver.extraJavaOptions": spark_java_options()},
                   **dict(spark or {})},
         "bolt": bolt,
     }

@@ -27,7 +27,7 @@ import yaml
 from storm_kafka_compat.offsets.document import parse_document
 from storm_kafka_compat.offsets.paths import partition_path
 from tests.integration.kafka09_jobs import KAFKA_09
-from tests.jvm import FAST_START_JAVA_OPTIONS
+from tests.jvm import spark_java_options
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -88,7 +88,7 @@ def _job(tmp: Path, kafka09, topic: str, master: str, record: Path,
                   "conf": {"spark.executorEnv.CLUSTER_TEST_RECORD": str(record),
                            "spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
                            "spark.executor.memory": "512m",
-                           "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS,
+                           "spark.executor.extraJavaOptions": spark_java_options(),
                            "spark.cores.max": str(executors), **(conf or {})}},
         "bolt": "clusterbolts:record",
         "kafka": dict(KAFKA_09)}))
@@ -444,7 +444,7 @@ def _word_count_job(tmp: Path, kafka09, topic: str, master: str, record: Path,
         "spark": {"master": master, "pyFiles": ["wcbolts.py"],
                   "conf": {"spark.executorEnv.CLUSTER_BOLT_SLEEP_S": str(sleep_s),
                            "spark.executor.memory": "512m",
-                           "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}},
+                           "spark.executor.extraJavaOptions": spark_java_options()}},
         "kafka": dict(KAFKA_09)}))
     return config
 
@@ -532,7 +532,7 @@ def test_the_streamparse_quickstart_on_the_cluster_counts_every_word(
                                    str(project / "src" / "wordscheme.py"),
                                    str(project / "src" / "wcreport.py")],
                        "conf": {"spark.executor.memory": "512m",
-                                "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}}
+                                "spark.executor.extraJavaOptions": spark_java_options()}}
     config["kafka"] = dict(KAFKA_09)
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(config))
@@ -585,7 +585,7 @@ def test_a_pyleus_topology_on_the_cluster_counts_every_word(
     config["spark"] = {"master": cluster.master_url,
                        "pyFiles": [str(project / "word_count"), str(project / "wcreport.py")],
                        "conf": {"spark.executor.memory": "512m",
-                                "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTIONS}}
+                                "spark.executor.extraJavaOptions": spark_java_options()}}
     config["kafka"] = dict(KAFKA_09)
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(config))

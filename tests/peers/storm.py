@@ -320,6 +320,7 @@ class StormLocal(ServerProcess):
     def wait_exit(self, timeout_s: float) -> None:
         if self._process is not None:
             self._process.wait(timeout=timeout_s)
+            self._ended()
         self._close_log()
 
     def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 120.0

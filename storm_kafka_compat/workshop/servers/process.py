@@ -17,7 +17,9 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, IO, List, Optional
+from typing import Callable, Dict, IO, List, Optional, Tuple
+
+from storm_kafka_compat.workshop.servers import class_archives
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ class ServerProcess:
         self._process: Optional["subprocess.Popen[bytes]"] = None
         self._log_file: Optional[IO[bytes]] = None
         self._lock = threading.Lock()
+        #: (scratch, archive) while this process writes its class archive at exit
+        self._archive_writing: Optional[Tuple[Path, Path]] = None
         atexit.register(self._atexit)
 
     # --- state ----------------------------------------------------------------------------
@@ -51,6 +55,12 @@ class ServerProcess:
     def running(self) -> bool:
         """True while the process is alive."""
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def writes_class_archive(self) -> bool:
+        """True while the process will write its class archive when it ends by itself
+        or on SIGTERM (not when killed)."""
+        return self._archive_writing is not None and self.running
 
     def command(self) -> List[str]:
         """The command line that starts the server."""
@@ -84,8 +94,10 @@ class ServerProcess:
         self._log_file.write(f"--- {header} at {time.strftime('%Y-%m-%dT%H:%M:%S')} ---\n"
                              .encode())
         self._log_file.flush()
+        self._ended()
+        command, self._archive_writing = class_archives.with_archive(self.command())
         self._process = subprocess.Popen(
-            self.command(), stdout=self._log_file, stderr=subprocess.STDOUT,
+            command, stdout=self._log_file, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, cwd=str(self.base_dir), env=self.environment(),
             start_new_session=True)
 
@@ -97,6 +109,7 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if not self.running:
                 code = self._process.returncode if self._process else None
+                self._ended()
                 self._close_log()
                 raise error(f"{self.name} exited with code {code} during start-up; log "
                             f"{self.log_path} ends with:\n{self.log_tail(30)}")
@@ -110,16 +123,28 @@ class ServerProcess:
     def _signal_and_wait(self, sig: int, timeout_s: float) -> bool:
         process = self._process
         if process is None or process.poll() is not None:
+            self._ended()
             return True
         try:
             os.kill(process.pid, sig)
         except ProcessLookupError:
+            process.wait()
+            self._ended()
             return True
         try:
             process.wait(timeout=timeout_s)
-            return True
         except subprocess.TimeoutExpired:
             return False
+        self._ended()
+        return True
+
+    def _ended(self) -> None:
+        """Once the process has ended: the class archive it wrote at exit kept
+        (:mod:`~storm_kafka_compat.workshop.servers.class_archives`)."""
+        process, writing = self._process, self._archive_writing
+        if writing is not None and process is not None and process.poll() is not None:
+            self._archive_writing = None
+            class_archives.keep(writing, process.returncode)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM (after resuming a paused process), SIGKILL after ``timeout_s``."""
