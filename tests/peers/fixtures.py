@@ -34,8 +34,7 @@ def _starter(tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[Callable[[Any], StormLocal]]:
     """``start(topology) -> StormLocal`` (the Storm line follows the topology's kind),
     every one killed by its PID at teardown (its ``wait_for`` failures carry the log
-    tail), but for the first of its kind, which is shut down so that it writes its
-    class archive for the next ones (workshop/servers/class_archives.py)."""
+    tail)."""
     started: List[StormLocal] = []
 
     def start(topology: Any) -> StormLocal:
@@ -45,11 +44,6 @@ def _starter(tmp_path_factory: pytest.TempPathFactory
 
     yield start
     for storm in started:
-        if storm.writes_class_archive:
-            try:
-                storm.storm("shutdown", timeout_s=60.0)
-            except Exception:           # noqa: BLE001 - the kill below ends it anyway
-                pass
         storm.kill()
 
 

@@ -23,6 +23,7 @@ localhost/<unresolved>:2000 because it's not resolvable", ZOOKEEPER-3779). Java 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -109,14 +110,17 @@ SOURCE_DIRS = {"storm-1": ("common", "storm1"), "storm-2": ("common", "storm2")}
 
 def peer_classes(bundle: MavenBundle) -> Path:
     """The peer sources of ``bundle``'s Storm line (:data:`SOURCE_DIRS`) compiled
-    against it (once per source digest) with the JDK's ``javac --release``."""
+    against it (once per source digest) with the JDK's ``javac --release``, in a jar
+    (a class path with a directory of classes gets no class archive:
+    workshop/servers/class_archives.py)."""
     line = bundle.name.split(".")[0]
     release = RELEASE[line]
     sources = sorted(p for d in SOURCE_DIRS[line] for p in (JAVA_SOURCES / d).rglob("*.java"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
     target = cache_dir() / "storm-peer" / f"{bundle.name}-{digest}"
-    if (target / ".done").exists():
-        return target
+    jar = target.parent / f"{target.name}.jar"
+    if jar.exists():
+        return jar
     javac = jdk_tool("javac", "to compile the Storm peer classes")
     target.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([str(javac), "-nowarn", "--release", str(release), "-cp",
@@ -124,8 +128,14 @@ def peer_classes(bundle: MavenBundle) -> Path:
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"javac failed for the Storm peer classes:\n{done.stderr}")
-    (target / ".done").write_text(digest)
-    return target
+    scratch = jar.with_name(f"{jar.name}.{os.getpid()}.tmp")
+    packed = subprocess.run([jdk_tool("jar", "to pack the Storm peer classes"), "cf",
+                             str(scratch), "-C", str(target), "."],
+                            capture_output=True, text=True, timeout=300)
+    if packed.returncode != 0:
+        raise RuntimeError(f"jar failed for the Storm peer classes:\n{packed.stderr}")
+    os.replace(scratch, jar)            # whole or not at all: two workers may pack it
+    return jar
 
 
 def storm_classpath(bundle: MavenBundle) -> str:
@@ -330,6 +340,7 @@ class StormLocal(ServerProcess):
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if condition():
+                self._archive_when_ready()
                 return
             if not self.running:
                 raise AssertionError(f"{self.name} exited before {what}; log ends with:\n"

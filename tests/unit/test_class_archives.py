@@ -1,19 +1,19 @@
 """Class archives of the workshop's JVMs (workshop/servers/class_archives.py): which
 ``java`` can write them, where each is kept, the options a command gets, and which
-ends of a process keep what it wrote. No JVM here: the real one is in
+dumps keep what was written. No JVM here: the real one is in
 tests/integration/test_class_archives.py."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
 
 from storm_kafka_compat.workshop.servers import class_archives
 from storm_kafka_compat.workshop.servers.class_archives import (ARCHIVES_ENV, QUIET_OPTIONS,
-                                                                archive_path, java_release,
-                                                                keep, with_archive)
+                                                                archive_path, dump,
+                                                                java_release, release,
+                                                                with_archive)
 
 
 def _java(tmp_path: Path, version: str) -> str:
@@ -36,18 +36,14 @@ def _command(java: str, jar: Path) -> list:
     return [java, "-Xmx64m", "-cp", str(jar), "org.example.Main", "arg"]
 
 
-@pytest.fixture
-def first_start(tmp_path: Path, archives: Path):
-    """``(java, jar, scratch, archive)`` after the first start's :func:`with_archive`."""
-    java = _java(tmp_path, "17.0.15")
-    jar = tmp_path / "a.jar"
-    jar.write_bytes(b"x")
-    command, writing = with_archive(_command(java, jar))
-    assert writing is not None
-    scratch, archive = writing
-    assert command == [java, f"-XX:ArchiveClassesAtExit={scratch}", *QUIET_OPTIONS,
-                       *_command(java, jar)[1:]]
-    return java, jar, scratch, archive
+def _jdk(tmp_path: Path, version: str = "17.0.15") -> str:
+    """A fake JDK's ``java`` with a ``jcmd`` beside it that writes what it is asked to
+    (its last argument) and says so."""
+    java = _java(tmp_path, version)
+    jcmd = Path(java).with_name("jcmd")
+    jcmd.write_text('#!/bin/sh\nfor last; do :; done\necho "$2" > "$last"\n')
+    jcmd.chmod(0o755)
+    return java
 
 
 def test_the_release_is_read_from_the_runtime_of_the_java_named(tmp_path):
@@ -63,17 +59,17 @@ def test_no_archive_unless_asked_for_and_the_java_writes_them(tmp_path, monkeypa
     jar = tmp_path / "a.jar"
     jar.write_bytes(b"x")
     monkeypatch.delenv(ARCHIVES_ENV, raising=False)
-    java17 = _java(tmp_path, "17.0.15")
+    java17 = _jdk(tmp_path, "17.0.15")
     assert archive_path(java17, str(jar), "org.example.Main") is None
     assert with_archive(_command(java17, jar)) == (_command(java17, jar), None)
     monkeypatch.setenv(ARCHIVES_ENV, str(tmp_path / "archives"))
-    java11 = _java(tmp_path, "11.0.9.1")        # Java 11 cannot write one at exit
+    java11 = _jdk(tmp_path, "11.0.9.1")         # before 17 a JVM cannot write one when asked
     assert archive_path(java11, str(jar), "org.example.Main") is None
     assert with_archive(_command(java11, jar))[1] is None
 
 
 def test_an_archive_is_named_by_the_main_class_and_changes_with_a_jar(tmp_path, archives):
-    java = _java(tmp_path, "17.0.15")
+    java = _jdk(tmp_path)
     jar = tmp_path / "a.jar"
     jar.write_bytes(b"x")
     first = archive_path(java, str(jar), "kafka.Kafka")
@@ -85,25 +81,45 @@ def test_an_archive_is_named_by_the_main_class_and_changes_with_a_jar(tmp_path, 
     assert archive_path(java, str(jar), "kafka.Kafka") != first
 
 
-def test_the_first_start_writes_at_exit_and_the_next_maps_it(first_start):
-    java, jar, scratch, archive = first_start
-    # another start while the first runs neither writes nor maps
-    assert with_archive(_command(java, jar)) == (_command(java, jar), None)
-    scratch.write_bytes(b"archive")             # what the JVM writes as it exits
-    keep((scratch, archive), 143)               # ended on SIGTERM
-    assert archive.read_bytes() == b"archive" and not scratch.exists()
+@pytest.fixture
+def first_start(tmp_path: Path, archives: Path):
+    """``(java, jar, writing)`` after the first start's :func:`with_archive`."""
+    java = _jdk(tmp_path)
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"x")
     command, writing = with_archive(_command(java, jar))
-    assert writing is None
-    assert command == [java, f"-XX:SharedArchiveFile={archive}", *QUIET_OPTIONS,
+    assert writing is not None and writing.archive.parent == archives
+    assert command == [java, "-XX:+RecordDynamicDumpInfo", *QUIET_OPTIONS,
+                       *_command(java, jar)[1:]]
+    return java, jar, writing
+
+
+def test_the_first_start_writes_once_ready_and_the_next_maps_it(first_start):
+    java, jar, writing = first_start
+    # another start while the first has not written it neither writes nor maps
+    assert with_archive(_command(java, jar)) == (_command(java, jar), None)
+    assert dump(writing, 4242)
+    assert writing.archive.read_text() == "VM.cds\n" and not writing.scratch.exists()
+    command, again = with_archive(_command(java, jar))
+    assert again is None
+    assert command == [java, f"-XX:SharedArchiveFile={writing.archive}", *QUIET_OPTIONS,
                        *_command(java, jar)[1:]]
 
 
-def test_a_killed_process_keeps_nothing_and_the_next_start_writes_again(first_start):
-    java, jar, scratch, archive = first_start
-    scratch.write_bytes(b"cut short")
-    keep((scratch, archive), -signal.SIGKILL)
-    assert not scratch.exists() and not archive.exists()
+def test_a_failed_dump_or_an_early_end_leaves_nothing_and_the_next_start_writes(first_start):
+    java, jar, writing = first_start
+    Path(writing.jcmd).write_text("#!/bin/sh\necho half > \"$4\"\nexit 1\n")
+    assert not dump(writing, 4242)              # jcmd refused: the scratch is not kept
+    assert not writing.archive.exists() and not writing.scratch.exists()
     _, again = with_archive(_command(java, jar))
-    assert again is not None and again[1] == archive
-    keep(again, None)                           # not ended: nothing kept, claim let go
-    assert not archive.exists() and archive not in class_archives._writing
+    assert again is not None and again.archive == writing.archive
+    release(again)                              # ended before it was ready
+    assert again.archive not in class_archives._writing
+    assert with_archive(_command(java, jar))[1] is not None
+
+
+def test_no_archive_without_a_jcmd_beside_the_java(tmp_path, archives):
+    java = _java(tmp_path, "17.0.15")
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"x")
+    assert with_archive(_command(java, jar)) == (_command(java, jar), None)

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, IO, List, Optional, Tuple
+from typing import Callable, Dict, IO, List, Optional
 
 from storm_kafka_compat.workshop.servers import class_archives
 
@@ -40,8 +40,8 @@ class ServerProcess:
         self._process: Optional["subprocess.Popen[bytes]"] = None
         self._log_file: Optional[IO[bytes]] = None
         self._lock = threading.Lock()
-        #: (scratch, archive) while this process writes its class archive at exit
-        self._archive_writing: Optional[Tuple[Path, Path]] = None
+        #: where this process's class archive goes, until it is written once it is ready
+        self._archive_writing: Optional[class_archives.Writing] = None
         atexit.register(self._atexit)
 
     # --- state ----------------------------------------------------------------------------
@@ -55,12 +55,6 @@ class ServerProcess:
     def running(self) -> bool:
         """True while the process is alive."""
         return self._process is not None and self._process.poll() is None
-
-    @property
-    def writes_class_archive(self) -> bool:
-        """True while the process will write its class archive when it ends by itself
-        or on SIGTERM (not when killed)."""
-        return self._archive_writing is not None and self.running
 
     def command(self) -> List[str]:
         """The command line that starts the server."""
@@ -114,6 +108,7 @@ class ServerProcess:
                 raise error(f"{self.name} exited with code {code} during start-up; log "
                             f"{self.log_path} ends with:\n{self.log_tail(30)}")
             if ready():
+                self._archive_when_ready()
                 return
             time.sleep(0.1)
         self.kill()
@@ -139,12 +134,20 @@ class ServerProcess:
         return True
 
     def _ended(self) -> None:
-        """Once the process has ended: the class archive it wrote at exit kept
-        (:mod:`~storm_kafka_compat.workshop.servers.class_archives`)."""
+        """Once the process has ended: a class archive it did not write let go."""
         process, writing = self._process, self._archive_writing
         if writing is not None and process is not None and process.poll() is not None:
             self._archive_writing = None
-            class_archives.keep(writing, process.returncode)
+            class_archives.release(writing)
+
+    def _archive_when_ready(self) -> None:
+        """Once the server is ready, the first time: the classes it loaded written to
+        its class archive for the next starts, when it is the start that writes it
+        (:mod:`~storm_kafka_compat.workshop.servers.class_archives`)."""
+        writing, pid = self._archive_writing, self.pid
+        if writing is not None and pid is not None:
+            self._archive_writing = None
+            class_archives.dump(writing, pid)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """SIGTERM (after resuming a paused process), SIGKILL after ``timeout_s``."""
