@@ -15,15 +15,14 @@ is read)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Optional
 
-from storm_kafka_compat.workshop.servers.class_archives import ARCHIVES_ENV, QUIET_OPTIONS
+from storm_kafka_compat.workshop.servers.class_archives import (ARCHIVES_ENV, QUIET_OPTIONS,
+                                                                archive_path)
 
 FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -50,25 +49,23 @@ def class_archives() -> Path:
     return Path(os.environ.get(ARCHIVES_ENV) or cache_dir() / "class-archives")
 
 
-def spark_class_archive() -> Path:
-    """Where the archive of this pyspark's jars and this ``java`` is kept, named by
-    what the JVM would check."""
+def spark_class_archive() -> Optional[Path]:
+    """Where the archive of this pyspark's jars and this ``java`` is kept
+    (:func:`~storm_kafka_compat.workshop.servers.class_archives.archive_path`, as for
+    the servers), or None when this ``java`` cannot write one."""
     import pyspark
 
     from storm_kafka_compat.workshop.servers.zookeeper import java_binary
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    key = hashlib.sha1(os.path.realpath(java_binary()).encode())
-    for jar in sorted(jars.glob("*.jar")):
-        stat = jar.stat()
-        key.update(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    return class_archives() / f"spark-{key.hexdigest()[:16]}.jsa"
+    jars = sorted(str(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    return archive_path(java_binary(), os.pathsep.join(jars),
+                        "org.apache.spark.deploy.SparkSubmit")
 
 
 def spark_java_options() -> str:
     """:data:`FAST_START_JAVA_OPTIONS`, with the shared archive when there is one."""
     archive = spark_class_archive()
-    if not archive.exists():
+    if archive is None or not archive.exists():
         return FAST_START_JAVA_OPTIONS
     return f"{FAST_START_JAVA_OPTIONS} -XX:SharedArchiveFile={archive} {_QUIET}"
 
@@ -77,12 +74,12 @@ def make_spark_class_archive(timeout_s: float = 180.0) -> Optional[str]:
     """Write :func:`spark_class_archive` unless it exists; None when done, else why
     not (the tests then run without it, as before)."""
     archive = spark_class_archive()
+    if archive is None:
+        return f"this java cannot write class archives, or {ARCHIVES_ENV} is not set"
     if archive.exists():
         return None
     archive.parent.mkdir(parents=True, exist_ok=True)
-    fd, scratch = tempfile.mkstemp(prefix=archive.stem, suffix=".tmp", dir=archive.parent)
-    os.close(fd)
-    os.unlink(scratch)                   # the JVM writes it; the name is ours alone
+    scratch = str(archive.with_name(f"{archive.stem}.{os.getpid()}.tmp"))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
                SPARK_SUBMIT_OPTS=f"{FAST_START_JAVA_OPTIONS} "
                                  f"-XX:ArchiveClassesAtExit={scratch} {_QUIET}")
