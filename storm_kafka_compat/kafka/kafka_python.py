@@ -42,11 +42,12 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONS
                                              warn_oversized)
 from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
                                                   PartitionKey)
+from storm_kafka_compat.kafka.kafka_python_records import install as install_reader
 from storm_kafka_compat.kafka.kafka_python_settings import DEFAULT_MAX_POLL_RECORDS, consumer_config
 
 log = logging.getLogger(__name__)
 
-#: a ConsumerRecord's offset and value, read in C over a whole fetch
+#: a fetched record's offset and value, read in C over a whole fetch
 _OFFSET = attrgetter("offset")
 _VALUE = attrgetter("value")
 
@@ -133,8 +134,8 @@ class KafkaPythonAccess:
     def fetch_batch(self, topic: str, partition: int, offset: int, *,
                     max_messages: Optional[int] = None,
                     max_offset: Optional[int] = None) -> RecordBatch:
-        """See :meth:`KafkaAccess.fetch_batch`; the records are kafka-python's
-        ``ConsumerRecord`` objects (``timestamp`` None on message format v0).
+        """See :meth:`KafkaAccess.fetch_batch`; the records are :class:`KafkaMessage`
+        tuples (:mod:`~storm_kafka_compat.kafka.kafka_python_records`).
 
         Polls until records arrive. With none, the log end is asked once:
         at the end ``[]`` is returned; beyond it Kafka answers
@@ -205,8 +206,7 @@ class KafkaPythonAccess:
         tps = {key: TopicPartition(*key) for key in positions}
         with self._lock, self._errors(None, None, None, "fetch"):
             if self._group is None:
-                from kafka import KafkaConsumer
-                self._group = KafkaConsumer(**self.config)
+                self._group = self._new_consumer()
             c = self._group
             self._group_tps.update(tps)
             c.assign(list(self._group_tps.values()))
@@ -327,9 +327,16 @@ class KafkaPythonAccess:
 
     def _get_consumer(self) -> Any:
         if self._consumer is None:
-            from kafka import KafkaConsumer
-            self._consumer = KafkaConsumer(**self.config)
+            self._consumer = self._new_consumer()
         return self._consumer
+
+    def _new_consumer(self) -> Any:
+        """A ``KafkaConsumer`` of this access object's settings, reading its fetches
+        with :func:`~storm_kafka_compat.kafka.kafka_python_records.install`'s reader."""
+        from kafka import KafkaConsumer
+        c = KafkaConsumer(**self.config)
+        install_reader(c)
+        return c
 
     def _refresh_metadata(self, c: Any) -> None:
         """Fresh metadata of every topic, within ``socketTimeoutMs``.
@@ -368,8 +375,7 @@ class KafkaPythonAccess:
             old_tp, c = self._fetchers.popitem(last=False)
             self._positions.pop(old_tp, None)
         else:
-            from kafka import KafkaConsumer
-            c = KafkaConsumer(**self.config)
+            c = self._new_consumer()
         c.assign([tp])
         self._fetchers[tp] = c
         return c
@@ -586,15 +592,18 @@ def _timeout(topic: str, partition: int, offset: int, timeout_ms: int) -> Failed
 
 
 def _messages(records: List[Any]) -> List[KafkaMessage]:
-    """kafka-python's ``ConsumerRecord`` list as :class:`KafkaMessage` objects.
+    """Fetched records as :class:`KafkaMessage` objects: as they are when this
+    project's reader made them, else from kafka-python's ``ConsumerRecord`` objects.
 
     The hot path of every fetch: the tuples are built directly (no NamedTuple
     keyword handling) and an empty header list is not copied, 0.94 -> 0.64 us a
     record here. Message format v0 (Kafka 0.9) has no timestamp: kafka-python
     gives None, the contract -1.
     """
-    new = tuple.__new__
     km = KafkaMessage
+    if records and type(records[0]) is km:
+        return list(records)
+    new = tuple.__new__
     none_ts, none_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
     return [new(km, (r.offset, r.key, r.value, none_ts if r.timestamp is None else r.timestamp,
                      none_type if r.timestamp_type is None else r.timestamp_type,

@@ -50,6 +50,21 @@ def test_fetch_from_an_offset_with_bounds(access, kafka_topic):
     assert access.fetch(topic, 0, 5, max_offset=5) == []
 
 
+def test_fetches_are_read_by_the_projects_reader(access, kafka_topic):
+    """The consumers decode v2 batches with ``kafka_python_records``: the batch's own
+    records are already the contract's messages, for a single fetch and a group's."""
+    from storm_kafka_compat.kafka import KafkaMessage
+    topic = kafka_topic(2, [(i % 2, b"k%d" % i if i % 3 else None, b"v%d" % i)
+                            for i in range(20)])
+    batch = access.fetch_batch(topic, 1, 0)
+    assert all(type(r) is KafkaMessage for r in batch._records)
+    assert [(r.offset, r.key, r.value) for r in batch.messages()] == [
+        (i // 2, b"k%d" % i if i % 3 else None, b"v%d" % i) for i in range(1, 20, 2)]
+    from kafka.consumer.fetcher import Fetcher
+    group = access.fetch_group({(topic, 0): 4})
+    assert group.consumer._fetcher.PartitionRecords is not Fetcher.PartitionRecords
+
+
 def test_fetch_at_the_end_returns_nothing_then_new_data(access, tansu, kafka_topic):
     topic = kafka_topic(1, [(0, None, b"a"), (0, None, b"b")])
     started = time.monotonic()
