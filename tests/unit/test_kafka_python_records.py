@@ -100,11 +100,13 @@ def test_a_fetch_starting_inside_a_batch_and_compacted_offsets() -> None:
     fetch offset is the batch's last offset + 1 either way, and records before the
     fetch offset are not handed out."""
     records = [(b"k", b"v%d" % i, []) for i in range(5)]
-    data = v2_batch(100, records, deltas=[0, 2, 3, 7, 9])
-    mine, position = ours(data, fetch_offset=103)
-    want, want_position = theirs(data, fetch_offset=103)
+    data = bytearray(v2_batch(100, records, deltas=[0, 2, 3, 7, 9]))
+    struct.pack_into(">i", data, 23, 12)      # lastOffsetDelta: offsets 110-112 compacted away
+    struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
+    mine, position = ours(bytes(data), fetch_offset=103)
+    want, want_position = theirs(bytes(data), fetch_offset=103)
     assert [m.offset for m in mine] == [r.offset for r in want] == [103, 107, 109]
-    assert position == want_position == 110
+    assert position == want_position == 113
 
 
 def test_a_partial_take_leaves_the_position_after_the_last_record_taken() -> None:
