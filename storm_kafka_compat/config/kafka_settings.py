@@ -60,6 +60,27 @@ from storm_kafka_compat.errors import ConfigError
 #: everything available at 100 ms (docs/testing.md).
 MIN_FETCH_MAX_WAIT_MS = 100
 
+
+def group_fetch_max_bytes(fetch_max_bytes: int) -> int:
+    """The byte budget of a whole fetch response (kafka-python ``fetch_max_bytes``,
+    librdkafka ``fetch.max.bytes``) for a consumer holding several partitions, given
+    the one-partition budget ``fetch_max_bytes`` (fetchSizeBytes, or the ``kafka``
+    mapping's own): at least Kafka's own consumer default, 50 MiB.
+
+    storm-kafka fetched one partition a request, so fetchSizeBytes bounded a
+    partition's fetch; it still bounds each partition of a response
+    (``max_partition_fetch_bytes``), and a consumer of one partition keeps it as its
+    whole budget. A consumer holding a task's many partitions gets up to this much of
+    them in one response, where a response bounded by fetchSizeBytes carried about one
+    partition's share (435 round trips, each asking for every partition, for 4,000,000
+    records over 512 partitions; docs/performance.md)."""
+    return max(int(fetch_max_bytes), GROUP_FETCH_MAX_BYTES)
+
+
+#: Kafka's consumer default fetch.max.bytes, the least a group's response may carry
+GROUP_FETCH_MAX_BYTES = 50 * 1024 * 1024
+
+
 #: the fetch backends: kafka-python, or librdkafka through confluent-kafka
 Backend = Literal["kafka-python", "confluent"]
 BACKENDS: Tuple[Backend, ...] = get_args(Backend)

@@ -42,7 +42,8 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONS
                                              POLL_SLICE_MARGIN_MS, KafkaMessage, RecordBatch,
                                              warn_oversized)
 from storm_kafka_compat.kafka.confluent_records import map_error, record_batch
-from storm_kafka_compat.kafka.confluent_settings import answers_list_offsets_v1, consumer_config
+from storm_kafka_compat.kafka.confluent_settings import (answers_list_offsets_v1, consumer_config,
+                                                       group_config)
 from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
                                                   PartitionKey, split_by_partition)
 
@@ -257,7 +258,7 @@ class ConfluentAccess:
         with self._lock:
             try:
                 if self._group is None:
-                    self._group = self._new_consumer()
+                    self._group = self._new_consumer(group_config(self.config))
                 c = self._group
                 other = [k for k in self._group_assigned if k not in positions]
                 moved = [k for k, o in positions.items()
@@ -450,8 +451,9 @@ class ConfluentAccess:
             self._fetchers.move_to_end(key)
         return entry
 
-    def _new_consumer(self) -> Any:
-        config = dict(self.config, logger=_LIBRDKAFKA_LOG, error_cb=self._on_client_error)
+    def _new_consumer(self, settings: Optional[Mapping[str, Any]] = None) -> Any:
+        config = dict(self.config if settings is None else settings, logger=_LIBRDKAFKA_LOG,
+                      error_cb=self._on_client_error)
         try:
             if self._factory is not None:
                 return self._factory(config)

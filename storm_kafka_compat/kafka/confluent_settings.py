@@ -7,9 +7,13 @@ Storm fields and the librdkafka settings they become:
 ====================  ===============================  ===================================
 Storm field           librdkafka                       note
 ====================  ===============================  ===================================
-fetchSizeBytes        max.partition.fetch.bytes,       one fetch's byte budget; a larger
-                      fetch.max.bytes                  message is still returned (KIP-74,
-                                                       CONTRACT deviation 4)
+fetchSizeBytes        max.partition.fetch.bytes        a partition's byte budget in one
+                                                       fetch; a larger message is still
+                                                       returned (KIP-74, CONTRACT
+                                                       deviation 4). fetch.max.bytes, the
+                                                       whole response's, the same; for a
+                                                       consumer of several partitions
+                                                       at least 50 MiB (group_config)
 fetchMaxWait          fetch.wait.max.ms =              Storm's default 0 becomes 100 ms, as
                       max(MIN_FETCH_MAX_WAIT_MS, v)    with kafka-python (same reasons)
 minFetchByte          fetch.min.bytes = max(1, v)
@@ -37,7 +41,8 @@ import re
 from typing import Any, Dict, Mapping
 
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS, BootstrapServers
+from storm_kafka_compat.config.kafka_settings import (MIN_FETCH_MAX_WAIT_MS, BootstrapServers,
+                                                      group_fetch_max_bytes)
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import DEFAULT_CLIENT_ID, DEFAULT_ISOLATION_LEVEL
 
@@ -118,3 +123,14 @@ def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                               key=f"kafka.{key}", value=value)
         cfg[name] = value
     return cfg
+
+
+def group_config(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """``config`` (:func:`consumer_config`'s) for a consumer assigned several partitions:
+    the whole response's budget raised to
+    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`
+    (``receive.message.max.bytes`` kept above it, as librdkafka requires)."""
+    budget = group_fetch_max_bytes(int(config.get("fetch.max.bytes",
+                                                  config.get("max.partition.fetch.bytes", 0))))
+    receive = max(int(config.get("receive.message.max.bytes", 0)), budget + 1_000_000)
+    return {**config, "fetch.max.bytes": budget, "receive.message.max.bytes": receive}

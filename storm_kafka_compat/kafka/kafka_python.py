@@ -43,7 +43,8 @@ from storm_kafka_compat.kafka.client import (BEYOND_END_GRACE_MS, MAX_FETCH_CONS
 from storm_kafka_compat.kafka.fetch_group import (GroupAnswer, GroupFetchBase, HeldRecords,
                                                   PartitionKey)
 from storm_kafka_compat.kafka.kafka_python_records import install as install_reader
-from storm_kafka_compat.kafka.kafka_python_settings import DEFAULT_MAX_POLL_RECORDS, consumer_config
+from storm_kafka_compat.kafka.kafka_python_settings import (DEFAULT_MAX_POLL_RECORDS,
+                                                         consumer_config, group_config)
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,7 @@ class KafkaPythonAccess:
         tps = {key: TopicPartition(*key) for key in positions}
         with self._lock, self._errors(None, None, None, "fetch"):
             if self._group is None:
-                self._group = self._new_consumer()
+                self._group = self._new_consumer(group_config(self.config))
             c = self._group
             self._group_tps.update(tps)
             c.assign(list(self._group_tps.values()))
@@ -330,11 +331,12 @@ class KafkaPythonAccess:
             self._consumer = self._new_consumer()
         return self._consumer
 
-    def _new_consumer(self) -> Any:
-        """A ``KafkaConsumer`` of this access object's settings, reading its fetches
-        with :func:`~storm_kafka_compat.kafka.kafka_python_records.install`'s reader."""
+    def _new_consumer(self, config: Optional[Mapping[str, Any]] = None) -> Any:
+        """A ``KafkaConsumer`` of this access object's settings (or ``config``), reading
+        its fetches with :func:`~storm_kafka_compat.kafka.kafka_python_records.install`'s
+        reader."""
         from kafka import KafkaConsumer
-        c = KafkaConsumer(**self.config)
+        c = KafkaConsumer(**(self.config if config is None else config))
         install_reader(c)
         return c
 

@@ -8,9 +8,13 @@ Storm fields and the kafka-python settings they become:
 ====================  ===============================  ===================================
 Storm field           kafka-python                     note
 ====================  ===============================  ===================================
-fetchSizeBytes        max_partition_fetch_bytes,       one fetch's byte budget; a larger
-                      fetch_max_bytes                  message is still returned (KIP-74,
-                                                       CONTRACT deviation 4)
+fetchSizeBytes        max_partition_fetch_bytes        a partition's byte budget in one
+                                                       fetch; a larger message is still
+                                                       returned (KIP-74, CONTRACT
+                                                       deviation 4). fetch_max_bytes, the
+                                                       whole response's, the same; for a
+                                                       consumer of several partitions
+                                                       at least 50 MiB (group_config)
 fetchMaxWait          fetch_max_wait_ms =              Storm's default 0 becomes 100 ms
                       max(MIN_FETCH_MAX_WAIT_MS, v)    (see MIN_FETCH_MAX_WAIT_MS)
 minFetchByte          fetch_min_bytes = max(1, value)  Storm's 0 becomes 1: with no
@@ -35,7 +39,8 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping
 
 from storm_kafka_compat.config import SpoutConfig
-from storm_kafka_compat.config.kafka_settings import MIN_FETCH_MAX_WAIT_MS, BootstrapServers
+from storm_kafka_compat.config.kafka_settings import (MIN_FETCH_MAX_WAIT_MS, BootstrapServers,
+                                                      group_fetch_max_bytes)
 from storm_kafka_compat.errors import ConfigError
 from storm_kafka_compat.kafka.client import DEFAULT_CLIENT_ID, DEFAULT_ISOLATION_LEVEL
 
@@ -100,3 +105,11 @@ def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
                               key=f"kafka.{key}", value=value)
         cfg[key] = value
     return cfg
+
+
+def group_config(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """``config`` (:func:`consumer_config`'s) for a consumer assigned several partitions:
+    the whole response's budget raised to
+    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`."""
+    return {**config, "fetch_max_bytes": group_fetch_max_bytes(
+        config.get("fetch_max_bytes", config.get("max_partition_fetch_bytes", 0)))}

@@ -173,6 +173,7 @@ def test_consumer_config_maps_storm_fields():
     assert cfg["auto_offset_reset"] == "none" and cfg["group_id"] is None
     assert cfg["enable_auto_commit"] is False
     assert (cfg["max_partition_fetch_bytes"], cfg["receive_buffer_bytes"]) == (1234, 4321)
+    assert cfg["fetch_max_bytes"] == 1234
     assert (cfg["fetch_min_bytes"], cfg["fetch_max_wait_ms"]) == (1, 100)   # floored
     assert consumer_config("h:1", spout(fetch_max_wait=250))["fetch_max_wait_ms"] == 250
     assert cfg["request_timeout_ms"] == 7000

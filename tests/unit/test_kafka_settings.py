@@ -171,3 +171,39 @@ def test_librdkafka_accepts_every_fetch_size(fetch_size_bytes):
     spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
                         fetch_size_bytes=fetch_size_bytes)
     confluent_kafka.Consumer(consumer_config("127.0.0.1:9", spout)).close()
+
+
+def test_a_consumer_of_several_partitions_gets_a_whole_response_budget():
+    """fetchSizeBytes bounds each partition of a fetch and a one-partition consumer's
+    whole response; a consumer holding several partitions gets at least Kafka's 50 MiB
+    for the response (one response then carries several partitions)."""
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.config.kafka_settings import GROUP_FETCH_MAX_BYTES
+    from storm_kafka_compat.kafka import confluent_settings, kafka_python_settings
+    spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                        fetch_size_bytes=65_536)
+    kp = kafka_python_settings.consumer_config("h:1", spout)
+    assert (kp["max_partition_fetch_bytes"], kp["fetch_max_bytes"]) == (65_536, 65_536)
+    group = kafka_python_settings.group_config(kp)
+    assert (group["max_partition_fetch_bytes"], group["fetch_max_bytes"]) == (
+        65_536, GROUP_FETCH_MAX_BYTES)
+    cf = confluent_settings.consumer_config("h:1", spout)
+    group = confluent_settings.group_config(cf)
+    assert (group["max.partition.fetch.bytes"], group["fetch.max.bytes"]) == (
+        65_536, GROUP_FETCH_MAX_BYTES)
+    assert group["receive.message.max.bytes"] > group["fetch.max.bytes"]
+    huge = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                       fetch_size_bytes=200 << 20)
+    assert kafka_python_settings.group_config(
+        kafka_python_settings.consumer_config("h:1", huge))["fetch_max_bytes"] == 200 << 20
+
+
+def test_librdkafka_accepts_a_groups_settings():
+    confluent_kafka = pytest.importorskip("confluent_kafka",
+                                          reason="confluent-kafka (the confluent extra) is absent")
+    from storm_kafka_compat.config import SpoutConfig, StaticHosts
+    from storm_kafka_compat.kafka.confluent_settings import consumer_config, group_config
+    for size in (1000, 1024 * 1024, 200 << 20):
+        spout = SpoutConfig(hosts=StaticHosts({}), topic="t", zk_root="/r", id="i",
+                            fetch_size_bytes=size)
+        confluent_kafka.Consumer(group_config(consumer_config("127.0.0.1:9", spout))).close()

@@ -26,6 +26,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple
 
 from storm_kafka_compat.config import SpoutConfig
+from storm_kafka_compat.kafka.confluent_settings import group_config as librdkafka_group_config
+from storm_kafka_compat.kafka.kafka_python_settings import group_config as kafka_python_group_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,7 +67,7 @@ def _batches_kafka_python(topic: str, ends: Mapping[int, int], config: Mapping[s
     """kafka-python's records of ``ends``' partitions from offset 0 to their end
     offsets, one consumer assigned all of them, a list per poll and partition."""
     from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(**dict(config))
+    consumer = KafkaConsumer(**kafka_python_group_config(config))
     try:
         left = {TopicPartition(topic, p): end for p, end in ends.items() if end > 0}
         consumer.assign(list(left))
@@ -88,7 +90,7 @@ def _batches_confluent(topic: str, ends: Mapping[int, int], config: Mapping[str,
     offsets, one consumer assigned all of them, a list per ``consume`` call (an entry
     may be an error event: its ``error()`` is not None)."""
     from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer(dict(config))
+    consumer = Consumer(librdkafka_group_config(config))
     try:
         left = {p: end for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in left])
