@@ -60,6 +60,9 @@ from storm_kafka_compat.errors import ConfigError
 #: everything available at 100 ms (docs/testing.md).
 MIN_FETCH_MAX_WAIT_MS = 100
 
+#: Kafka's consumer default fetch.max.bytes, the least a group's response may carry
+GROUP_FETCH_MAX_BYTES = 50 * 1024 * 1024
+
 
 def group_fetch_max_bytes(fetch_max_bytes: int) -> int:
     """The byte budget of a whole fetch response (kafka-python ``fetch_max_bytes``,
@@ -75,10 +78,6 @@ def group_fetch_max_bytes(fetch_max_bytes: int) -> int:
     partition's share (435 round trips, each asking for every partition, for 4,000,000
     records over 512 partitions; docs/performance.md)."""
     return max(int(fetch_max_bytes), GROUP_FETCH_MAX_BYTES)
-
-
-#: Kafka's consumer default fetch.max.bytes, the least a group's response may carry
-GROUP_FETCH_MAX_BYTES = 50 * 1024 * 1024
 
 
 #: the fetch backends: kafka-python, or librdkafka through confluent-kafka

@@ -128,9 +128,9 @@ def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
 def group_config(config: Mapping[str, Any]) -> Dict[str, Any]:
     """``config`` (:func:`consumer_config`'s) for a consumer assigned several partitions:
     the whole response's budget raised to
-    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`
-    (``receive.message.max.bytes`` kept above it, as librdkafka requires)."""
-    budget = group_fetch_max_bytes(int(config.get("fetch.max.bytes",
-                                                  config.get("max.partition.fetch.bytes", 0))))
-    receive = max(int(config.get("receive.message.max.bytes", 0)), budget + 1_000_000)
-    return {**config, "fetch.max.bytes": budget, "receive.message.max.bytes": receive}
+    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`. Settings
+    that leave it to librdkafka (its default is that budget) are returned as they are;
+    :func:`consumer_config`'s ``receive.message.max.bytes`` is already above it."""
+    if "fetch.max.bytes" not in config:
+        return dict(config)
+    return {**config, "fetch.max.bytes": group_fetch_max_bytes(int(config["fetch.max.bytes"]))}

@@ -110,6 +110,8 @@ def consumer_config(bootstrap_servers: BootstrapServers, spout: SpoutConfig,
 def group_config(config: Mapping[str, Any]) -> Dict[str, Any]:
     """``config`` (:func:`consumer_config`'s) for a consumer assigned several partitions:
     the whole response's budget raised to
-    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`."""
-    return {**config, "fetch_max_bytes": group_fetch_max_bytes(
-        config.get("fetch_max_bytes", config.get("max_partition_fetch_bytes", 0)))}
+    :func:`~storm_kafka_compat.config.kafka_settings.group_fetch_max_bytes`. Settings
+    that leave it to kafka-python (its default is that budget) are returned as they are."""
+    if "fetch_max_bytes" not in config:
+        return dict(config)
+    return {**config, "fetch_max_bytes": group_fetch_max_bytes(int(config["fetch_max_bytes"]))}
