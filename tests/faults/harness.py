@@ -428,6 +428,19 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float, what: str,
         time.sleep(interval_s)
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler installed for ``signum`` (Linux's
+    ``SigCgt`` mask in /proc): a signal sent before that kills it instead."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except FileNotFoundError:
+        pass
+    return False
+
+
 def find_metric(records: Iterable[Mapping[str, Any]], name: str) -> List[Dict[str, Any]]:
     """The ``value`` of every metric record named ``name``, in order."""
     return [dict(r["value"]) for r in records if r.get("name") == name]

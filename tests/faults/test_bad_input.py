@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from storm_kafka_compat.config import SPOUT_FIELDS
-from tests.faults.harness import job_config, run_cli, write_config, zk_tree
+from tests.faults.harness import job_config, run_cli, wait_until, write_config, zk_tree
 from storm_kafka_compat.workshop.servers.zookeeper import free_port
 
 pytestmark = [pytest.mark.fault, pytest.mark.integration]
@@ -187,7 +187,7 @@ def test_brokers_that_do_not_answer_with_api_version_set(zk_server, tmp_path, un
     import sys
     import time
 
-    from tests.faults.harness import REPO, console_script
+    from tests.faults.harness import REPO, catches, console_script
 
     dead = free_port()
     config = job_config(topic="bad-input", zk_root=f"/skc-faults/{unique('apiversion')}",
@@ -202,7 +202,10 @@ def test_brokers_that_do_not_answer_with_api_version_set(zk_server, tmp_path, un
                                     env=env, start_new_session=True)
              for args in ("run", "offsets show", "offsets explain", "run --until-caught-up")}
     started = time.monotonic()
-    time.sleep(1.5)
+    # once run's start-up handlers are in (a loaded machine may take seconds to get there;
+    # a SIGTERM before that is the interpreter's default and kills it)
+    wait_until(lambda: catches(procs["run"].pid, signal.SIGTERM), timeout_s=30,
+               interval_s=0.01, what="run's SIGTERM handler")
     os.kill(procs["run"].pid, signal.SIGTERM)         # a supervisor stopping it
     try:
         out = {args: (proc.wait(timeout=60), proc.communicate()) for args, proc in procs.items()}
