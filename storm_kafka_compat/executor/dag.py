@@ -295,7 +295,10 @@ class LocalRuntime:
             for r in runners:
                 r.cleanup()
 
-    def bind(self, dispatcher: TaskDispatcher) -> None:
+    def bind(self, dispatcher: Optional[TaskDispatcher]) -> None:
+        """Have every bolt task send to ``dispatcher`` (None: to nothing, after a stage:
+        the runtime outlives the stage in the Python worker, and a dispatcher left bound
+        kept the stage's routed tuples alive until the next batch)."""
         for runners in self.runners.values():
             for r in runners:
                 r.collector.bind(dispatcher)

@@ -312,12 +312,16 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
     ``(("s", index), attempt)``."""
     assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
     routed = Outbox()
-    for key, value in spout_stage(plans, job, kafka=kafka):
-        if key[0] == "t":
-            routed.route({(key[1], key[2]): value})
-        else:
-            yield key, value
-    if routed.tuples:
-        with collection_paused():
+    # held off from the first plan to the deposit, not per plan: a collection at the
+    # end of each plan's stage scanned every tuple routed so far, and they are all
+    # freed by reference counting once deposited
+    with collection_paused():
+        for key, value in spout_stage(plans, job, kafka=kafka):
+            if key[0] == "t":
+                routed.route({(key[1], key[2]): value})
+            else:
+                yield key, value
+        if routed.tuples:
             job.hosts.deposit(batch, ("s", index), attempt, routed.tuples)
+        routed.tuples.clear()
     yield ("s", index), attempt

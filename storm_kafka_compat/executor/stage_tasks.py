@@ -178,9 +178,13 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
     spout = runtime.topology.spout
     before = runtime.counts()
     errors = ErrorTally()
-    skipped, emitted, topic, partition, last, scanned = emit_spout(
-        runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init, errors)
-    _drain(runtime, dispatcher, local)
+    try:
+        skipped, emitted, topic, partition, last, scanned = emit_spout(
+            runtime, dispatcher, spout, messages, scheme, plan, taken, failed, _init, errors)
+        _drain(runtime, dispatcher, local)
+    finally:
+        if local:
+            runtime.bind(None)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
     outcome = batch_outcome(topic, partition, taken, failed, skipped, last, scanned,
                             {spout: {"messages": taken.count, "emitted": emitted}, **counts},
@@ -245,6 +249,9 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
             raise ValueError(f"tuple for {component!r} task {task} reached a stage running "
                              f"{sorted(local)}; the stage layout is wrong")
         dispatcher.queues[component][task].append(tup)
-    _drain(runtime, dispatcher, local)
+    try:
+        _drain(runtime, dispatcher, local)
+    finally:
+        runtime.bind(None)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}
     return GroupResult(dispatcher.routes, sink.pairs, sink.failed, counts, runtime.take_errors())
