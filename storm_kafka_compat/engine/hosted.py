@@ -15,6 +15,8 @@ from the driver.
   counts); what a stage sends on is deposited for the next one; the acker messages
   are folded on the driver with stage 0's, and the roots that did not complete fail
   or stay open as in the staged runner (:func:`~storm_kafka_compat.engine.stages.settle`).
+  A root whose tuples all went to bolts whose trees end in execute has no acker record
+  from stage 0 (nothing of it can stay open); a host that fails it names its offset.
 
 No Spark shuffle carries the tuples: one Spark stage a batch instead of one per bolt
 level plus the acker fold, and each tuple is pickled once on its way to its task.
@@ -51,9 +53,10 @@ def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
     for stage in range(1, len(layout.stages)):
         routed: Dict[Slot, List[Any]] = {}
         for answer in hosts.run_stage(batch, stage, sources):
-            _fold(acker, {root: (x, root in answer.failed_roots, None)
+            origins = answer.origins
+            _fold(acker, {root: (x, root in answer.failed_roots, origins.get(root))
                           for root, x in answer.pairs.items()})
-            _fold(acker, {root: (0, True, None)
+            _fold(acker, {root: (0, True, origins.get(root))
                           for root in answer.failed_roots.difference(answer.pairs)})
             kept.extend((("e", e.component, e.kind), e) for e in answer.errors)
             for component, task, tup in answer.routed:

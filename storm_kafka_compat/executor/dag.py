@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import weakref
-from typing import (AbstractSet, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Set,
-                    Tuple, Union)
+from typing import (AbstractSet, Any, Dict, FrozenSet, List, Mapping, Optional, Protocol,
+                    Sequence, Set, Tuple, Union)
 
 from storm_kafka_compat.config.stages import SHUFFLES
 from storm_kafka_compat.errors import TopologyError
@@ -56,11 +56,28 @@ class RootSink(Protocol):
     def reset_timeout(self, root_id: int, now_ms: int) -> None: ...
 
 
+def trees_end_in(acking: AbstractSet[str],
+                 subs: Mapping[Tuple[str, str], Sequence[Tuple[str, Any, int]]]
+                 ) -> FrozenSet[str]:
+    """The bolts of ``acking`` (bolts that ack in execute) from which every
+    subscription, to the end of the topology, reaches only bolts of ``acking``."""
+    ends = set(acking)
+    changed = True
+    while changed:
+        changed = False
+        for (source, _stream), targets in subs.items():
+            if source in ends and any(t not in ends for t, _g, _n in targets):
+                ends.discard(source)
+                changed = True
+    return frozenset(ends)
+
+
 class TaskDispatcher:
     """Routes emitted tuples to task queues (same task) or an outbox (later stages)."""
 
     def __init__(self, runtime: "LocalRuntime", sink: RootSink, now_ms: int,
-                 local: Optional[AbstractSet[str]], settles_at_end: bool = False) -> None:
+                 local: Optional[AbstractSet[str]], settles_at_end: bool = False,
+                 untracked: AbstractSet[str] = frozenset()) -> None:
         self.runtime = runtime
         self.sink = sink
         self.now_ms = now_ms
@@ -76,8 +93,11 @@ class TaskDispatcher:
             name: [[] for _ in runners] for name, runners in runtime.runners.items()}
         #: the tuples for bolt tasks of later stages, per task, in their order
         self.routes: Dict[Tuple[str, int], TupleBatch] = {}
-        #: the roots of those tuples
+        #: the roots of those tuples, but for those sent to ``untracked`` bolts of later
+        #: stages (bolt hosts that name the offset of a root they fail:
+        #: :attr:`LocalRuntime.trees_end_in_execute`), which need no acker record
         self.sent_roots: Set[int] = set()
+        self.untracked = untracked
         # acker messages go straight to the sink (one call frame less per ack)
         self.ack_root = sink.ack  # type: ignore[method-assign]
         self.fail_root = sink.fail  # type: ignore[method-assign]
@@ -127,7 +147,8 @@ class TaskDispatcher:
             self.queues[component][task].append(tup)
         else:
             self.route_batch(component, task).add(tup)
-            self.sent_roots.update(tup.anchors)
+            if component not in self.untracked:
+                self.sent_roots.update(tup.anchors)
 
     def route_batch(self, component: str, task: int) -> TupleBatch:
         """The batch of tuples for ``component``'s task ``task`` of a later stage."""
@@ -147,7 +168,7 @@ class TaskDispatcher:
         batches = [self.route_batch(target, task) for task in range(n)]
         return (index, n, len(fields),
                 [(b, b.head(fields, stream, source, source_task)) for b in batches],
-                self.sent_roots)
+                set() if target in self.untracked else self.sent_roots)
 
     def ack_root(self, root_id: int, value: int) -> None:
         self.sink.ack(root_id, value, self.now_ms)
@@ -249,6 +270,10 @@ class LocalRuntime:
         self.acks_in_execute = frozenset(
             name for name, runners in self.runners.items()
             if runners and all(r.acks_in_execute for r in runners))
+        #: bolts that ack in execute and whose every emit reaches only such bolts, to
+        #: the end of the topology: a tree sent to them stays one root a tuple, with
+        #: no edge id, and a bolt host can name the offset of any it fails
+        self.trees_end_in_execute = trees_end_in(self.acks_in_execute, self.subs)
         self.spout_stream = next(iter(topology.spout_streams))
         self.spout_fields = topology.spout_streams[self.spout_stream]
         if spout_fields is not None:

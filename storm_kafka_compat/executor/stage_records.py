@@ -105,10 +105,15 @@ def fill(reader: PartitionReader, first: Sequence[MessageLike], deadline: float
 
 def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
                 kafka: Optional[KafkaAccess] = None,
-                clock: Callable[[], float] = time.monotonic) -> Iterator[Record]:
+                clock: Callable[[], float] = time.monotonic,
+                hosted: bool = False) -> Iterator[Record]:
     """Stage 0: read each plan, run the scheme and the local bolts; yield each
     partition's result, then the acker buckets of the open roots and the routed
-    tuples, one record per bolt task, of all the plans."""
+    tuples, one record per bolt task, of all the plans. ``hosted``: the later stages
+    run in bolt hosts, which name the offset of each root they fail, so a root whose
+    tuples all went to bolts whose trees end in execute
+    (:attr:`~storm_kafka_compat.executor.dag.LocalRuntime.trees_end_in_execute`)
+    sends no acker record."""
     assert job.layout is not None
     local = frozenset(job.layout.stages[0])
     outbox = Outbox()
@@ -132,7 +137,9 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             runtime = _stage_runtime(job)
             with collection_paused():
                 sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(),
-                                     topology=runtime, plan_filter=plan, local=local)
+                                     topology=runtime, plan_filter=plan, local=local,
+                                     untracked=runtime.trees_end_in_execute if hosted
+                                     else frozenset())
         except Exception as exc:  # never lose the other partitions' results
             yield _bolt_error(plan, exc)
             continue
@@ -144,7 +151,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
         failed = set(o.failed)
         # a root with tuples for later stages is sent with its offset even when its XOR
         # is zero here (tuples to bolts that ack in execute carry no edge id): a bolt of
-        # a later stage may still fail it
+        # a later stage may still fail it; not when a bolt host would name the offset
         sent_on = sp.sent_roots
         for root, offset in sp.roots.items():
             if root in sp.failed_roots:
@@ -316,7 +323,7 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
     # end of each plan's stage scanned every tuple routed so far, and they are all
     # freed by reference counting once deposited
     with collection_paused():
-        for key, value in spout_stage(plans, job, kafka=kafka):
+        for key, value in spout_stage(plans, job, kafka=kafka, hosted=True):
             if key[0] == "t":
                 routed.route({(key[1], key[2]): value})
             else:

@@ -151,19 +151,23 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
                     topology: Union[Topology, LocalRuntime], plan_filter: Union[FetchPlan, int],
                     rng: Optional[random.Random] = None,
                     local: AbstractSet[str] = frozenset(),
-                    conf: Optional[Mapping[str, Any]] = None) -> SpoutStageResult:
+                    conf: Optional[Mapping[str, Any]] = None,
+                    untracked: AbstractSet[str] = frozenset()) -> SpoutStageResult:
     """Scheme and spout emit for one partition.
 
     Tuples for the bolts in ``local`` (bolts that can run where the partition
     was fetched, e.g. behind a shuffle grouping) are executed here, in
-    topological order; every other tuple is routed to the outbox.
+    topological order; every other tuple is routed to the outbox. The roots of
+    tuples routed to ``untracked`` bolts are not in ``sent_roots`` (bolt hosts
+    report what those fail with its offset).
     """
     plan = as_fetch_plan(plan_filter)
     runtime = local_runtime(topology, conf, scheme.fields)
     if rng is not None:
         runtime.set_rng(rng)
     sink = AckSink()
-    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset(local), settles_at_end=True)
+    dispatcher = TaskDispatcher(runtime, sink, 0, frozenset(local), settles_at_end=True,
+                                untracked=untracked)
     if local:
         runtime.bind(dispatcher)
     roots: Dict[int, int] = {}

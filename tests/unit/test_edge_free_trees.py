@@ -159,3 +159,40 @@ def test_edge_free_leaves_carry_their_roots_without_an_edge_id():
     # the root's XOR after the spout stage is what the rich bolt's two tuples opened
     assert sp.init[root] ^ sp.pairs[root] == \
         by_target[("hold", "x")][root] ^ by_target[("hold", "hold")][root]
+
+
+def test_a_root_whose_tree_ends_in_execute_sends_no_acker_record_to_the_driver():
+    """With bolt hosts, a root whose tuples all went to bolts whose trees end in execute
+    is not among the roots stage 0 reports (a host names the offset of one it fails);
+    a rich bolt anywhere downstream keeps the record."""
+    import pickle
+
+    from storm_kafka_compat.batch import FetchPlan
+    from storm_kafka_compat.executor.dag import LocalRuntime
+    from storm_kafka_compat.executor.hosts.host import StageAnswer, origins_of
+    from storm_kafka_compat.executor.stage_tasks import run_spout_stage, stage_layout
+    from storm_kafka_compat.kafka.client import KafkaMessage
+    from storm_kafka_compat.topology.schemes import load_scheme
+    from storm_kafka_compat.topology.spec import from_spec
+    scheme = load_scheme("string")
+    msgs = [KafkaMessage(i, None, line.encode(), 0, 0, (), "t", 0)
+            for i, line in enumerate(["a b", "c hold"])]
+    sent = {}
+    for name, topology in [("basic", spec("BasicCount")), ("rich", spec("RichCount")),
+                           ("hold", spec("BasicCount", then_hold=True))]:
+        topo = from_spec(topology, spout_fields=scheme.fields)
+        rt = LocalRuntime(topo, {}, spout_fields=scheme.fields)
+        sp = run_spout_stage(msgs, scheme=scheme, topology=rt, plan_filter=FetchPlan("t", 0, 0),
+                             local=frozenset(stage_layout(topo).stages[0]),
+                             untracked=rt.trees_end_in_execute)
+        sent[name] = (sorted(rt.trees_end_in_execute), len(sp.sent_roots), len(sp.roots))
+        if name == "basic":
+            routed = [t for _c, _task, t in sp.routed]
+    assert sent == {"basic": (["count", "split"], 0, 2), "rich": ([], 2, 2),
+                    "hold": (["count"], 2, 2)}
+    # the host names the offset of the roots it failed, and says so through a pickle
+    root = next(iter(routed[-1].anchors))
+    answer = StageAnswer()
+    answer.failed_roots = {root}
+    answer.origins = origins_of({root}, [routed])
+    assert pickle.loads(pickle.dumps(answer)).origins == {root: ("t", 0, 1)}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 import pickle
 import time
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
+from typing import (AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Sequence, Set,
+                    Tuple)
 
 from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.dag import LocalRuntime
@@ -26,6 +27,8 @@ Slot = Tuple[str, int]
 #: who deposited tuples for a batch: ("s", Spark partition) for the fetching tasks,
 #: ("d", stage) for what the driver forwards from an earlier host stage
 Source = Tuple[str, int]
+#: where a root's spout tuple came from: (topic, partition, offset)
+Origin = Tuple[str, int, int]
 #: one stage's run of one bolt task in one batch: (batch, stage, slot)
 RunKey = Tuple[int, int, Slot]
 
@@ -167,6 +170,8 @@ class BoltHost:
         # and moves its windows' time
         for slot in sorted(set(inputs) | {s for s in self.slots if s[0] in names}):
             answer.add(self.run(batch, stage, slot, inputs.get(slot, [])))
+        if answer.failed_roots:
+            answer.origins = origins_of(answer.failed_roots, inputs.values())
         self._stage_answers[key] = answer
         for old in [k for k in self._stage_answers if k[0] <= batch - KEPT_BATCHES]:
             del self._stage_answers[old]
@@ -191,26 +196,47 @@ class BoltHost:
         self.runtime.cleanup()
 
 
+def origins_of(roots: AbstractSet[int], inputs: Iterable[Sequence[StormTuple]]
+               ) -> Dict[int, Origin]:
+    """Root -> ``(topic, partition, offset)`` for the ``roots`` that an input tuple of
+    one root names: a stage 0 sends no acker record for a root whose tuples all went
+    to bolts whose trees end in execute, so its host names the offset of a failure."""
+    out: Dict[int, Origin] = {}
+    for tuples in inputs:
+        for tup in tuples:
+            anchors = tup.anchors
+            if len(anchors) == 1 and tup.topic is not None:
+                root = next(iter(anchors))
+                if root in roots and root not in out:
+                    assert tup.partition is not None and tup.offset is not None
+                    out[root] = (tup.topic, tup.partition, tup.offset)
+    return out
+
+
 class StageAnswer:
     """What one host's tasks of a stage did in a batch: the tuples they send on, the
-    acker messages folded per root, the roots failed, the errors."""
+    acker messages folded per root, the roots failed (with the offset of those an
+    input names: :func:`origins_of`), the errors."""
 
     def __init__(self) -> None:
         self.routed: List[Tuple[str, int, StormTuple]] = []
         self.pairs: Dict[int, int] = {}
         self.failed_roots: Set[int] = set()
+        self.origins: Dict[int, Origin] = {}
         self.errors: List[BoltError] = []
 
     def __getstate__(self) -> Dict[str, Any]:
         return {"slots": [(c, t) for c, t, _ in self.routed],
                 "routed": TupleBatch([tup for _, _, tup in self.routed]),
-                "pairs": self.pairs, "failed_roots": self.failed_roots, "errors": self.errors}
+                "pairs": self.pairs, "failed_roots": self.failed_roots,
+                "origins": self.origins, "errors": self.errors}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.routed = [(c, t, tup) for (c, t), tup in zip(state["slots"],
                                                           state["routed"].tuples)]
         self.pairs = state["pairs"]
         self.failed_roots = state["failed_roots"]
+        self.origins = state["origins"]
         self.errors = state["errors"]
 
     def add(self, result: GroupResult) -> None:
