@@ -21,7 +21,9 @@ module once did) locks in: with an overhead above the budget each batch comes
 out smaller than the last, down to one message per partition, and batches of
 one size then confirm the estimate for ever. So:
 
-* the first batch (Spark's and the workers' start-up, the JIT) is not used;
+* the first batch (Spark's and the workers' start-up, the JIT) gives no cost per
+  message; when it took less than a budget the next batch is budget / its time as
+  large (the bound below), else half of it;
 * per batch size only the fastest batch counts (pauses make a batch slower,
   never faster);
 * with two sizes or more, a least-squares line gives both terms; with one size,
@@ -88,8 +90,12 @@ class BatchPacer:
         if messages <= 0 or elapsed_ms <= 0:
             return
         self._batches += 1
-        if self._batches == 1:          # start-up: say nothing of later batches
-            self._next_total = _other_size(messages, partitions)
+        if self._batches == 1:
+            # start-up: no cost per message, but its whole time charged to its messages
+            # still bounds the cost from above (the start only makes it slower)
+            bound = messages * self.budget_ms / elapsed_ms
+            self._next_total = bound if bound > messages else \
+                _other_size(messages, partitions)
             return
         self._seen = (self._seen + [(messages, float(elapsed_ms))])[-WINDOW:]
         points = _fastest(self._seen)

@@ -156,3 +156,17 @@ def test_batches_mostly_overhead_grow_by_the_budget_over_their_time() -> None:
     assert all(cost * c * 4 <= budget * 1.001 for c in caps), caps   # never past a budget
     # the doubling rule alone gave 16, 8, 4, 16, 32, ... 4096, 6249: the size at batch 12
     assert all(b > 2.5 * a for a, b in zip(caps[2:5], caps[3:6])), caps
+
+
+def test_a_first_batch_faster_than_a_budget_grows_by_the_budget_over_its_time() -> None:
+    """The first batch says nothing of the cost, but its whole time bounds it: a word
+    count's first batch (64 sentences, 454 ms with the workers' start) was followed by
+    one half its size, 73 ms of Spark's overhead, before the batches could grow."""
+    pacer = BatchPacer(budget_ms=1000)
+    pacer.observe(64, 454, 4)
+    assert pacer.cost_ms is None
+    assert pacer.cap(4, 100_000) == int(64 * 1000 / 454 / 4)          # 35 a partition
+    caps = _simulate(BatchPacer(budget_ms=1000), 6, overhead_ms=70, cost_ms=0.015,
+                     partitions=4, first_extra_ms=300)
+    assert caps[:4] == sorted(caps[:4]) and caps[3] > 4_000, caps     # halving: 1,471
+    assert all(0.015 * c * 4 <= 1000 * 1.001 for c in caps), caps     # never past a budget
