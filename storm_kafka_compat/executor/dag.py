@@ -166,9 +166,9 @@ class TaskDispatcher:
         if target in self.local or target not in self.edge_free:
             return None
         batches = [self.route_batch(target, task) for task in range(n)]
-        return (index, n, len(fields),
-                [(b, b.head(fields, stream, source, source_task)) for b in batches],
-                set() if target in self.untracked else self.sent_roots)
+        return KeyedRoute(index, n, len(fields),
+                          [(b, b.head(fields, stream, source, source_task)) for b in batches],
+                          set() if target in self.untracked else self.sent_roots)
 
     def ack_root(self, root_id: int, value: int) -> None:
         self.sink.ack(root_id, value, self.now_ms)

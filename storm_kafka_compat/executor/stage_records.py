@@ -226,8 +226,7 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
         period = _worker_ticks(job).due(slot)
         if period is not None:
             tuples = [tick_tuple(period), *tuples]
-        res = run_stage_group(((slot[0], slot[1], t) for t in tuples),
-                              topology=_stage_runtime(job), local=names)
+        res = run_stage_group({slot: tuples}, topology=_stage_runtime(job), local=names)
         yield from _group_records(res)
 
 

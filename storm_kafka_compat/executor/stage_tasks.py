@@ -233,13 +233,14 @@ def routed_tuples(routes: Mapping[Tuple[str, int], TupleBatch]
     return [(c, t, tup) for (c, t), batch in routes.items() for tup in batch]
 
 
-def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
+def run_stage_group(inputs: Mapping[Tuple[str, int], Sequence[StormTuple]], *,
                     topology: Union[Topology, LocalRuntime], local: AbstractSet[str],
                     rng: Optional[random.Random] = None,
                     conf: Optional[Mapping[str, Any]] = None,
                     spout_fields: Optional[Sequence[str]] = None) -> GroupResult:
-    """Run routed tuples ``(component, task, tuple)`` on their bolt tasks, and the
-    bolts of ``local`` fed by them in this task; other emits go to the outbox."""
+    """Run routed tuples (bolt task ``(component, task)`` -> its tuples, in order) on
+    their bolt tasks, and the bolts of ``local`` fed by them in this task; other emits
+    go to the outbox."""
     runtime = local_runtime(topology, conf, spout_fields)
     if rng is not None:
         runtime.set_rng(rng)
@@ -248,11 +249,11 @@ def run_stage_group(inputs: Iterable[Tuple[str, int, StormTuple]], *,
     dispatcher = TaskDispatcher(runtime, sink, 0, local, settles_at_end=True)
     runtime.bind(dispatcher)
     before = runtime.counts()
-    for component, task, tup in inputs:
+    for (component, task), tuples in inputs.items():
         if component not in local:
-            raise ValueError(f"tuple for {component!r} task {task} reached a stage running "
+            raise ValueError(f"tuples for {component!r} task {task} reached a stage running "
                              f"{sorted(local)}; the stage layout is wrong")
-        dispatcher.queues[component][task].append(tup)
+        dispatcher.queues[component][task].extend(tuples)
     try:
         _drain(runtime, dispatcher, local)
     finally:

@@ -38,7 +38,8 @@ from storm_kafka_compat.errors import (BatchEndError, FailedException,
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.grouping import key_hash
-from storm_kafka_compat.topology.tuples import DEFAULT_STREAM, StormTuple, TupleBatch, make_tuple
+from storm_kafka_compat.topology.tuples import (DEFAULT_STREAM, Origin, StormTuple, TupleBatch,
+                                               make_tuple)
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +52,42 @@ __all__ = [
 
 OutputFields = Union[Sequence[str], Mapping[str, Sequence[str]]]
 
-#: a stream routed by one fields grouping on one field to another process, its tuples
-#: needing no edge id (:meth:`Dispatcher.keyed_route`): the field's index, the tasks,
-#: the stream's field count, per task the batch its rows go to with their head, and the
-#: set of the roots sent on
-KeyedRoute = Tuple[int, int, int, List[Tuple[TupleBatch, int]], Set[int]]
+class KeyedRoute:
+    """A stream routed by one fields grouping on one field to another process, its
+    tuples needing no edge id (:meth:`Dispatcher.keyed_route`), under one dispatcher.
+
+    Parameters
+    ----------
+    index : int
+        The grouped field's index.
+    n : int
+        The subscribing component's tasks.
+    width : int
+        The stream's field count.
+    batches : list of (TupleBatch, int)
+        Per task, the batch its tuples go to and their head there.
+    sent_roots : set of int
+        Where the roots of the tuples sent on are gathered.
+    """
+
+    __slots__ = ("index", "n", "width", "batches", "sent_roots", "anchor", "origin",
+                 "unanchored")
+
+    def __init__(self, index: int, n: int, width: int, batches: List[Tuple[TupleBatch, int]],
+                 sent_roots: Set[int]) -> None:
+        self.index = index
+        self.n = n
+        self.width = width
+        self.batches = batches
+        self.sent_roots = sent_roots
+        #: the input of the last anchored emit, and the origin of its tuples (an object of
+        #: this route's own: a batch's run goes on while its origin is this very object)
+        self.anchor: Optional[StormTuple] = None
+        self.origin: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
+        #: the origin of this route's unanchored tuples
+        self.unanchored: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
+
+
 _UNSET: Any = object()
 
 
@@ -164,15 +196,11 @@ class OutputCollector:
         self._roots: Dict[int, int] = {}
         #: stream -> its keyed route under the current dispatcher (None: none)
         self._keyed: Dict[str, Optional[KeyedRoute]] = {}
-        #: the last input a keyed emit was anchored to, and its roots (each to 0)
-        self._keyed_of: Optional[StormTuple] = None
-        self._keyed_roots: Optional[Dict[int, int]] = None
 
     def bind(self, dispatcher: Optional[Dispatcher]) -> None:
         """Send to ``dispatcher`` from now on (the runtime's, per batch)."""
         self.dispatcher = dispatcher
         self._keyed = {}
-        self._keyed_of = self._keyed_roots = None
 
     def emit(self, values: Sequence[Any], anchors: Optional[Sequence[StormTuple]] = None,
              stream: str = DEFAULT_STREAM) -> List[int]:
@@ -186,7 +214,9 @@ class OutputCollector:
         ValueError
             The stream is not declared or the value count differs from its fields.
         """
-        return self.emit_to(None, values, anchors, stream)
+        if anchors is None or len(anchors) == 1:
+            return self.emit_one(values, anchors[0] if anchors else None, stream)
+        return self._emit_routed(None, values, anchors, stream)
 
     def emit_direct(self, task: int, values: Sequence[Any],
                     anchors: Optional[Sequence[StormTuple]] = None,
@@ -198,32 +228,44 @@ class OutputCollector:
 
     def emit_to(self, direct: Optional[int], values: Sequence[Any],
                 anchors: Optional[Sequence[StormTuple]], stream: str) -> List[int]:
-        """:meth:`emit` (``direct`` None) or :meth:`emit_direct`.
+        """:meth:`emit` (``direct`` None) or :meth:`emit_direct`."""
+        if direct is None and (anchors is None or len(anchors) == 1):
+            return self.emit_one(values, anchors[0] if anchors else None, stream)
+        return self._emit_routed(direct, values, anchors, stream)
+
+    def emit_one(self, values: Sequence[Any], anchor: Optional[StormTuple],
+                 stream: str) -> List[int]:
+        """:meth:`emit` anchored to ``anchor`` alone (None: unanchored), as a basic bolt's
+        emits are.
 
         A stream with a keyed route (:meth:`Dispatcher.keyed_route`: a word count's words
-        to its counters) appends the tuple's row to its task's batch, without making a
-        StormTuple; one anchor at most, as a basic bolt's emits have. The same checks,
-        counts, roots and answer as the general path below."""
-        if direct is None and (anchors is None or len(anchors) == 1):
-            route = self._keyed.get(stream, _UNSET)
-            if route is _UNSET:
-                route = self._keyed_route(stream)
-            if route is not None and len(values) == route[2]:
-                self.emitted += 1
-                task = key_hash(values[route[0]]) % route[1]
-                batch, head = route[3][task]
-                if anchors:
-                    a = anchors[0]
-                    if a is not self._keyed_of:
-                        self._keyed_of = a
-                        self._keyed_roots = dict.fromkeys(a.anchors, 0) or None
-                        route[4].update(a.anchors)
-                    batch.rows.append((head, values, a.topic, a.partition, a.offset,
-                                       self._keyed_roots))
-                else:
-                    batch.rows.append((head, values, None, None, None, None))
-                return [task]
-        return self._emit_routed(direct, values, anchors, stream)
+        to its counters) appends the values to its task's batch, without making a
+        StormTuple, and a run when the input changed (:class:`TupleBatch`). The same
+        checks, counts, roots and answer as the general path below."""
+        route = self._keyed.get(stream, _UNSET)
+        if route is _UNSET:
+            route = self._keyed_route(stream)
+        if route is not None and len(values) == route.width:
+            self.emitted += 1
+            task = key_hash(values[route.index]) % route.n
+            batch, head = route.batches[task]
+            if anchor is None:
+                origin = route.unanchored
+            else:
+                if anchor is not route.anchor:
+                    route.anchor = anchor
+                    ids = anchor.anchors
+                    route.origin = (anchor.topic, anchor.partition, anchor.offset,
+                                    next(iter(ids)) if len(ids) == 1 else
+                                    dict.fromkeys(ids, 0) or None)
+                    route.sent_roots.update(ids)
+                origin = route.origin
+            if batch.last is not origin:
+                batch.last = origin
+                batch.runs.append((len(batch.values), head, origin))
+            batch.values.append(values)
+            return [task]
+        return self._emit_routed(None, values, None if anchor is None else [anchor], stream)
 
     def _keyed_route(self, stream: str) -> Optional[KeyedRoute]:
         ctx = self.context
@@ -349,8 +391,7 @@ class BasicOutputCollector:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> List[int]:
         """Emit ``values`` anchored to the input being executed."""
-        held = self.input
-        return self.collector.emit_to(None, values, None if held is None else [held], stream)
+        return self.collector.emit_one(values, self.input, stream)
 
     def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit ``values`` to task ``task``, anchored to the input being executed."""

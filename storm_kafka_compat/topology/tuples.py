@@ -18,8 +18,8 @@ import pickle
 from functools import lru_cache
 from itertools import chain, islice
 from types import MappingProxyType
-from typing import (Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
-                    Tuple, Union)
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 __all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index", "spout_tuple",
            "make_tuple",
@@ -186,6 +186,17 @@ def spout_tuple_class(fields: Tuple[str, ...], component: str, topic: str,
     return type("SpoutTuple", (StormTuple,), shared)
 
 
+@lru_cache(maxsize=1024)
+def routed_tuple_class(head: "Head") -> type:
+    """A :class:`StormTuple` subclass for the tuples of a :class:`TupleBatch` of one head
+    (fields, stream, source component and task), which are its class attributes: each
+    is made with six writes."""
+    fields, stream, component, task = head
+    return type("RoutedTuple", (StormTuple,), {
+        "__slots__": (), "fields": fields, "stream": stream, "source_component": component,
+        "source_task": task})
+
+
 def spout_tuple(values: Sequence[Any], fields: Tuple[str, ...], component: str, topic: str,
                 partition: int, offset: int) -> StormTuple:
     """``StormTuple(values, fields, source_component=component, topic=topic,
@@ -215,31 +226,41 @@ def make_tuple(values: Sequence[Any], fields: Tuple[str, ...], stream: str, comp
     return t
 
 
-#: one tuple of a :class:`TupleBatch`: its head's index, values, topic, partition,
-#: offset and roots map (None: none)
-Row = Tuple[int, Sequence[Any], Optional[str], Optional[int], Optional[int],
-            Optional[Dict[int, int]]]
+#: what the tuples of a run of a :class:`TupleBatch` share beside their head: topic,
+#: partition, offset and roots: a map root -> edge id, or one root id alone for
+#: ``{root: 0}`` (a keyed emit's tuple, whose tree ends in execute), or None for none;
+#: one object for every run of one input
+Origin = Tuple[Optional[str], Optional[int], Optional[int], Union[None, int, Dict[int, int]]]
+#: a run of a :class:`TupleBatch`: the index of its first tuple, its head's index and its
+#: origin; it lasts to the next run's first tuple
+Run = Tuple[int, int, Origin]
 #: what tuples of one kind share: fields, stream, source component, source task
 Head = Tuple[Tuple[str, ...], str, str, int]
 
 
 class TupleBatch:
     """StormTuples on their way to one bolt task in another process (a bolt host, a later
-    stage), kept as rows: what tuples share (fields, stream, source component and task)
-    once per kind (:meth:`head`), then one plain tuple per StormTuple. A bolt's emit
-    routed by a fields grouping appends its row here without making a StormTuple
-    (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_to`), and the batch
-    pickles as its rows, in C: in a word count, making and pickling each tuple cost more
-    than the bolts' work. The receiving side makes the StormTuples (:attr:`tuples`)."""
+    stage), kept as columns: what tuples share (fields, stream, source component and task)
+    once per kind (:meth:`head`); the values of each tuple; and runs of tuples that share
+    their kind and origin (topic, partition, offset, roots), as the emits of one input
+    do. A bolt's emit routed by a fields grouping appends its values here without making
+    a StormTuple, and a run only when its input changes
+    (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_to`); the batch pickles
+    as its columns, in C: in a word count, making and pickling each tuple cost more than
+    the bolts' work. The receiving side makes the StormTuples (:attr:`tuples`)."""
 
-    __slots__ = ("heads", "rows", "ack_vals", "_index", "_tuples")
+    __slots__ = ("heads", "values", "runs", "ack_vals", "last", "_index", "_tuples")
 
     def __init__(self, tuples: Iterable[StormTuple] = ()) -> None:
         self.heads: List[Head] = []
-        #: only ever appended to (a row stays as it was added)
-        self.rows: List[Row] = []
-        #: row -> its tuple's ack value, where not 0 (a tuple on its way has no children)
+        #: each tuple's values, in order; only ever appended to
+        self.values: List[Sequence[Any]] = []
+        #: the runs, by their first tuple; only ever appended to
+        self.runs: List[Run] = []
+        #: tuple -> its ack value, where not 0 (a tuple on its way has no children)
         self.ack_vals: Dict[int, int] = {}
+        #: the origin of the last run while a keyed emit may add to it (None: none may)
+        self.last: Optional[Origin] = None
         self._index: Dict[Head, int] = {}
         self._tuples: List[StormTuple] = []
         for t in tuples:
@@ -255,53 +276,67 @@ class TupleBatch:
         return i
 
     def add(self, t: StormTuple) -> None:
-        """Append ``t`` (as it stands now; :attr:`tuples` gives ``t`` itself back)."""
-        if len(self._tuples) == len(self.rows):
+        """Append ``t`` (as it stands now; :attr:`tuples` gives ``t`` itself back), a run
+        of its own."""
+        at = len(self.values)
+        if len(self._tuples) == at:
             self._tuples.append(t)
         if t.ack_val:
-            self.ack_vals[len(self.rows)] = t.ack_val
-        self.rows.append((self.head(t.fields, t.stream, t.source_component, t.source_task),
-                          t.values, t.topic, t.partition, t.offset, t.anchors or None))
+            self.ack_vals[at] = t.ack_val
+        self.runs.append((at, self.head(t.fields, t.stream, t.source_component, t.source_task),
+                          (t.topic, t.partition, t.offset, t.anchors or None)))
+        self.values.append(t.values)
+        self.last = None
 
     def extend(self, other: "TupleBatch") -> None:
         """Append ``other``'s tuples, in their order."""
-        at = len(self.rows)
+        at = len(self.values)
         self.ack_vals.update({at + i: v for i, v in other.ack_vals.items()})
         if other.heads == self.heads[:len(other.heads)]:
-            self.rows.extend(other.rows)
-            return
-        moved = [self.head(*h) for h in other.heads]
-        self.rows.extend((moved[r[0]], *r[1:]) for r in other.rows)
+            self.runs.extend((start + at, head, origin) for start, head, origin in other.runs)
+        else:
+            moved = [self.head(*h) for h in other.heads]
+            self.runs.extend((start + at, moved[head], origin)
+                             for start, head, origin in other.runs)
+        self.values.extend(other.values)
+        self.last = None
 
     @property
     def tuples(self) -> List[StormTuple]:
         """The StormTuples, each made on first use."""
         out = self._tuples
         start = len(out)
-        if start < len(self.rows):
+        values = self.values
+        if start < len(values):
             heads = self.heads
             append = out.append
-            for head, values, topic, partition, offset, anchors in self.rows[start:]:
-                fields, stream, source, task = heads[head]
-                t = _new(StormTuple)
-                t.values = values
-                t.fields = fields
-                t.stream = stream
-                t.source_component = source
-                t.source_task = task
-                t.topic = topic
-                t.partition = partition
-                t.offset = offset
-                t.anchors = {} if anchors is None else anchors
-                t.ack_val = 0
-                append(t)
+            new: Callable[[type], Any] = _new
+            runs = self.runs
+            ends = [r[0] for r in runs[1:]]
+            ends.append(len(values))
+            classes = [routed_tuple_class(h) for h in heads]
+            for (first, head, origin), end in zip(runs, ends):
+                if end <= start:
+                    continue
+                cls = classes[head]
+                topic, partition, offset, roots = origin
+                anchors = {} if roots is None else {roots: 0} if type(roots) is int else roots
+                for v in (values[first:end] if first >= start else values[start:end]):
+                    t = new(cls)
+                    t.values = v
+                    t.topic = topic
+                    t.partition = partition
+                    t.offset = offset
+                    t.anchors = anchors
+                    t.ack_val = 0
+                    append(t)
             for i, ack_val in self.ack_vals.items():
                 if i >= start:
                     out[i].ack_val = ack_val
         return out
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.values)
 
     def __iter__(self) -> Iterator[StormTuple]:
         return iter(self.tuples)
@@ -310,11 +345,14 @@ class TupleBatch:
         """Pickled by columns; values that are lists of plain values (bytes, str,
         numbers, None) go as one pickle without a memo (:func:`_pack_values`): the
         memo of a word count's word lists cost more than their bytes."""
-        if not self.rows:
-            return (_rows_batch, (self.heads, (), self.ack_vals))
-        head_of, values, topics, partitions, offsets, roots = zip(*self.rows)
-        return (_rows_batch, (self.heads, (head_of, _pack_values(values), topics, partitions,
-                                           offsets, roots), self.ack_vals))
+        if not self.values:
+            return (_columns_batch, (self.heads, (), self.ack_vals))
+        runs = self.runs
+        origins = [r[2] for r in runs]
+        return (_columns_batch, (self.heads, (
+            [r[0] for r in runs], [r[1] for r in runs], [o[0] for o in origins],
+            [o[1] for o in origins], [o[2] for o in origins], [o[3] for o in origins],
+            _pack_values(self.values)), self.ack_vals))
 
 
 #: the value types a batch's values may be pickled as plain values (no memo)
@@ -327,15 +365,23 @@ def _pack_values(values: Sequence[Sequence[Any]]) -> Any:
     other values as they are (pickled with the batch, shared objects kept shared)."""
     if set(map(type, values)) != {list}:
         return values
-    flat = list(chain.from_iterable(values))
+    lens: Optional[List[int]] = None
+    try:
+        flat = [v for (v,) in values]     # one value each, as a keyed stream's words
+    except ValueError:
+        flat = list(chain.from_iterable(values))
+        lens = list(map(len, values))
     if not set(map(type, flat)) <= _PLAIN:
         return values
-    lens = list(map(len, values))
+    return PackedValues(_fast_pickle(flat), lens)
+
+
+def _fast_pickle(flat: List[Any]) -> bytes:
     out = io.BytesIO()
     pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.fast = True      # plain values hold no references: nothing to remember
     pickler.dump(flat)
-    return PackedValues(out.getvalue(), None if set(lens) == {1} else lens)
+    return out.getvalue()
 
 
 class PackedValues(NamedTuple):
@@ -352,15 +398,16 @@ class PackedValues(NamedTuple):
         return [list(islice(it, n)) for n in self.lens]
 
 
-def _rows_batch(heads: List[Head], columns: Sequence[Sequence[Any]],
-                ack_vals: Dict[int, int]) -> TupleBatch:
+def _columns_batch(heads: List[Head], columns: Sequence[Any],
+                   ack_vals: Dict[int, int]) -> TupleBatch:
     batch = TupleBatch()
     batch.heads = heads
     if columns:
-        head_of, values, topics, partitions, offsets, roots = columns
+        starts, head_of, topics, partitions, offsets, roots, values = columns
         if isinstance(values, PackedValues):
             values = values.unpack()
-        batch.rows = list(zip(head_of, values, topics, partitions, offsets, roots))
+        batch.runs = list(zip(starts, head_of, zip(topics, partitions, offsets, roots)))
+        batch.values = values
     batch.ack_vals = ack_vals
     batch._index = {h: i for i, h in enumerate(heads)}
     return batch

@@ -108,7 +108,7 @@ def test_values_go_by_a_plain_pickle_where_they_can_and_come_back_the_same(value
                                    source_component="split", offset=i, anchors={i: 0})
                         for i, v in enumerate(values)])
     _rebuild, args = batch.__reduce__()
-    assert isinstance(args[1][1], PackedValues) == packed
+    assert isinstance(args[1][-1], PackedValues) == packed
     back = pickle.loads(pickle.dumps(batch))
     assert [t.values for t in back] == values
     assert [type(t.values) for t in back] == [type(v) for v in values]
@@ -137,7 +137,7 @@ def test_a_stage_leaves_nothing_of_its_tuples_in_the_runtime_it_ran_on():
     msgs = [KafkaMessage(i, None, v, 0, 0, (), "t", 3) for i, v in enumerate(sentences(50))]
     sp = run_spout_stage(RecordBatch.of(msgs), scheme=scheme, topology=runtime,
                          plan_filter=FetchPlan("t", 3, 0, max_messages=50), local=local)
-    rows = [batch.rows for batch in sp.routes.values() if batch.rows]
+    rows = [batch.values for batch in sp.routes.values() if batch.values]
     assert sum(map(len, rows)) == 250
     del sp
     gc.collect()

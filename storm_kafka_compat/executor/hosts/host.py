@@ -99,8 +99,7 @@ class BoltHost:
             tuples = [tick_tuple(period), *tuples]
         if tuples:
             self.dirty.add(slot)
-        result = run_stage_group(((component, task, t) for t in tuples),
-                                 topology=self.runtime,
+        result = run_stage_group({slot: tuples}, topology=self.runtime,
                                  local=frozenset(self.layout.stages[stage]))
         self._answers[key] = result
         self.last_batch[slot] = batch
