@@ -1,11 +1,11 @@
 """What the Spark tasks of a staged batch run, and the records they exchange.
 
 Every Spark record is a ``(key, value)`` pair, and one Spark task writes one record
-per destination, not one per tuple (Spark's shuffle costs about as much per record
-as per tuple, profiled):
+per plan and destination, not one per tuple (Spark's shuffle costs about as much per
+record as per tuple, profiled):
 
-* ``("t", component, task)`` -> list of :class:`StormTuple`: the tuples a Spark task
-  sends to one bolt task;
+* ``("t", component, task)`` -> :class:`~storm_kafka_compat.topology.tuples.TupleBatch`:
+  the tuples one plan of a Spark task sends to one bolt task;
 * ``("a", bucket)`` -> dict root -> ``(xor, failed, origin)``: the acker messages of
   the roots with ``root % ACK_BUCKETS == bucket``, folded per root in the Spark
   task; ``origin`` is ``(topic, partition, offset)`` from the spout stage, None from
@@ -171,24 +171,21 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
 
 
 class Outbox:
-    """What a Spark task sends on: tuples gathered per bolt task and acker messages
-    folded per root into :data:`ACK_BUCKETS` buckets, written as one record each."""
+    """What a Spark task sends on: tuples gathered per bolt task (each plan's batch as it
+    is: joining them copied every run of tuples, about 5 % of a word count's stage) and
+    acker messages folded per root into :data:`ACK_BUCKETS` buckets, written as one
+    record each."""
 
     def __init__(self) -> None:
-        self.tuples: Dict[Tuple[str, int], TupleBatch] = {}
+        self.tuples: Dict[Tuple[str, int], List[TupleBatch]] = {}
         self.buckets: List[AckBucket] = [{} for _ in range(ACK_BUCKETS)]
 
     def route(self, routes: Mapping[Tuple[str, int], TupleBatch]) -> None:
         """Add each bolt task's tuples after those it already has."""
         tuples = self.tuples
         for slot, batch in routes.items():
-            if not len(batch):
-                continue
-            held = tuples.get(slot)
-            if held is None:
-                tuples[slot] = batch
-            else:
-                held.extend(batch)
+            if len(batch):
+                tuples.setdefault(slot, []).append(batch)
 
     def ack(self, root: int, value: AckValue) -> None:
         bucket = self.buckets[root % ACK_BUCKETS]
@@ -196,8 +193,9 @@ class Outbox:
         bucket[root] = value if held is None else fold_acker(held, value)
 
     def records(self) -> Iterator[Record]:
-        for (component, task), tuples in self.tuples.items():
-            yield ("t", component, task), tuples
+        for (component, task), batches in self.tuples.items():
+            for batch in batches:
+                yield ("t", component, task), batch
         for i, bucket in enumerate(self.buckets):
             if bucket:
                 yield ("a", i), bucket
@@ -317,17 +315,17 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
     routed tuples deposited in their hosts, everything else yielded, then
     ``(("s", index), attempt)``."""
     assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
-    routed = Outbox()
+    routed: Dict[Tuple[str, int], List[TupleBatch]] = {}
     # held off from the first plan to the deposit, not per plan: a collection at the
     # end of each plan's stage scanned every tuple routed so far, and they are all
     # freed by reference counting once deposited
     with collection_paused():
         for key, value in spout_stage(plans, job, kafka=kafka, hosted=True):
             if key[0] == "t":
-                routed.route({(key[1], key[2]): value})
+                routed.setdefault((key[1], key[2]), []).append(value)
             else:
                 yield key, value
-        if routed.tuples:
-            job.hosts.deposit(batch, ("s", index), attempt, routed.tuples)
-        routed.tuples.clear()
+        if routed:
+            job.hosts.deposit(batch, ("s", index), attempt, routed)
+        routed.clear()
     yield ("s", index), attempt

@@ -17,7 +17,7 @@ from storm_kafka_compat.executor.stage_records import (ACK_BUCKETS, Outbox, fold
                                                        fold_records, unresolved_roots)
 
 
-def test_an_outbox_writes_one_record_per_bolt_task_and_per_bucket():
+def test_an_outbox_writes_one_record_per_plan_and_bolt_task_and_one_per_bucket():
     box = Outbox()
     def word(w):
         return StormTuple([w], ("word",), source_component="split")
@@ -27,13 +27,18 @@ def test_an_outbox_writes_one_record_per_bolt_task_and_per_bucket():
     box.ack(4, (7, False, ("t", 0, 10)))
     box.ack(4, (7, False, None))                      # the same root again: folded
     box.ack(5, (3, True, None))
-    records = {k: [t.values[0] for t in v] if k[0] == "t" else v
-               for k, v in box.records()}
-    assert records[("t", "count", 0)] == ["a", "c"]                  # in their order
-    assert records[("t", "count", 1)] == ["b"] and records[("t", "sink", 0)] == ["d"]
-    assert records[("a", 4 % ACK_BUCKETS)][4] == (0, False, ("t", 0, 10))
-    assert records[("a", 5 % ACK_BUCKETS)][5] == (3, True, None)
-    assert len(records) == 3 + len({4 % ACK_BUCKETS, 5 % ACK_BUCKETS})
+    records = list(box.records())
+    sent: dict = {}
+    for k, v in records:
+        if k[0] == "t":                               # each plan's batch as it came
+            assert isinstance(v, TupleBatch)
+            sent.setdefault(k, []).extend(t.values[0] for t in v)
+    assert sent[("t", "count", 0)] == ["a", "c"]                     # in their order
+    assert sent[("t", "count", 1)] == ["b"] and sent[("t", "sink", 0)] == ["d"]
+    buckets = dict(r for r in records if r[0][0] == "a")
+    assert buckets[("a", 4 % ACK_BUCKETS)][4] == (0, False, ("t", 0, 10))
+    assert buckets[("a", 5 % ACK_BUCKETS)][5] == (3, True, None)
+    assert len(records) == 4 + len({4 % ACK_BUCKETS, 5 % ACK_BUCKETS})
     assert list(Outbox().records()) == []             # nothing to send: no record
 
 

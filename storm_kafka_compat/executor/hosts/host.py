@@ -8,7 +8,7 @@ import logging
 import pickle
 import time
 from typing import (AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Sequence, Set,
-                    Tuple)
+                    Tuple, Union)
 
 from storm_kafka_compat.config.topology_spec import TopologySpec
 from storm_kafka_compat.executor.dag import LocalRuntime
@@ -31,6 +31,10 @@ Source = Tuple[str, int]
 Origin = Tuple[str, int, int]
 #: one stage's run of one bolt task in one batch: (batch, stage, slot)
 RunKey = Tuple[int, int, Slot]
+
+#: what is deposited for one bolt task: its tuples, a TupleBatch of them, or a Spark
+#: task's TupleBatches, one per plan it read
+Deposited = Union[List[StormTuple], TupleBatch, List[TupleBatch]]
 
 #: batches whose answers a host keeps for a retried Spark task
 KEPT_BATCHES = 2
@@ -108,7 +112,7 @@ class BoltHost:
         return result
 
     def deposit(self, batch: int, source: Source, attempt: int,
-                tuples: "Mapping[Slot, List[StormTuple] | TupleBatch] | bytes") -> None:
+                tuples: "Mapping[Slot, Deposited] | bytes") -> None:
         """Keep ``tuples`` for their tasks until the driver runs ``batch``'s stage; a
         later attempt of the same source replaces nothing (the driver names the attempt
         whose results it took). ``tuples`` as bytes (a pickled mapping, as a Spark task
@@ -121,12 +125,17 @@ class BoltHost:
             return
         self._keep(key, tuples)  # type: ignore[arg-type]
 
-    def _keep(self, key: Tuple[int, Source, int],
-              tuples: "Mapping[Slot, List[StormTuple] | TupleBatch]") -> None:
+    def _keep(self, key: Tuple[int, Source, int], tuples: "Mapping[Slot, Deposited]") -> None:
         box = self._inbox.setdefault(key, {})
         for slot, held in tuples.items():
-            box.setdefault(tuple(slot), []).extend(  # type: ignore[arg-type]
-                held.tuples if isinstance(held, TupleBatch) else held)
+            kept = box.setdefault(tuple(slot), [])  # type: ignore[arg-type]
+            if isinstance(held, TupleBatch):
+                kept.extend(held.tuples)
+            elif held and isinstance(held[0], TupleBatch):    # a Spark task's, per plan
+                for part in held:
+                    kept.extend(part.tuples)
+            else:
+                kept.extend(held)  # type: ignore[arg-type]
 
     def _unpack(self, batch: int, sources: Mapping[Source, int]) -> None:
         """Unpickle what the taken attempts sent for ``batch``; drop the rest of it and
