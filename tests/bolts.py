@@ -169,3 +169,19 @@ class KeyErrorOnOdd(BasicBolt):
     def execute(self, t, collector):
         if t.offset % 2:
             t["no_such_field"]
+
+
+class PrepareRecorder(BasicBolt):
+    """Records each ``prepare`` (its Python worker, tagged by the topology's name) and
+    each input's worker: when and where its task was prepared."""
+
+    def prepare(self, conf, context):
+        self.tag = conf.get("topology.name")
+        _record({"kind": "prepare", "tag": self.tag, "pid": os.getpid(), "time": time.time()})
+
+    def execute(self, t, collector):
+        _record({"kind": "execute", "tag": self.tag, "topic": t.topic, "pid": os.getpid(),
+                 "time": time.time()})
+
+
+PREPARE_SPEC = {"bolts": [{"name": "seen", "bolt": "tests.bolts:PrepareRecorder"}]}

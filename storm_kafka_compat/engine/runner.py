@@ -23,8 +23,8 @@ import logging
 import re
 import threading
 from dataclasses import replace
-from typing import (TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol, Sequence,
-                    Tuple)
+from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, Optional, Protocol,
+                    Sequence, Tuple, Union)
 
 from storm_kafka_compat.batch import (BatchPlan, BatchResult, FailureKind, FetchPlan,
                                       PartitionResult, TaskFailure)
@@ -140,6 +140,7 @@ class SparkRunner:
         self._job: Optional["Broadcast[WorkerJob]"] = None
         self._deal_on = deal_on
         self.dealer: Optional[DealerServer] = None
+        self._prepared = False
 
     @property
     def spark_context(self) -> "SparkContext":
@@ -152,12 +153,16 @@ class SparkRunner:
         return self._job
 
     def start(self, job: WorkerJob) -> None:
+        first = self._job is None and not self._prepared
         self._unpersist()
         if self.deals(job) and self._deal_on is not None:
             if self.dealer is None:      # kept when the job is sent again: it knows the workers
                 self.dealer = DealerServer(PlanDealer(), self._deal_on)
             job = replace(job, dealer=Service(self.dealer.address, self.dealer.authkey))
         self._job = self.spark_context.broadcast(job)
+        if first:       # sent again (new leaders learned): the workers hold its parts
+            self._prepared = True
+            prepare_workers(self.spark_context, self._job)
 
     def deals(self, job: WorkerJob) -> bool:
         """Whether ``job``'s tasks take their plans from the dealer."""
@@ -232,6 +237,31 @@ class StagedSparkRunner(SparkRunner):
             return run_hosted_spark(self.spark_context, plan, job, layout, self.slices(plan),
                                     None if self.dealer is None else self.dealer.dealer)
         return run_stages_spark(self.spark_context, plan, job, layout, self.slices(plan))
+
+
+def prepare_workers(sc: "SparkContext", job: "Broadcast[WorkerJob]") -> None:
+    """Before the first batch, as Storm prepares its bolts before the spout's first
+    tuple: one Spark task per slot, run together (a barrier stage, so each runs in a
+    Python worker of its own), builds that worker's parts of the job
+    (:func:`~storm_kafka_compat.executor.prepare.prepare_worker`). The first batch then
+    runs at the speed of the next ones, and the batch pacer sizes the second from it
+    rather than from the workers' start. Best effort: what fails here fails again, and
+    is reported, in the first batch."""
+    def prepare(_items: Iterable[int]) -> Iterator[Dict[str, Union[int, float]]]:
+        from storm_kafka_compat.executor.prepare import prepare_worker
+        yield prepare_worker(job.value)
+
+    try:
+        slots = max(1, int(sc.defaultParallelism))
+        done = sc.parallelize(range(slots), slots).barrier().mapPartitions(prepare).collect()
+    except Exception as exc:  # noqa: BLE001 - e.g. fewer free slots than the barrier needs
+        if spark_gone(exc):
+            raise
+        log.info("preparing the Python workers before the first batch failed; the first "
+                 "batch prepares them (%s)", spark_job_error(exc))
+        return
+    log.debug("prepared %d Python worker(s) in %.2f s at most", len({d["pid"] for d in done}),
+              max(d["seconds"] for d in done))
 
 
 def run_hosted_spark(sc: "SparkContext", plan: BatchPlan, job: "Broadcast[WorkerJob]",

@@ -61,7 +61,7 @@ AckBucket = Dict[int, AckValue]
 ACK_BUCKETS = 2
 
 
-def _stage_runtime(job: WorkerJob) -> LocalRuntime:
+def stage_runtime(job: WorkerJob) -> LocalRuntime:
     """The bolt tasks of this Python worker for ``job``, prepared once."""
     def build() -> LocalRuntime:
         return LocalRuntime(worker_parts(job).topology(), dict(job.storm_conf),
@@ -134,7 +134,7 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
                 yield key, result
                 continue
             messages = first if plan.retry else fill(reader, first, fill_until)
-            runtime = _stage_runtime(job)
+            runtime = stage_runtime(job)
             with collection_paused():
                 sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(),
                                      topology=runtime, plan_filter=plan, local=local,
@@ -224,7 +224,7 @@ def bolt_stage(records: Iterable[Record], job: WorkerJob, stage: int, batch: int
         period = _worker_ticks(job).due(slot)
         if period is not None:
             tuples = [tick_tuple(period), *tuples]
-        res = run_stage_group({slot: tuples}, topology=_stage_runtime(job), local=names)
+        res = run_stage_group({slot: tuples}, topology=stage_runtime(job), local=names)
         yield from _group_records(res)
 
 
