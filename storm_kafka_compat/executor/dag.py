@@ -166,8 +166,10 @@ class TaskDispatcher:
         if target in self.local or target not in self.edge_free:
             return None
         batches = [self.route_batch(target, task) for task in range(n)]
+        bare = len(fields) == 1
         return KeyedRoute(index, n, len(fields),
-                          [(b, b.head(fields, stream, source, source_task)) for b in batches],
+                          [(b, b.head(fields, stream, source, source_task, bare))
+                           for b in batches],
                           set() if target in self.untracked else self.sent_roots)
 
     def ack_root(self, root_id: int, value: int) -> None:

@@ -65,12 +65,13 @@ class KeyedRoute:
     width : int
         The stream's field count.
     batches : list of (TupleBatch, int)
-        Per task, the batch its tuples go to and their head there.
+        Per task, the batch its tuples go to and their head there (a bare head for a
+        stream of one field).
     sent_roots : set of int
         Where the roots of the tuples sent on are gathered.
     """
 
-    __slots__ = ("index", "n", "width", "batches", "sent_roots", "anchor", "origin",
+    __slots__ = ("index", "n", "width", "bare", "batches", "sent_roots", "anchor", "origin",
                  "unanchored")
 
     def __init__(self, index: int, n: int, width: int, batches: List[Tuple[TupleBatch, int]],
@@ -78,6 +79,9 @@ class KeyedRoute:
         self.index = index
         self.n = n
         self.width = width
+        #: a stream of one field: its lists go to the batches as their value, under a
+        #: bare head (:class:`~storm_kafka_compat.topology.tuples.TupleBatch`)
+        self.bare = width == 1
         self.batches = batches
         self.sent_roots = sent_roots
         #: the input of the last anchored emit, and the origin of its tuples (an object of
@@ -246,8 +250,14 @@ class OutputCollector:
         if route is _UNSET:
             route = self._keyed_route(stream)
         if route is not None and len(values) == route.width:
+            key = values[route.index]
+            if route.bare:                  # a list of one value goes as that value
+                if type(values) is not list:
+                    return self._emit_routed(None, values,
+                                             None if anchor is None else [anchor], stream)
+                values = key
             self.emitted += 1
-            task = key_hash(values[route.index]) % route.n
+            task = key_hash(key) % route.n
             batch, head = route.batches[task]
             if anchor is None:
                 origin = route.unanchored

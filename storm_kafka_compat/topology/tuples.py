@@ -191,7 +191,7 @@ def routed_tuple_class(head: "Head") -> type:
     """A :class:`StormTuple` subclass for the tuples of a :class:`TupleBatch` of one head
     (fields, stream, source component and task), which are its class attributes: each
     is made with six writes."""
-    fields, stream, component, task = head
+    fields, stream, component, task, _bare = head
     return type("RoutedTuple", (StormTuple,), {
         "__slots__": (), "fields": fields, "stream": stream, "source_component": component,
         "source_task": task})
@@ -234,8 +234,10 @@ Origin = Tuple[Optional[str], Optional[int], Optional[int], Union[None, int, Dic
 #: a run of a :class:`TupleBatch`: the index of its first tuple, its head's index and its
 #: origin; it lasts to the next run's first tuple
 Run = Tuple[int, int, Origin]
-#: what tuples of one kind share: fields, stream, source component, source task
-Head = Tuple[Tuple[str, ...], str, str, int]
+#: what tuples of one kind share: fields, stream, source component, source task, and
+#: whether their values are kept bare (a list of one value as that value: a keyed
+#: stream's words, which then pickle and unpickle without a list each)
+Head = Tuple[Tuple[str, ...], str, str, int, bool]
 
 
 class TupleBatch:
@@ -253,8 +255,9 @@ class TupleBatch:
 
     def __init__(self, tuples: Iterable[StormTuple] = ()) -> None:
         self.heads: List[Head] = []
-        #: each tuple's values, in order; only ever appended to
-        self.values: List[Sequence[Any]] = []
+        #: each tuple's values, in order (its one value alone under a bare head); only
+        #: ever appended to
+        self.values: List[Any] = []
         #: the runs, by their first tuple; only ever appended to
         self.runs: List[Run] = []
         #: tuple -> its ack value, where not 0 (a tuple on its way has no children)
@@ -266,9 +269,11 @@ class TupleBatch:
         for t in tuples:
             self.add(t)
 
-    def head(self, fields: Tuple[str, ...], stream: str, source: str, task: int) -> int:
-        """The index of a kind of tuple (added on first use)."""
-        key = (fields, stream, source, task)
+    def head(self, fields: Tuple[str, ...], stream: str, source: str, task: int,
+             bare: bool = False) -> int:
+        """The index of a kind of tuple (added on first use); ``bare``: its values, a
+        list of one value, are appended as that value."""
+        key = (fields, stream, source, task, bare)
         i = self._index.get(key)
         if i is None:
             i = self._index[key] = len(self.heads)
@@ -321,7 +326,8 @@ class TupleBatch:
                 cls = classes[head]
                 topic, partition, offset, roots = origin
                 anchors = {} if roots is None else {roots: 0} if type(roots) is int else roots
-                for v in (values[first:end] if first >= start else values[start:end]):
+                part = values[first:end] if first >= start else values[start:end]
+                for v in (list(map(_listed, part)) if heads[head][4] else part):
                     t = new(cls)
                     t.values = v
                     t.topic = topic
@@ -352,17 +358,26 @@ class TupleBatch:
         return (_columns_batch, (self.heads, (
             [r[0] for r in runs], [r[1] for r in runs], [o[0] for o in origins],
             [o[1] for o in origins], [o[2] for o in origins], [o[3] for o in origins],
-            _pack_values(self.values)), self.ack_vals))
+            _pack_values(self.values, all(h[4] for h in self.heads))), self.ack_vals))
 
 
 #: the value types a batch's values may be pickled as plain values (no memo)
 _PLAIN = frozenset({bytes, str, int, float, bool, type(None)})
 
 
-def _pack_values(values: Sequence[Sequence[Any]]) -> Any:
+def _listed(value: Any) -> List[Any]:
+    return [value]
+
+
+def _pack_values(values: Sequence[Any], bare: bool = False) -> Any:
     """The values column to pickle: lists of plain values as one memo-less pickle of
-    the values end to end, with the lists' lengths unless every list holds one; any
-    other values as they are (pickled with the batch, shared objects kept shared)."""
+    the values end to end, with the lists' lengths unless every list holds one; bare
+    values (every head bare) that are plain as one such pickle too; any other values
+    as they are (pickled with the batch, shared objects kept shared)."""
+    if bare:
+        if set(map(type, values)) <= _PLAIN:
+            return BareValues(_fast_pickle(values))  # type: ignore[arg-type]
+        return values
     if set(map(type, values)) != {list}:
         return values
     lens: Optional[List[int]] = None
@@ -382,6 +397,12 @@ def _fast_pickle(flat: List[Any]) -> bytes:
     pickler.fast = True      # plain values hold no references: nothing to remember
     pickler.dump(flat)
     return out.getvalue()
+
+
+class BareValues(NamedTuple):
+    """A batch's bare values column (every head bare) packed by :func:`_pack_values`."""
+
+    flat: bytes
 
 
 class PackedValues(NamedTuple):
@@ -406,6 +427,8 @@ def _columns_batch(heads: List[Head], columns: Sequence[Any],
         starts, head_of, topics, partitions, offsets, roots, values = columns
         if isinstance(values, PackedValues):
             values = values.unpack()
+        elif isinstance(values, BareValues):
+            values = pickle.loads(values.flat)
         batch.runs = list(zip(starts, head_of, zip(topics, partitions, offsets, roots)))
         batch.values = values
     batch.ack_vals = ack_vals

@@ -145,3 +145,66 @@ def test_a_stage_leaves_nothing_of_its_tuples_in_the_runtime_it_ran_on():
     collector = runtime.runners["split"][0].collector
     with pytest.raises(AssertionError, match="collector used outside a batch"):
         collector.emit_to(0, [b"w"], None, "default")
+
+
+def test_a_keyed_stream_of_one_field_crosses_as_bare_values_and_comes_back_as_lists(
+        monkeypatch: pytest.MonkeyPatch):
+    """A word count's words go under a bare head (each list of one word as the word) and
+    pickle as one memo-less run of values; what the host unpickles is what the general
+    path sends, lists again."""
+    from storm_kafka_compat.topology.tuples import BareValues
+    fast, _sent, _counts = _word_count_stage(200)
+    monkeypatch.setattr(TaskDispatcher, "keyed_route", lambda self, *a: None)
+    slow, _sent, _counts = _word_count_stage(200)
+    for slot, batch in fast.routes.items():
+        assert all(head[4] for head in batch.heads)
+        assert isinstance(batch.__reduce__()[1][1][-1], BareValues)
+        back = pickle.loads(pickle.dumps(batch)).tuples
+        assert [_seen(t) for t in back] == [_seen(t) for t in slow.routes[slot]]
+        assert {type(t.values) for t in back} == {list}
+
+
+class _TupleSplit:
+    """Emits each word as a tuple, every third as a list: a bare route keeps the tuples'
+    type (through the general path) and the order of both."""
+
+    def declare_output_fields(self) -> Tuple[str, ...]:
+        return ("word",)
+
+    def execute(self, t: Any, collector: Any) -> None:
+        for i, word in enumerate(t.values[0].split()):
+            collector.emit([word] if i % 3 == 0 else (word,))
+
+
+def _tuple_split_stage(lines: List[bytes]) -> Any:
+    import sys
+    import types
+    module = types.ModuleType("skc_test_tuple_split")
+    module.TupleSplit = _TupleSplit  # type: ignore[attr-defined]
+    sys.modules["skc_test_tuple_split"] = module
+    spec = {"bolts": [dict(WORD_COUNT["bolts"][0], bolt="skc_test_tuple_split:TupleSplit",
+                           kind="basic"), WORD_COUNT["bolts"][1]]}
+    topology = from_spec(spec)
+    scheme = load_scheme("raw")
+    runtime = LocalRuntime(topology, {}, spout_fields=scheme.fields)
+    local = frozenset(stage_layout(topology).stages[0])
+    msgs = [KafkaMessage(i, None, v, 0, 0, (), "t", 3) for i, v in enumerate(lines)]
+    return run_spout_stage(RecordBatch.of(msgs), scheme=scheme, topology=runtime,
+                           plan_filter=FetchPlan("t", 3, 0, max_messages=len(lines)),
+                           local=local, rng=random.Random(3))
+
+
+def test_values_that_are_not_a_list_keep_their_type_and_their_order_on_a_bare_route(
+        monkeypatch: pytest.MonkeyPatch):
+    lines = list(sentences(40))
+    fast = _tuple_split_stage(lines)
+    monkeypatch.setattr(TaskDispatcher, "keyed_route", lambda self, *a: None)
+    slow = _tuple_split_stage(lines)
+    got = []
+    for slot, batch in fast.routes.items():       # each task's tuples in emit order
+        back = pickle.loads(pickle.dumps(batch)).tuples
+        assert [_seen(t) for t in back] == [_seen(t) for t in slow.routes[slot]]
+        got.extend((t.offset, t.values) for t in back)
+    words = [(off, w, i) for off, s in enumerate(lines) for i, w in enumerate(s.split())]
+    assert sorted(got, key=repr) == sorted(
+        ((off, [w] if i % 3 == 0 else (w,)) for off, w, i in words), key=repr)
