@@ -241,20 +241,22 @@ class StagedSparkRunner(SparkRunner):
 
 def prepare_workers(sc: "SparkContext", job: "Broadcast[WorkerJob]") -> None:
     """Before the first batch, as Storm prepares its bolts before the spout's first
-    tuple: one Spark task per slot, run together (a barrier stage, so each runs in a
-    Python worker of its own), builds that worker's parts of the job
-    (:func:`~storm_kafka_compat.executor.prepare.prepare_worker`). The first batch then
-    runs at the speed of the next ones, and the batch pacer sizes the second from it
-    rather than from the workers' start. Best effort: what fails here fails again, and
-    is reported, in the first batch."""
+    tuple: one Spark task per slot builds its Python worker's parts of the job
+    (:func:`~storm_kafka_compat.executor.prepare.prepare_worker`; each holds its worker
+    :data:`~storm_kafka_compat.executor.prepare.HOLD_S` at least, so that the slots'
+    tasks run together, each in a worker of its own). The first batch then runs at the
+    speed of the next ones, and the batch pacer sizes the second from it rather than
+    from the workers' start. Best effort: what fails here fails again, and is reported,
+    in the first batch. (Not a barrier stage: one waits for all its slots to be free
+    and retries its check for minutes when they are not.)"""
     def prepare(_items: Iterable[int]) -> Iterator[Dict[str, Union[int, float]]]:
         from storm_kafka_compat.executor.prepare import prepare_worker
         yield prepare_worker(job.value)
 
     try:
         slots = max(1, int(sc.defaultParallelism))
-        done = sc.parallelize(range(slots), slots).barrier().mapPartitions(prepare).collect()
-    except Exception as exc:  # noqa: BLE001 - e.g. fewer free slots than the barrier needs
+        done = sc.parallelize(range(slots), slots).mapPartitions(prepare).collect()
+    except Exception as exc:  # noqa: BLE001 - the first batch meets it again
         if spark_gone(exc):
             raise
         log.info("preparing the Python workers before the first batch failed; the first "

@@ -19,6 +19,10 @@ from storm_kafka_compat.executor.dag import runtime_for
 from storm_kafka_compat.executor.stage_records import stage_runtime
 from storm_kafka_compat.executor.worker import WorkerJob, worker_parts
 
+#: the least time a preparing task holds its Python worker (s): a worker that finished
+#: at once could take the next slot's task, and that slot's worker stay unprepared
+HOLD_S = 0.05
+
 
 def prepare_worker(job: WorkerJob) -> Dict[str, Union[int, float]]:
     """Build this Python worker's parts of ``job``: the scheme, the bolt tasks it runs
@@ -34,4 +38,7 @@ def prepare_worker(job: WorkerJob) -> Dict[str, Union[int, float]]:
     elif job.bolt:
         parts.processor()
     parts.kafka()
-    return {"pid": os.getpid(), "seconds": time.monotonic() - started}
+    took = time.monotonic() - started
+    if took < HOLD_S:
+        time.sleep(HOLD_S - took)
+    return {"pid": os.getpid(), "seconds": took}
