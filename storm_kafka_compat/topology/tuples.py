@@ -327,7 +327,7 @@ class TupleBatch:
                 topic, partition, offset, roots = origin
                 anchors = {} if roots is None else {roots: 0} if type(roots) is int else roots
                 part = values[first:end] if first >= start else values[start:end]
-                for v in (list(map(_listed, part)) if heads[head][4] else part):
+                for v in ([[w] for w in part] if heads[head][4] else part):
                     t = new(cls)
                     t.values = v
                     t.topic = topic
@@ -363,10 +363,6 @@ class TupleBatch:
 
 #: the value types a batch's values may be pickled as plain values (no memo)
 _PLAIN = frozenset({bytes, str, int, float, bool, type(None)})
-
-
-def _listed(value: Any) -> List[Any]:
-    return [value]
 
 
 def _pack_values(values: Sequence[Any], bare: bool = False) -> Any:
