@@ -217,7 +217,7 @@ def _trigger_ms(value: Optional[str]) -> Optional[int]:
 @click.option("--no-scaling", is_flag=True,
               help="Skip every figure of the cost as the work grows (partitions, sizes, "
                    "multi-stage).")
-@click.option("--word-count", type=click.IntRange(min=0), default=200_000, show_default=True,
+@click.option("--word-count", type=click.IntRange(min=0), default=1_000_000, show_default=True,
               help="Sentences of the two-stage figure with its state kept: storm-starter's "
                    "WordCount (split, then a fields grouping on the word into 4 count tasks) "
                    "beside the plain job's Counter and reduceByKey (0 skips it).")

@@ -111,7 +111,7 @@ class BenchOptions:
     scale_partitions: Tuple[int, ...] = (64, 512)
     scale_sizes: Tuple[int, ...] = (10_000, 1_000_000)
     multi_stage: bool = True
-    word_count: int = 200_000
+    word_count: int = 1_000_000
 
 
 @dataclass
