@@ -337,6 +337,7 @@ class Pipeline:
             self.stops.running(cancel=self.runner.cancel)
             if self.stops.stopping and self.stops.signals_received:   # as Spark's start ended
                 raise StopBeforeStart(self.stops.reason)
+            self.runner.prepare()      # a stop now cancels it, as it cancels a batch
             self.reporter.start_interval(self.clock())
             while not self.stops.stopping:
                 taken = self.batch(options)

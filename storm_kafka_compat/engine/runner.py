@@ -65,6 +65,11 @@ class Runner(Protocol):
         """Send ``job`` to the workers (again when the driver learned new brokers)."""
         ...
 
+    def prepare(self) -> None:
+        """Have the workers build their parts of the job sent, before the first batch
+        (best effort; the driver calls it once, after Spark's start, unless stopping)."""
+        ...
+
     def run(self, plan: BatchPlan) -> BatchResult:
         """Run one batch; one result per plan."""
         ...
@@ -153,14 +158,17 @@ class SparkRunner:
         return self._job
 
     def start(self, job: WorkerJob) -> None:
-        first = self._job is None and not self._prepared
         self._unpersist()
         if self.deals(job) and self._deal_on is not None:
             if self.dealer is None:      # kept when the job is sent again: it knows the workers
                 self.dealer = DealerServer(PlanDealer(), self._deal_on)
             job = replace(job, dealer=Service(self.dealer.address, self.dealer.authkey))
         self._job = self.spark_context.broadcast(job)
-        if first:       # sent again (new leaders learned): the workers hold its parts
+
+    def prepare(self) -> None:
+        """:func:`prepare_workers` for the job sent (once: a job sent again when new
+        leaders were learned keeps its id, and the workers their parts of it)."""
+        if self._job is not None and not self._prepared:
             self._prepared = True
             prepare_workers(self.spark_context, self._job)
 

@@ -93,6 +93,9 @@ class InProcessRunner:
             return BatchResult(list(run_tasks(plan, tools)))
         return BatchResult([run_task(p, tools) for p in plan])
 
+    def prepare(self) -> None:
+        """Nothing is prepared ahead: the first batch builds this process's parts."""
+
     def cancel(self) -> None:
         """Nothing runs in the background to cancel."""
 
