@@ -315,17 +315,17 @@ def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, b
     routed tuples deposited in their hosts, everything else yielded, then
     ``(("s", index), attempt)``."""
     assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
-    routed: Dict[Tuple[str, int], List[TupleBatch]] = {}
+    routed = Outbox()
     # held off from the first plan to the deposit, not per plan: a collection at the
     # end of each plan's stage scanned every tuple routed so far, and they are all
     # freed by reference counting once deposited
     with collection_paused():
         for key, value in spout_stage(plans, job, kafka=kafka, hosted=True):
             if key[0] == "t":
-                routed.setdefault((key[1], key[2]), []).append(value)
+                routed.route({(key[1], key[2]): value})
             else:
                 yield key, value
-        if routed:
-            job.hosts.deposit(batch, ("s", index), attempt, routed)
-        routed.clear()
+        if routed.tuples:
+            job.hosts.deposit(batch, ("s", index), attempt, routed.tuples)
+        routed.tuples.clear()
     yield ("s", index), attempt

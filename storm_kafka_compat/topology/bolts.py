@@ -218,9 +218,7 @@ class OutputCollector:
         ValueError
             The stream is not declared or the value count differs from its fields.
         """
-        if anchors is None or len(anchors) == 1:
-            return self.emit_one(values, anchors[0] if anchors else None, stream)
-        return self._emit_routed(None, values, anchors, stream)
+        return self.emit_to(None, values, anchors, stream)
 
     def emit_direct(self, task: int, values: Sequence[Any],
                     anchors: Optional[Sequence[StormTuple]] = None,

@@ -178,12 +178,10 @@ def spout_tuple_class(fields: Tuple[str, ...], component: str, topic: str,
     writes, ``values`` and ``offset`` (``tracked``: four, with ``anchors`` and
     ``ack_val``), where :func:`spout_tuple` makes ten. Its instances read like any
     StormTuple; only those slots can be set."""
-    shared: Dict[str, Any] = {
-        "__slots__": (), "fields": fields, "stream": stream, "source_component": component,
-        "source_task": 0, "topic": topic, "partition": partition}
+    shared: Dict[str, Any] = {"topic": topic, "partition": partition}
     if not tracked:
         shared.update(anchors=_NO_ANCHORS, ack_val=0)
-    return type("SpoutTuple", (StormTuple,), shared)
+    return _shared_tuple_class("SpoutTuple", fields, stream, component, 0, shared)
 
 
 @lru_cache(maxsize=1024)
@@ -192,9 +190,16 @@ def routed_tuple_class(head: "Head") -> type:
     (fields, stream, source component and task), which are its class attributes: each
     is made with six writes."""
     fields, stream, component, task, _bare = head
-    return type("RoutedTuple", (StormTuple,), {
+    return _shared_tuple_class("RoutedTuple", fields, stream, component, task, {})
+
+
+def _shared_tuple_class(name: str, fields: Tuple[str, ...], stream: str, component: str,
+                        task: int, more: Dict[str, Any]) -> type:
+    """A :class:`StormTuple` subclass whose instances share these slots' values as class
+    attributes (only the other slots can be set on them)."""
+    return type(name, (StormTuple,), {
         "__slots__": (), "fields": fields, "stream": stream, "source_component": component,
-        "source_task": task})
+        "source_task": task, **more})
 
 
 def spout_tuple(values: Sequence[Any], fields: Tuple[str, ...], component: str, topic: str,
