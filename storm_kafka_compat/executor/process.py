@@ -301,6 +301,7 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         return _emit_values(runtime, dispatcher, spout, messages, value_scheme, plan, taken,
                             failed, init, errors)
     taken_msgs, scanned = take(messages, plan)
+    leaf = leaf_spout(runtime, dispatcher)
     for msg in taken_msgs:
         off = msg.offset
         taken.add(off)
@@ -323,12 +324,23 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 copy_ = proto if i == 0 else StormTuple(
                     values, fields, stream=stream, source_component=spout, topic=topic,
                     partition=partition, offset=off)
-                edge = bits(64) or new_id(rng)
+                edge = 0 if leaf else bits(64) or new_id(rng)
                 copy_.anchors = {root: edge}
                 xor ^= edge
                 deliver(component, task, copy_)
         init(root, xor, off)
     return skipped, emitted, topic, partition, last, scanned
+
+
+def leaf_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher) -> bool:
+    """The spout's tuples need no edge ids: every bolt subscribed to its stream acks or
+    fails each input in the call that executes it, in a batch whose roots are judged
+    once every stage ran (the dispatcher's ``edge_free``), so an edge id would be opened
+    and closed within that call (the bolts' own emits are anchored so:
+    :meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_one`)."""
+    subs = runtime.subs.get((runtime.topology.spout, runtime.spout_stream)) or []
+    edge_free = dispatcher.edge_free
+    return bool(subs) and all(target in edge_free for target, _g, _n in subs)
 
 
 def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
@@ -338,14 +350,17 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                                               Optional[int]]:
     """:func:`emit_spout` for a scheme that reads only the value over a fetched batch of
     new data: it walks the batch's offset and value columns (no message object), and a
-    spout tuple is built with four writes (:func:`spout_tuple_class`)."""
+    spout tuple is built with four writes (:func:`spout_tuple_class`). Where every bolt
+    the spout feeds acks in the call that executes in a batch judged once every stage ran
+    (:func:`leaf_spout`), the spout tuples carry no edge ids."""
     part, scanned = _take_batch(batch, plan)
     offsets = part.offsets
     if not offsets:
         return 0, 0, None, None, -1, scanned
     topic, partition = batch.topic, batch.partition
+    leaf = leaf_spout(runtime, dispatcher)
     cls = spout_tuple_class(runtime.spout_fields, spout, topic, partition,
-                            stream=runtime.spout_stream, tracked=True)
+                            stream=runtime.spout_stream, tracked=True, leaf=leaf)
     new: Callable[[type], Any] = object.__new__
     rng = runtime.rng
     bits = rng.getrandbits
@@ -376,6 +391,7 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         proto.values = values
         proto.offset = off
         proto.ack_val = 0
+        roots = {root: 0} if leaf else None
         for i, (component, task) in enumerate(targets(proto)):
             copy_: StormTuple
             if i == 0:
@@ -385,9 +401,12 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 copy_.values = values
                 copy_.offset = off
                 copy_.ack_val = 0
-            edge = bits(64) or new_id(rng)
-            copy_.anchors = {root: edge}
-            xor ^= edge
+            if roots is not None:
+                copy_.anchors = roots
+            else:
+                edge = bits(64) or new_id(rng)
+                copy_.anchors = {root: edge}
+                xor ^= edge
             deliver(component, task, copy_)
         init(root, xor, off)
     return skipped, emitted, topic, partition, offsets[-1], scanned

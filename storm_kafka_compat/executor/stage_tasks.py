@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
-                    Tuple, Union)
+from typing import (AbstractSet, Any, Collection, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Set, Tuple, Union)
 
 from storm_kafka_compat.batch import FetchPlan
 from storm_kafka_compat.structs import BoltError, ErrorTally
@@ -197,17 +197,25 @@ def run_spout_stage(messages: Iterable[Any], *, scheme: Scheme,
                             sink.pairs, sink.failed, counts)
 
 
-def _drain(runtime: LocalRuntime, dispatcher: TaskDispatcher, local: AbstractSet[str]) -> None:
+def _drain(runtime: LocalRuntime, dispatcher: TaskDispatcher, local: AbstractSet[str],
+           given: Optional[Dict[Tuple[str, int], Collection[StormTuple]]] = None) -> None:
     """Run the queued tuples of the ``local`` components in topological order (a
-    component only delivers locally to later ones, so one pass empties every queue)."""
+    component only delivers locally to later ones, so one pass empties every queue);
+    a task's ``given`` tuples (a stage's input) before those queued for it."""
     for name in runtime.topology.order:
         if name not in local:
             continue
         queues = dispatcher.queues[name]
         for task, runner in enumerate(runtime.runners[name]):
-            if queues[task]:
-                batch, queues[task] = queues[task], []
-                runner.run(batch)
+            held = given.pop((name, task), None) if given else None
+            if held is not None and not len(held):
+                held = None
+            queued = queues[task]
+            if queued:
+                queues[task] = []
+                held = queued if held is None else [*held, *queued]
+            if held is not None:
+                runner.run(held)
 
 
 @dataclass
@@ -233,7 +241,7 @@ def routed_tuples(routes: Mapping[Tuple[str, int], TupleBatch]
     return [(c, t, tup) for (c, t), batch in routes.items() for tup in batch]
 
 
-def run_stage_group(inputs: Mapping[Tuple[str, int], Sequence[StormTuple]], *,
+def run_stage_group(inputs: Mapping[Tuple[str, int], Collection[StormTuple]], *,
                     topology: Union[Topology, LocalRuntime], local: AbstractSet[str],
                     rng: Optional[random.Random] = None,
                     conf: Optional[Mapping[str, Any]] = None,
@@ -249,13 +257,12 @@ def run_stage_group(inputs: Mapping[Tuple[str, int], Sequence[StormTuple]], *,
     dispatcher = TaskDispatcher(runtime, sink, 0, local, settles_at_end=True)
     runtime.bind(dispatcher)
     before = runtime.counts()
-    for (component, task), tuples in inputs.items():
+    for component, task in inputs:
         if component not in local:
             raise ValueError(f"tuples for {component!r} task {task} reached a stage running "
                              f"{sorted(local)}; the stage layout is wrong")
-        dispatcher.queues[component][task].extend(tuples)
     try:
-        _drain(runtime, dispatcher, local)
+        _drain(runtime, dispatcher, local, dict(inputs))
     finally:
         runtime.bind(None)
     counts = {c: v for c, v in diff_counts(runtime.counts(), before).items() if c in local}

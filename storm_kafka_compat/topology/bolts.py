@@ -29,8 +29,8 @@ import inspect
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Protocol,
-                    Sequence, Set, Tuple, Union)
+from typing import (AbstractSet, Any, Callable, Collection, Dict, List, Mapping, Optional,
+                    Protocol, Sequence, Set, Tuple, Union)
 
 from storm_kafka_compat.config.topology_spec import BOLT_KINDS
 from storm_kafka_compat.errors import (BatchEndError, FailedException,
@@ -90,6 +90,38 @@ class KeyedRoute:
         self.origin: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
         #: the origin of this route's unanchored tuples
         self.unanchored: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
+
+    def add(self, values: Sequence[Any], anchor: Optional[StormTuple]) -> Optional[List[int]]:
+        """Append an emit of ``values`` anchored to ``anchor`` alone (None: unanchored) to
+        its task's batch, without making a StormTuple, and a run when the input changed
+        (:class:`~storm_kafka_compat.topology.tuples.TupleBatch`); the task, as emit
+        answers. None: values this route does not take (a width other than the stream's,
+        or under a bare head values that are not a list), which the general path sends."""
+        if len(values) != self.width:
+            return None
+        key = values[self.index]
+        if self.bare:                   # a list of one value goes as that value
+            if type(values) is not list:
+                return None
+            values = key
+        task = key_hash(key) % self.n
+        batch, head = self.batches[task]
+        if anchor is None:
+            origin = self.unanchored
+        else:
+            if anchor is not self.anchor:
+                self.anchor = anchor
+                ids = anchor.anchors
+                self.origin = (anchor.topic, anchor.partition, anchor.offset,
+                               next(iter(ids)) if len(ids) == 1 else
+                               dict.fromkeys(ids, 0) or None)
+                self.sent_roots.update(ids)
+            origin = self.origin
+        if batch.last is not origin:
+            batch.last = origin
+            batch.runs.append((len(batch.values), head, origin))
+        batch.values.append(values)
+        return [task]
 
 
 _UNSET: Any = object()
@@ -199,12 +231,12 @@ class OutputCollector:
         self._roots_of: Optional[StormTuple] = None
         self._roots: Dict[int, int] = {}
         #: stream -> its keyed route under the current dispatcher (None: none)
-        self._keyed: Dict[str, Optional[KeyedRoute]] = {}
+        self.keyed: Dict[str, Optional[KeyedRoute]] = {}
 
     def bind(self, dispatcher: Optional[Dispatcher]) -> None:
         """Send to ``dispatcher`` from now on (the runtime's, per batch)."""
         self.dispatcher = dispatcher
-        self._keyed = {}
+        self.keyed = {}
 
     def emit(self, values: Sequence[Any], anchors: Optional[Sequence[StormTuple]] = None,
              stream: str = DEFAULT_STREAM) -> List[int]:
@@ -244,35 +276,14 @@ class OutputCollector:
         to its counters) appends the values to its task's batch, without making a
         StormTuple, and a run when the input changed (:class:`TupleBatch`). The same
         checks, counts, roots and answer as the general path below."""
-        route = self._keyed.get(stream, _UNSET)
+        route: Optional[KeyedRoute] = self.keyed.get(stream, _UNSET)
         if route is _UNSET:
             route = self._keyed_route(stream)
-        if route is not None and len(values) == route.width:
-            key = values[route.index]
-            if route.bare:                  # a list of one value goes as that value
-                if type(values) is not list:
-                    return self._emit_routed(None, values,
-                                             None if anchor is None else [anchor], stream)
-                values = key
-            self.emitted += 1
-            task = key_hash(key) % route.n
-            batch, head = route.batches[task]
-            if anchor is None:
-                origin = route.unanchored
-            else:
-                if anchor is not route.anchor:
-                    route.anchor = anchor
-                    ids = anchor.anchors
-                    route.origin = (anchor.topic, anchor.partition, anchor.offset,
-                                    next(iter(ids)) if len(ids) == 1 else
-                                    dict.fromkeys(ids, 0) or None)
-                    route.sent_roots.update(ids)
-                origin = route.origin
-            if batch.last is not origin:
-                batch.last = origin
-                batch.runs.append((len(batch.values), head, origin))
-            batch.values.append(values)
-            return [task]
+        if route is not None:
+            tasks = route.add(values, anchor)
+            if tasks is not None:
+                self.emitted += 1
+                return tasks
         return self._emit_routed(None, values, None if anchor is None else [anchor], stream)
 
     def _keyed_route(self, stream: str) -> Optional[KeyedRoute]:
@@ -282,7 +293,7 @@ class OutputCollector:
         if self.dispatcher is not None and fields is not None:
             route = self.dispatcher.keyed_route(ctx.component_id, ctx.task_index, stream,
                                                 fields)
-        self._keyed[stream] = route
+        self.keyed[stream] = route
         return route
 
     def _emit_routed(self, direct: Optional[int], values: Sequence[Any],
@@ -398,8 +409,16 @@ class BasicOutputCollector:
         self.input: Optional[StormTuple] = None
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> List[int]:
-        """Emit ``values`` anchored to the input being executed."""
-        return self.collector.emit_one(values, self.input, stream)
+        """Emit ``values`` anchored to the input being executed (a keyed route's emit
+        without the collector's frame: a word count's split makes five a sentence)."""
+        collector = self.collector
+        route = collector.keyed.get(stream)
+        if route is not None:
+            tasks = route.add(values, self.input)
+            if tasks is not None:
+                collector.emitted += 1
+                return tasks
+        return collector.emit_one(values, self.input, stream)
 
     def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit ``values`` to task ``task``, anchored to the input being executed."""
@@ -555,14 +574,16 @@ class BoltRunner:
                 bolt.prepare(conf, context)
             self._basic = BasicOutputCollector(self.collector)
 
-    def run(self, tuples: Sequence[StormTuple]) -> None:
+    def run(self, tuples: Collection[StormTuple]) -> None:
         """Execute every tuple in order."""
         self.executed += len(tuples)
         bolt = self.bolt
         collector = self.collector
         basic = self._basic
+        t: Optional[StormTuple] = None
         if basic is not None:
             execute = bolt.execute
+            leaves = 0
             for t in tuples:
                 basic.input = t
                 try:
@@ -575,7 +596,11 @@ class BoltRunner:
                     self.record_error(exc, t)
                     collector.fail(t)
                 else:
-                    collector.ack(t)
+                    if t.leaf and not t.ack_val:    # its ack would change no XOR
+                        leaves += 1
+                    else:
+                        collector.ack(t)
+            collector.acked += leaves
             basic.input = None
         else:
             execute = bolt.execute
@@ -591,9 +616,8 @@ class BoltRunner:
                 finish()
             except BatchEndError as exc:  # the bolt failed what it held; counted
                 cause = exc.__cause__ if exc.__cause__ is not None else exc
-                last = tuples[-1] if tuples else None
                 self.errors.record(self.context.component_id, cause,
-                                   *((last.topic, last.partition, last.offset) if last else ()))
+                                   *((t.topic, t.partition, t.offset) if t else ()))
 
     def record_error(self, exc: BaseException, t: StormTuple) -> None:
         """Count ``exc`` (the caller fails the input ``t``); the first of its type keeps

@@ -16,10 +16,11 @@ from __future__ import annotations
 import io
 import pickle
 from functools import lru_cache
+from bisect import bisect_right
 from itertools import chain, islice
 from types import MappingProxyType
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
-                    Optional, Sequence, Tuple, Union)
+from typing import (Any, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
+                    NamedTuple, Optional, Sequence, Tuple, Union)
 
 __all__ = ["StormTuple", "KafkaMessageId", "DEFAULT_STREAM", "fields_index", "spout_tuple",
            "make_tuple",
@@ -69,6 +70,11 @@ class StormTuple:
 
     __slots__ = ("values", "fields", "stream", "source_component", "source_task",
                  "topic", "partition", "offset", "anchors", "ack_val")
+
+    #: a leaf of its trees as it was sent: its anchors carry no edge id (each root maps to
+    #: 0; see :meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_one`), so its
+    #: ack changes no XOR unless a tuple was anchored to it since (its ``ack_val``)
+    leaf = False
 
     def __init__(self, values: Sequence[Any], fields: Tuple[str, ...], *,
                  stream: str = DEFAULT_STREAM, source_component: str = "",
@@ -171,26 +177,27 @@ _NO_ANCHORS: Mapping[int, int] = MappingProxyType({})
 @lru_cache(maxsize=256)
 def spout_tuple_class(fields: Tuple[str, ...], component: str, topic: str,
                       partition: int, *, stream: str = DEFAULT_STREAM,
-                      tracked: bool = False) -> type:
+                      tracked: bool = False, leaf: bool = False) -> type:
     """A :class:`StormTuple` subclass for the spout tuples of one partition's batch:
     what every such tuple shares (fields, stream, component, topic, partition; for
     untracked tuples no anchors) is a class attribute, so an instance is built with two
     writes, ``values`` and ``offset`` (``tracked``: four, with ``anchors`` and
     ``ack_val``), where :func:`spout_tuple` makes ten. Its instances read like any
-    StormTuple; only those slots can be set."""
-    shared: Dict[str, Any] = {"topic": topic, "partition": partition}
+    StormTuple; only those slots can be set. ``leaf``: tracked tuples sent without edge
+    ids (:attr:`StormTuple.leaf`)."""
+    shared: Dict[str, Any] = {"topic": topic, "partition": partition, "leaf": leaf}
     if not tracked:
-        shared.update(anchors=_NO_ANCHORS, ack_val=0)
+        shared.update(anchors=_NO_ANCHORS, ack_val=0, leaf=True)
     return _shared_tuple_class("SpoutTuple", fields, stream, component, 0, shared)
 
 
 @lru_cache(maxsize=1024)
-def routed_tuple_class(head: "Head") -> type:
+def routed_tuple_class(head: "Head", leaf: bool = False) -> type:
     """A :class:`StormTuple` subclass for the tuples of a :class:`TupleBatch` of one head
     (fields, stream, source component and task), which are its class attributes: each
-    is made with six writes."""
+    is made with six writes. ``leaf``: tuples that carry no edge ids."""
     fields, stream, component, task, _bare = head
-    return _shared_tuple_class("RoutedTuple", fields, stream, component, task, {})
+    return _shared_tuple_class("RoutedTuple", fields, stream, component, task, {"leaf": leaf})
 
 
 def _shared_tuple_class(name: str, fields: Tuple[str, ...], stream: str, component: str,
@@ -243,6 +250,10 @@ Run = Tuple[int, int, Origin]
 #: whether their values are kept bare (a list of one value as that value: a keyed
 #: stream's words, which then pickle and unpickle without a list each)
 Head = Tuple[Tuple[str, ...], str, str, int, bool]
+
+
+def _run_start(run: "Run") -> int:
+    return run[0]
 
 
 class TupleBatch:
@@ -313,38 +324,73 @@ class TupleBatch:
 
     @property
     def tuples(self) -> List[StormTuple]:
-        """The StormTuples, each made on first use."""
+        """The StormTuples, each made on first use and kept (:meth:`iter_tuples` makes
+        them without keeping them)."""
         out = self._tuples
-        start = len(out)
-        values = self.values
-        if start < len(values):
-            heads = self.heads
-            append = out.append
-            new: Callable[[type], Any] = _new
-            runs = self.runs
-            ends = [r[0] for r in runs[1:]]
-            ends.append(len(values))
-            classes = [routed_tuple_class(h) for h in heads]
-            for (first, head, origin), end in zip(runs, ends):
-                if end <= start:
-                    continue
-                cls = classes[head]
-                topic, partition, offset, roots = origin
-                anchors = {} if roots is None else {roots: 0} if type(roots) is int else roots
-                part = values[first:end] if first >= start else values[start:end]
-                for v in ([[w] for w in part] if heads[head][4] else part):
-                    t = new(cls)
-                    t.values = v
-                    t.topic = topic
-                    t.partition = partition
-                    t.offset = offset
-                    t.anchors = anchors
-                    t.ack_val = 0
-                    append(t)
-            for i, ack_val in self.ack_vals.items():
-                if i >= start:
-                    out[i].ack_val = ack_val
+        if len(out) < len(self.values):
+            out.extend(self._made(len(out)))
         return out
+
+    def iter_tuples(self) -> Iterator[StormTuple]:
+        """The StormTuples one by one, each made as it is reached and not kept: a bolt
+        host runs a batch's tuples as they are made, so each is freed once its
+        ``execute`` returned (those made or added before are given as they are)."""
+        made = self._tuples
+        if made:
+            yield from made
+        if len(made) < len(self.values):
+            yield from self._made(len(made))
+
+    def _made(self, start: int) -> Iterator[StormTuple]:
+        """The tuples from the ``start``-th on, made in one pass over the values: a run
+        changes what is written at its first tuple (most runs of a word count's batch
+        hold one or two words, so nothing is set up per run but its origin)."""
+        values = self.values
+        runs = self.runs
+        if start >= len(values) or not runs:
+            return
+        heads = self.heads
+        classes = [routed_tuple_class(h) for h in heads]
+        leaves = [routed_tuple_class(h, True) for h in heads]
+        ack_vals = self.ack_vals
+        new: Callable[[type], Any] = _new
+        r = bisect_right(runs, start, key=_run_start) - 1
+        nruns = len(runs)
+        i = start
+        while r < nruns:
+            _first, head, (topic, partition, offset, roots) = runs[r]
+            r += 1
+            end = runs[r][0] if r < nruns else len(values)
+            bare = heads[head][4]
+            anchors: Dict[int, int]
+            if roots is None:
+                anchors, cls = {}, leaves[head]
+            elif isinstance(roots, int):             # one root, no edge id
+                anchors, cls = {roots: 0}, leaves[head]
+            else:
+                anchors = roots
+                cls = classes[head] if any(anchors.values()) else leaves[head]
+            while i < end:
+                v = values[i]
+                t = new(cls)
+                t.values = [v] if bare else v
+                t.topic = topic
+                t.partition = partition
+                t.offset = offset
+                t.anchors = anchors
+                t.ack_val = ack_vals.get(i, 0) if ack_vals else 0
+                i += 1
+                yield t
+
+    def origins(self) -> Iterator[Tuple[Optional[str], Optional[int], Optional[int], int]]:
+        """``(topic, partition, offset, root)`` of each run whose tuples belong to one
+        root (where a bolt host finds the offset of a root it failed), without making
+        the tuples."""
+        for _first, _head, (topic, partition, offset, roots) in self.runs:
+            if type(roots) is int:
+                yield topic, partition, offset, roots
+            elif isinstance(roots, dict) and len(roots) == 1:
+                yield topic, partition, offset, next(iter(roots))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -364,6 +410,29 @@ class TupleBatch:
             [r[0] for r in runs], [r[1] for r in runs], [o[0] for o in origins],
             [o[1] for o in origins], [o[2] for o in origins], [o[3] for o in origins],
             _pack_values(self.values, all(h[4] for h in self.heads))), self.ack_vals))
+
+
+class BatchedTuples(Collection[StormTuple]):
+    """The tuples of :class:`TupleBatch` es (and loose tuples before them, such as a
+    tick), each made as a bolt task reaches it (:meth:`TupleBatch.iter_tuples`): what a
+    bolt host runs, never all made at once."""
+
+    __slots__ = ("first", "batches")
+
+    def __init__(self, batches: Sequence[TupleBatch], first: Sequence[StormTuple] = ()) -> None:
+        self.first = first
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.first) + sum(map(len, self.batches))
+
+    def __iter__(self) -> Iterator[StormTuple]:
+        yield from self.first
+        for batch in self.batches:
+            yield from batch.iter_tuples()
+
+    def __contains__(self, item: object) -> bool:
+        return any(t is item for t in self)
 
 
 #: the value types a batch's values may be pickled as plain values (no memo)

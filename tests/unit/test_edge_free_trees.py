@@ -174,6 +174,7 @@ def test_a_root_whose_tree_ends_in_execute_sends_no_acker_record_to_the_driver()
     from storm_kafka_compat.kafka.client import KafkaMessage
     from storm_kafka_compat.topology.schemes import load_scheme
     from storm_kafka_compat.topology.spec import from_spec
+    from storm_kafka_compat.topology.tuples import TupleBatch
     scheme = load_scheme("string")
     msgs = [KafkaMessage(i, None, line.encode(), 0, 0, (), "t", 0)
             for i, line in enumerate(["a b", "c hold"])]
@@ -194,5 +195,5 @@ def test_a_root_whose_tree_ends_in_execute_sends_no_acker_record_to_the_driver()
     root = next(iter(routed[-1].anchors))
     answer = StageAnswer()
     answer.failed_roots = {root}
-    answer.origins = origins_of({root}, [routed])
+    answer.origins = origins_of({root}, [[TupleBatch(routed)]])
     assert pickle.loads(pickle.dumps(answer)).origins == {root: ("t", 0, 1)}

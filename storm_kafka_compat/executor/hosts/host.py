@@ -18,7 +18,7 @@ from storm_kafka_compat.structs import BoltError, merge_errors
 from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.state import TaskState, slot_name
 from storm_kafka_compat.topology.ticks import TickSchedule, tick_tuple
-from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
+from storm_kafka_compat.topology.tuples import BatchedTuples, StormTuple, TupleBatch
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ class BoltHost:
         self._answers: Dict[RunKey, GroupResult] = {}
         #: the last batch each slot ran (a batch older than it is not run again)
         self.last_batch: Dict[Slot, int] = {}
-        #: tuples deposited for a batch: (batch, source, attempt) -> slot -> tuples
-        self._inbox: Dict[Tuple[int, Source, int], Dict[Slot, List[StormTuple]]] = {}
+        #: tuples deposited for a batch: (batch, source, attempt) -> slot -> their batches
+        self._inbox: Dict[Tuple[int, Source, int], Dict[Slot, List[TupleBatch]]] = {}
         #: the same, as the Spark tasks sent them (pickled), until their stage runs
         self._packed: Dict[Tuple[int, Source, int], List[bytes]] = {}
         #: a stage's answer per batch, for a driver that asks again
@@ -83,11 +83,12 @@ class BoltHost:
         #: the tasks that ran tuples or a tick since the last save
         self.dirty: Set[Slot] = set()
 
-    def run(self, batch: int, stage: int, slot: Slot, tuples: List[StormTuple]
-            ) -> GroupResult:
-        """Run ``tuples`` on bolt task ``slot`` (and the bolts of ``stage`` it feeds
-        through shuffles, here); the same answer again for a (batch, stage, slot) it
-        already ran (a Spark task run again after its worker died)."""
+    def run(self, batch: int, stage: int, slot: Slot,
+            tuples: Union[Sequence[StormTuple], Sequence[TupleBatch]]) -> GroupResult:
+        """Run ``tuples`` (or the tuples of these batches, each made as it is run) on bolt
+        task ``slot`` (and the bolts of ``stage`` it feeds through shuffles, here); the
+        same answer again for a (batch, stage, slot) it already ran (a Spark task run
+        again after its worker died)."""
         key = (batch, stage, slot)
         held = self._answers.get(key)
         if held is not None:
@@ -97,13 +98,15 @@ class BoltHost:
         if slot not in self.states:
             raise KeyError(f"bolt task {slot_name(slot)} is not held by this host "
                            f"(it holds {', '.join(map(slot_name, self.slots))})")
-        component, task = slot
+        batches: List[TupleBatch] = (list(tuples) if tuples and isinstance(tuples[0], TupleBatch)  # type: ignore[arg-type]
+                                     else [TupleBatch(tuples)] if tuples else [])  # type: ignore[arg-type]
         period = self.ticks.due(slot)
-        if period is not None:     # Storm's executor puts the tick in the task's queue
-            tuples = [tick_tuple(period), *tuples]
-        if tuples:
+        # Storm's executor puts the tick in the task's queue
+        ticks = [tick_tuple(period)] if period is not None else []
+        run = BatchedTuples(batches, ticks)
+        if len(run):
             self.dirty.add(slot)
-        result = run_stage_group({slot: tuples}, topology=self.runtime,
+        result = run_stage_group({slot: run}, topology=self.runtime,
                                  local=frozenset(self.layout.stages[stage]))
         self._answers[key] = result
         self.last_batch[slot] = batch
@@ -130,12 +133,13 @@ class BoltHost:
         for slot, held in tuples.items():
             kept = box.setdefault(tuple(slot), [])  # type: ignore[arg-type]
             if isinstance(held, TupleBatch):
-                kept.extend(held.tuples)
-            elif held and isinstance(held[0], TupleBatch):    # a Spark task's, per plan
-                for part in held:
-                    kept.extend(part.tuples)
-            else:
-                kept.extend(held)  # type: ignore[arg-type]
+                kept.append(held)
+                continue
+            # a Spark task's batches, one per plan; or tuples (in process, the tests)
+            kept.extend(part for part in held if isinstance(part, TupleBatch))
+            loose = [t for t in held if isinstance(t, StormTuple)]
+            if loose:
+                kept.append(TupleBatch(loose))
 
     def _unpack(self, batch: int, sources: Mapping[Source, int]) -> None:
         """Unpickle what the taken attempts sent for ``batch``; drop the rest of it and
@@ -161,7 +165,7 @@ class BoltHost:
         batch, stage = key
         self._unpack(batch, sources)
         names = frozenset(self.layout.stages[stage])
-        inputs: Dict[Slot, List[StormTuple]] = {}
+        inputs: Dict[Slot, List[TupleBatch]] = {}
         for (b, source, attempt), box in list(self._inbox.items()):
             if b != batch:
                 if b < batch - KEPT_BATCHES:
@@ -204,20 +208,18 @@ class BoltHost:
         self.runtime.cleanup()
 
 
-def origins_of(roots: AbstractSet[int], inputs: Iterable[Sequence[StormTuple]]
+def origins_of(roots: AbstractSet[int], inputs: Iterable[Sequence[TupleBatch]]
                ) -> Dict[int, Origin]:
     """Root -> ``(topic, partition, offset)`` for the ``roots`` that an input tuple of
     one root names: a stage 0 sends no acker record for a root whose tuples all went
     to bolts whose trees end in execute, so its host names the offset of a failure."""
     out: Dict[int, Origin] = {}
-    for tuples in inputs:
-        for tup in tuples:
-            anchors = tup.anchors
-            if len(anchors) == 1 and tup.topic is not None:
-                root = next(iter(anchors))
-                if root in roots and root not in out:
-                    assert tup.partition is not None and tup.offset is not None
-                    out[root] = (tup.topic, tup.partition, tup.offset)
+    for batches in inputs:
+        for batch in batches:
+            for topic, partition, offset, root in batch.origins():
+                if root in roots and root not in out and topic is not None:
+                    assert partition is not None and offset is not None
+                    out[root] = (topic, partition, offset)
     return out
 
 
