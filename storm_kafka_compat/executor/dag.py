@@ -142,6 +142,20 @@ class TaskDispatcher:
                 out.append((target, task))
         return out
 
+    def local_queues(self, source: str, stream: str
+                     ) -> Optional[Tuple[str, List[List[StormTuple]]]]:
+        """The bolt a stream reaches, and its tasks' queues, when the stream's only
+        subscription is a round-robin shuffle (:meth:`LocalRuntime.next_seq`) into a bolt
+        run in this task: its tuples can go straight to the queues. None: route each with
+        :meth:`targets` and :meth:`deliver`."""
+        shuffled = self.runtime.shuffled_targets.get((source, stream))
+        if shuffled is None or self.runtime.shuffle_rng is not None:
+            return None
+        target = shuffled[0]
+        if self.local is not None and target not in self.local:
+            return None
+        return target, self.queues[target]
+
     def deliver(self, component: str, task: int, tup: StormTuple) -> None:
         if self.local is None or component in self.local:
             self.queues[component][task].append(tup)

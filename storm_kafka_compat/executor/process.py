@@ -343,6 +343,15 @@ def leaf_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher) -> bool:
     return bool(subs) and all(target in edge_free for target, _g, _n in subs)
 
 
+def _value_rows(values: List[Optional[bytes]], value_scheme: ValueScheme) -> List[Any]:
+    """The scheme's rows of a batch's values at once; where one cannot be read, every row
+    is left to be read again one by one (:data:`_UNREAD`)."""
+    try:
+        return value_scheme[1](values)
+    except Exception:   # a value the scheme cannot read: found again, one by one
+        return [_UNREAD] * len(values)
+
+
 def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                  batch: RecordBatch, value_scheme: ValueScheme, plan: FetchPlan,
                  taken: RangeBuilder, failed: List[int], init: Callable[[int, int, int], None],
@@ -366,13 +375,14 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
     bits = rng.getrandbits
     targets = dispatcher.targets
     deliver = dispatcher.deliver
-    value_tuple, value_tuples = value_scheme
-    try:
-        rows: List[Any] = value_tuples(part.values)
-    except Exception:   # a value the scheme cannot read: found again, one by one
-        rows = [_UNREAD] * len(offsets)
+    value_tuple = value_scheme[0]
+    rows = _value_rows(part.values, value_scheme)
     skipped = emitted = 0
     taken.add_all(offsets)
+    # one shuffle into a bolt of this task: its queues in turn, from the runtime's position
+    into = dispatcher.local_queues(spout, runtime.spout_stream)
+    queues: List[List[StormTuple]] = into[1] if into is not None else []
+    turn = runtime.seq.get((spout, into[0]), 0) if into is not None else 0
     for off, values, value in zip(offsets, rows, part.values):
         if values is _UNREAD:
             try:
@@ -392,6 +402,16 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         proto.offset = off
         proto.ack_val = 0
         roots = {root: 0} if leaf else None
+        if queues:
+            if roots is not None:
+                proto.anchors = roots
+            else:
+                xor = bits(64) or new_id(rng)
+                proto.anchors = {root: xor}
+            queues[turn % len(queues)].append(proto)
+            turn += 1
+            init(root, xor, off)
+            continue
         for i, (component, task) in enumerate(targets(proto)):
             copy_: StormTuple
             if i == 0:
@@ -409,6 +429,8 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                 xor ^= edge
             deliver(component, task, copy_)
         init(root, xor, off)
+    if into is not None:
+        runtime.seq[(spout, into[0])] = turn
     return skipped, emitted, topic, partition, offsets[-1], scanned
 
 

@@ -37,7 +37,7 @@ from storm_kafka_compat.errors import (BatchEndError, FailedException,
                                        ReportedFailedException)
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
-from storm_kafka_compat.topology.grouping import key_hash
+from storm_kafka_compat.topology.grouping import KEY_HASHES_KEPT, key_hash
 from storm_kafka_compat.topology.tuples import (DEFAULT_STREAM, Origin, StormTuple, TupleBatch,
                                                make_tuple)
 
@@ -71,8 +71,8 @@ class KeyedRoute:
         Where the roots of the tuples sent on are gathered.
     """
 
-    __slots__ = ("index", "n", "width", "bare", "batches", "sent_roots", "anchor", "origin",
-                 "unanchored")
+    __slots__ = ("index", "n", "width", "bare", "batches", "heads", "sent_roots", "anchor",
+                 "origin", "tasks")
 
     def __init__(self, index: int, n: int, width: int, batches: List[Tuple[TupleBatch, int]],
                  sent_roots: Set[int]) -> None:
@@ -82,14 +82,16 @@ class KeyedRoute:
         #: a stream of one field: its lists go to the batches as their value, under a
         #: bare head (:class:`~storm_kafka_compat.topology.tuples.TupleBatch`)
         self.bare = width == 1
-        self.batches = batches
+        self.batches = [b for b, _h in batches]
+        self.heads = [h for _b, h in batches]
         self.sent_roots = sent_roots
-        #: the input of the last anchored emit, and the origin of its tuples (an object of
-        #: this route's own: a batch's run goes on while its origin is this very object)
+        #: the input of the last emit (None: unanchored), and the origin of its tuples (an
+        #: object of this route's own: a batch's run goes on while its origin is this very
+        #: object)
         self.anchor: Optional[StormTuple] = None
         self.origin: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
-        #: the origin of this route's unanchored tuples
-        self.unanchored: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
+        #: the task of each str or bytes key met under this dispatcher
+        self.tasks: Dict[Any, int] = {}
 
     def add(self, values: Sequence[Any], anchor: Optional[StormTuple]) -> Optional[List[int]]:
         """Append an emit of ``values`` anchored to ``anchor`` alone (None: unanchored) to
@@ -104,24 +106,40 @@ class KeyedRoute:
             if type(values) is not list:
                 return None
             values = key
-        task = key_hash(key) % self.n
-        batch, head = self.batches[task]
-        if anchor is None:
-            origin = self.unanchored
-        else:
-            if anchor is not self.anchor:
-                self.anchor = anchor
-                ids = anchor.anchors
-                self.origin = (anchor.topic, anchor.partition, anchor.offset,
-                               next(iter(ids)) if len(ids) == 1 else
-                               dict.fromkeys(ids, 0) or None)
-                self.sent_roots.update(ids)
-            origin = self.origin
+        task = self.tasks.get(key) if type(key) is bytes or type(key) is str else None
+        if task is None:
+            task = self.task_of(key)
+        if anchor is not self.anchor:
+            self.input_changed(anchor)
+        origin = self.origin
+        batch = self.batches[task]
         if batch.last is not origin:
             batch.last = origin
-            batch.runs.append((len(batch.values), head, origin))
+            batch.runs.append((len(batch.values), self.heads[task], origin))
         batch.values.append(values)
         return [task]
+
+    def task_of(self, key: Any) -> int:
+        """The task of ``key`` (:func:`~storm_kafka_compat.topology.grouping.key_hash`),
+        remembered for str and bytes keys."""
+        task = key_hash(key) % self.n
+        if type(key) is bytes or type(key) is str:
+            if len(self.tasks) >= KEY_HASHES_KEPT:
+                self.tasks.clear()
+            self.tasks[key] = task
+        return task
+
+    def input_changed(self, anchor: Optional[StormTuple]) -> None:
+        """The emits from here on are anchored to ``anchor`` (None: unanchored): their
+        origin, and their roots among those sent on."""
+        self.anchor = anchor
+        if anchor is None:
+            self.origin = tuple([None, None, None, None])  # type: ignore[assignment]
+            return
+        ids = anchor.anchors
+        self.origin = (anchor.topic, anchor.partition, anchor.offset,
+                       next(iter(ids)) if len(ids) == 1 else dict.fromkeys(ids, 0) or None)
+        self.sent_roots.update(ids)
 
 
 _UNSET: Any = object()
