@@ -48,6 +48,12 @@ def _word_count_rows(r: Dict[str, Any], add: Callable[..., None],
         add(f"word count (state kept): pipeline {backend} / plain job", f["pipeline_over_plain"],
             "x", f"{wc['sentences']:,} sentences over {wc['partitions']} partitions: pipeline "
             f"{spread(f['pipeline'])}plain {spread(f['plain'])}(sentences/s)", 3)
+        if "bolt_calls" in f:
+            add(f"word count: the bolts called per tuple in the plain job {backend} / plain "
+                "job", f["bolt_calls_over_plain"], "x",
+                f"the bound of any engine calling these bolts per tuple; "
+                f"{spread(f['bolt_calls'])}the pipeline at "
+                f"{f['pipeline_over_bolt_calls']:.3f}x of it", 3)
         starts = [s for s in f.get("first_over_steady") or [] if s is not None]
         if starts:
             from storm_kafka_compat.workshop.bench.pipeline import FIRST_BATCHES

@@ -64,6 +64,10 @@ def test_bench_json_tiny() -> None:
     assert wc["kafka-python"]["pipeline"]["messages"] == 400
     assert wc["kafka-python"]["plain"]["messages"] == 400
     assert wc["kafka-python"]["pipeline_over_plain"] > 0
+    # the bound of calling the bolts per tuple: the same counts (else an error), a rate
+    assert wc["kafka-python"]["bolt_calls"]["messages"] == 400
+    assert wc["kafka-python"]["bolt_calls_over_plain"] > 0
+    assert wc["kafka-python"]["pipeline_over_bolt_calls"] > 0
     # a streamparse bolt's cost per tuple beside the project's own (the test extra has it)
     bolts = report["python_bolts"]
     assert set(bolts["us_per_tuple"]) == {"own", "streamparse", "multilang"}

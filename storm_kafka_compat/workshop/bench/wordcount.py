@@ -8,6 +8,13 @@ the offsets at each commit). The plain job reads the same partitions with the sa
 consumer settings, splits in Python, counts per task with a ``Counter`` and merges with
 ``reduceByKey``: Spark's own shuffle and state. Both runs' final counts are compared
 (a figure whose counts differ is an error, not a rate). Rates are in sentences a second.
+
+Beside them runs the bound of any engine that calls these bolts per tuple: the plain job
+with the ``Counter`` replaced by the topology's own bolts, called as Storm calls them
+(``SplitSentence.execute`` per sentence, ``WordCount.execute`` per word, each on a tuple
+object) and nothing else: no acker, no tuple leaving its Spark task (a ``WordCount`` per
+task, merged by ``reduceByKey``, which arbitrary bolts cannot be). The pipeline's rate
+over the plain job cannot pass this job's over the plain job.
 """
 
 from __future__ import annotations
@@ -85,20 +92,59 @@ def _no_key(offset: int) -> None:
     return None
 
 
+class BareTuple:
+    """The least a bolt's ``execute`` reads: ``values``."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: List[Any]) -> None:
+        self.values = values
+
+
+class ListCollector:
+    """A basic bolt's collector that keeps what is emitted, in order."""
+
+    __slots__ = ("emitted",)
+
+    def __init__(self) -> None:
+        self.emitted: List[List[Any]] = []
+
+    def emit(self, values: List[Any], stream: str = "default") -> None:
+        self.emitted.append(values)
+
+
+def _call_bolts(works: Iterable[PlainWork]) -> Iterator[Tuple[bytes, int]]:
+    """The bolts per tuple in one Spark task: a split and a count instance of its own."""
+    split, count = SplitSentence(), WordCount()
+    count.prepare({}, None)
+    collector = ListCollector()
+    out = collector.emitted
+    split_execute, count_execute = split.execute, count.execute
+    for work in works:
+        for _key, value in read_keyed(work, _no_key):
+            split_execute(BareTuple([value]), collector)
+            for values in out:
+                count_execute(BareTuple(values), None)
+            out.clear()
+    yield from count.counts.items()
+
+
 def plain_word_count(spark: "SparkSession", *, backend: str, topic: str, ends: Mapping[int, int],
                      consumer: Mapping[str, Any],
-                     clock: Callable[[], float] = time.perf_counter
-                     ) -> Tuple[Dict[str, Any], Dict[bytes, int]]:
+                     clock: Callable[[], float] = time.perf_counter,
+                     bolts: bool = False) -> Tuple[Dict[str, Any], Dict[bytes, int]]:
     """The plain job: read, split, a Counter per task, ``reduceByKey``; its rate in
-    sentences a second and the counts."""
+    sentences a second and the counts. ``bolts``: the topology's bolts called per tuple
+    in place of the Counter (the module's bound)."""
     sc = spark.sparkContext
     work = plain_work(backend, topic, ends, consumer, sc.defaultParallelism)
+    name = "the bolt calls' " if bolts else "the plain "
     t0 = clock()
-    counts = (sc.parallelize(work, len(work)).mapPartitions(_count_words)
+    counts = (sc.parallelize(work, len(work)).mapPartitions(_call_bolts if bolts else _count_words)
               .reduceByKey(lambda a, b: a + b).collectAsMap())
     seconds = clock() - t0
     sentences_ = sum(counts.values()) // WORDS_PER_SENTENCE
-    return (rate_of(f"the plain {backend} word count", sentences_, sum(ends.values()), seconds),
+    return (rate_of(f"{name}{backend} word count", sentences_, sum(ends.values()), seconds),
             dict(counts))
 
 
@@ -139,12 +185,21 @@ def word_count_figures(spark: "SparkSession", servers: Any, *, backends: List[st
     out: Dict[str, Any] = {"sentences": sentences_n, "partitions": partitions}
     for backend in backends:
         plain_runs: List[Dict[str, Any]] = []
+        bolt_runs: List[Dict[str, Any]] = []
         pipe_runs: List[Dict[str, Any]] = []
         for round_ in range(repeat):
             log_line(f"word count, plain job: {backend} (round {round_ + 1})")
             rate, truth = plain_word_count(spark, backend=backend, topic=topic, ends=ends,
                                            consumer=careful[backend])
             plain_runs.append(rate)
+            log_line(f"word count, the bolts called in the plain job: {backend} "
+                     f"(round {round_ + 1})")
+            rate, called = plain_word_count(spark, backend=backend, topic=topic, ends=ends,
+                                            consumer=careful[backend], bolts=True)
+            if called != truth:
+                raise RuntimeError(f"the {backend} plain job calling the bolts counted "
+                                   "otherwise than its Counter")
+            bolt_runs.append(rate)
             state = work_dir / f"wordcount-{backend}-{round_}"
             log_line(f"word count, pipeline: {backend} (round {round_ + 1})")
             pipe_runs.append(pipeline_rate(
@@ -158,11 +213,15 @@ def word_count_figures(spark: "SparkSession", servers: Any, *, backends: List[st
                 wrong = sum(1 for w in truth if got.get(w) != truth[w])
                 raise RuntimeError(f"the {backend} pipeline's word counts differ from the "
                                    f"plain job's on {wrong} of {len(truth)} words")
-        plain, pipe = summarize(plain_runs), summarize(pipe_runs)
-        out[backend] = {"plain": plain, "pipeline": pipe,
+        plain, pipe, bolt = summarize(plain_runs), summarize(pipe_runs), summarize(bolt_runs)
+        out[backend] = {"plain": plain, "pipeline": pipe, "bolt_calls": bolt,
                         "pipeline_over_plain": pipe["median"] / plain["median"],
+                        "bolt_calls_over_plain": bolt["median"] / plain["median"],
+                        "pipeline_over_bolt_calls": pipe["median"] / bolt["median"],
                         "per_round": [p["msgs_per_s"] / q["msgs_per_s"]
                                       for p, q in zip(pipe_runs, plain_runs)],
+                        "bolt_calls_per_round": [b["msgs_per_s"] / q["msgs_per_s"]
+                                                 for b, q in zip(bolt_runs, plain_runs)],
                         "first_over_steady": [p["start"]["first_over_steady"]
                                               for p in pipe_runs]}
     return out
