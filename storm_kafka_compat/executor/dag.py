@@ -181,10 +181,11 @@ class TaskDispatcher:
             return None
         batches = [self.route_batch(target, task) for task in range(n)]
         bare = len(fields) == 1
-        return KeyedRoute(index, n, len(fields),
-                          [(b, b.head(fields, stream, source, source_task, bare))
-                           for b in batches],
-                          set() if target in self.untracked else self.sent_roots)
+        if not bare:
+            for b in batches:
+                b.all_bare = False
+        return KeyedRoute(index, n, (tuple(fields), stream, source, source_task, bare),
+                          batches, set() if target in self.untracked else self.sent_roots)
 
     def ack_root(self, root_id: int, value: int) -> None:
         self.sink.ack(root_id, value, self.now_ms)

@@ -38,8 +38,8 @@ from storm_kafka_compat.errors import (BatchEndError, FailedException,
 from storm_kafka_compat.structs import BoltError, ErrorTally
 from storm_kafka_compat.topology.acker import new_id
 from storm_kafka_compat.topology.grouping import KEY_HASHES_KEPT, key_hash
-from storm_kafka_compat.topology.tuples import (DEFAULT_STREAM, Origin, StormTuple, TupleBatch,
-                                               make_tuple)
+from storm_kafka_compat.topology.tuples import (DEFAULT_STREAM, Head, Origin, StormTuple,
+                                               TupleBatch, make_tuple)
 
 logger = logging.getLogger(__name__)
 
@@ -62,34 +62,33 @@ class KeyedRoute:
         The grouped field's index.
     n : int
         The subscribing component's tasks.
-    width : int
-        The stream's field count.
-    batches : list of (TupleBatch, int)
-        Per task, the batch its tuples go to and their head there (a bare head for a
-        stream of one field).
+    head : Head
+        What the stream's tuples share (fields, stream, source, its task, and whether
+        their values go bare: a stream of one field).
+    batches : list of TupleBatch
+        Per task, the batch its tuples go to.
     sent_roots : set of int
         Where the roots of the tuples sent on are gathered.
     """
 
-    __slots__ = ("index", "n", "width", "bare", "batches", "heads", "sent_roots", "anchor",
+    __slots__ = ("index", "n", "width", "bare", "head", "batches", "sent_roots", "anchor",
                  "origin", "tasks")
 
-    def __init__(self, index: int, n: int, width: int, batches: List[Tuple[TupleBatch, int]],
+    def __init__(self, index: int, n: int, head: Head, batches: List[TupleBatch],
                  sent_roots: Set[int]) -> None:
         self.index = index
         self.n = n
-        self.width = width
+        self.head = head
+        self.width = len(head[0])
         #: a stream of one field: its lists go to the batches as their value, under a
         #: bare head (:class:`~storm_kafka_compat.topology.tuples.TupleBatch`)
-        self.bare = width == 1
-        self.batches = [b for b, _h in batches]
-        self.heads = [h for _b, h in batches]
+        self.bare = head[4]
+        self.batches = batches
         self.sent_roots = sent_roots
-        #: the input of the last emit (None: unanchored), and the origin of its tuples (an
-        #: object of this route's own: a batch's run goes on while its origin is this very
-        #: object)
+        #: the input of the last emit (None: unanchored), and the origin of its tuples
+        #: (one object for all of them, in every batch)
         self.anchor: Optional[StormTuple] = None
-        self.origin: Origin = tuple([None, None, None, None])  # type: ignore[assignment]
+        self.origin: Origin = (head, None, None, None, None)
         #: the task of each str or bytes key met under this dispatcher
         self.tasks: Dict[Any, int] = {}
 
@@ -111,12 +110,9 @@ class KeyedRoute:
             task = self.task_of(key)
         if anchor is not self.anchor:
             self.input_changed(anchor)
-        origin = self.origin
         batch = self.batches[task]
-        if batch.last is not origin:
-            batch.last = origin
-            batch.runs.append((len(batch.values), self.heads[task], origin))
         batch.values.append(values)
+        batch.origins.append(self.origin)
         return [task]
 
     def task_of(self, key: Any) -> int:
@@ -134,10 +130,10 @@ class KeyedRoute:
         origin, and their roots among those sent on."""
         self.anchor = anchor
         if anchor is None:
-            self.origin = tuple([None, None, None, None])  # type: ignore[assignment]
+            self.origin = (self.head, None, None, None, None)
             return
         ids = anchor.anchors
-        self.origin = (anchor.topic, anchor.partition, anchor.offset,
+        self.origin = (self.head, anchor.topic, anchor.partition, anchor.offset,
                        next(iter(ids)) if len(ids) == 1 else dict.fromkeys(ids, 0) or None)
         self.sent_roots.update(ids)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import pickle
 from functools import lru_cache
-from bisect import bisect_right
 from itertools import chain, islice
 from types import MappingProxyType
 from typing import (Any, Callable, Collection, Dict, Iterable, Iterator, List, Mapping,
@@ -238,89 +237,77 @@ def make_tuple(values: Sequence[Any], fields: Tuple[str, ...], stream: str, comp
     return t
 
 
-#: what the tuples of a run of a :class:`TupleBatch` share beside their head: topic,
-#: partition, offset and roots: a map root -> edge id, or one root id alone for
-#: ``{root: 0}`` (a keyed emit's tuple, whose tree ends in execute), or None for none;
-#: one object for every run of one input
-Origin = Tuple[Optional[str], Optional[int], Optional[int], Union[None, int, Dict[int, int]]]
-#: a run of a :class:`TupleBatch`: the index of its first tuple, its head's index and its
-#: origin; it lasts to the next run's first tuple
-Run = Tuple[int, int, Origin]
 #: what tuples of one kind share: fields, stream, source component, source task, and
 #: whether their values are kept bare (a list of one value as that value: a keyed
 #: stream's words, which then pickle and unpickle without a list each)
 Head = Tuple[Tuple[str, ...], str, str, int, bool]
-
-
-def _run_start(run: "Run") -> int:
-    return run[0]
+#: where a tuple of a :class:`TupleBatch` comes from: its head, topic, partition, offset
+#: and roots (a map root -> edge id, or one root id alone for ``{root: 0}``: a keyed
+#: emit's tuple, whose tree ends in execute; or None for none); one object for the
+#: tuples one input gives one route, in every batch they go to
+Origin = Tuple[Head, Optional[str], Optional[int], Optional[int],
+               Union[None, int, Dict[int, int]]]
 
 
 class TupleBatch:
     """StormTuples on their way to one bolt task in another process (a bolt host, a later
-    stage), kept as columns: what tuples share (fields, stream, source component and task)
-    once per kind (:meth:`head`); the values of each tuple; and runs of tuples that share
-    their kind and origin (topic, partition, offset, roots), as the emits of one input
-    do. A bolt's emit routed by a fields grouping appends its values here without making
-    a StormTuple, and a run only when its input changes
-    (:meth:`~storm_kafka_compat.topology.bolts.OutputCollector.emit_to`); the batch pickles
-    as its columns, in C: in a word count, making and pickling each tuple cost more than
-    the bolts' work. The receiving side makes the StormTuples (:attr:`tuples`)."""
+    stage), kept as two columns: the values of each tuple, and its origin (head, topic,
+    partition, offset, roots), one shared object for the tuples of one input. A bolt's emit
+    routed by a fields grouping appends its values and its input's origin here without
+    making a StormTuple (:meth:`~storm_kafka_compat.topology.bolts.KeyedRoute.add`); the
+    batch pickles as its columns, in C (an origin once for every batch of one pickle, as
+    pickle shares what is shared): in a word count, making and pickling each tuple cost
+    more than the bolts' work. The receiving side makes the StormTuples
+    (:meth:`iter_tuples`)."""
 
-    __slots__ = ("heads", "values", "runs", "ack_vals", "last", "_index", "_tuples")
+    __slots__ = ("values", "origins", "ack_vals", "all_bare", "_heads", "_tuples")
 
     def __init__(self, tuples: Iterable[StormTuple] = ()) -> None:
-        self.heads: List[Head] = []
         #: each tuple's values, in order (its one value alone under a bare head); only
         #: ever appended to
         self.values: List[Any] = []
-        #: the runs, by their first tuple; only ever appended to
-        self.runs: List[Run] = []
+        #: each tuple's origin, beside its values
+        self.origins: List[Origin] = []
         #: tuple -> its ack value, where not 0 (a tuple on its way has no children)
         self.ack_vals: Dict[int, int] = {}
-        #: the origin of the last run while a keyed emit may add to it (None: none may)
-        self.last: Optional[Origin] = None
-        self._index: Dict[Head, int] = {}
+        #: every tuple's head is bare: the values pickle as one run of plain values
+        self.all_bare = True
+        self._heads: Dict[Head, Head] = {}
         self._tuples: List[StormTuple] = []
         for t in tuples:
             self.add(t)
 
     def head(self, fields: Tuple[str, ...], stream: str, source: str, task: int,
-             bare: bool = False) -> int:
-        """The index of a kind of tuple (added on first use); ``bare``: its values, a
-        list of one value, are appended as that value."""
+             bare: bool = False) -> Head:
+        """The head of a kind of tuple, one object per kind in this batch; ``bare``: its
+        values, a list of one value, are kept as that value."""
         key = (fields, stream, source, task, bare)
-        i = self._index.get(key)
-        if i is None:
-            i = self._index[key] = len(self.heads)
-            self.heads.append(key)
-        return i
+        return self._heads.setdefault(key, key)
+
+    @property
+    def heads(self) -> List[Head]:
+        """The heads of the tuples, each once, in the order they first came."""
+        return list(dict.fromkeys(o[0] for o in self.origins))
 
     def add(self, t: StormTuple) -> None:
-        """Append ``t`` (as it stands now; :attr:`tuples` gives ``t`` itself back), a run
-        of its own."""
+        """Append ``t`` (as it stands now; :attr:`tuples` gives ``t`` itself back)."""
         at = len(self.values)
         if len(self._tuples) == at:
             self._tuples.append(t)
         if t.ack_val:
             self.ack_vals[at] = t.ack_val
-        self.runs.append((at, self.head(t.fields, t.stream, t.source_component, t.source_task),
-                          (t.topic, t.partition, t.offset, t.anchors or None)))
+        self.all_bare = False
+        self.origins.append((self.head(t.fields, t.stream, t.source_component, t.source_task),
+                             t.topic, t.partition, t.offset, t.anchors or None))
         self.values.append(t.values)
-        self.last = None
 
     def extend(self, other: "TupleBatch") -> None:
         """Append ``other``'s tuples, in their order."""
         at = len(self.values)
         self.ack_vals.update({at + i: v for i, v in other.ack_vals.items()})
-        if other.heads == self.heads[:len(other.heads)]:
-            self.runs.extend((start + at, head, origin) for start, head, origin in other.runs)
-        else:
-            moved = [self.head(*h) for h in other.heads]
-            self.runs.extend((start + at, moved[head], origin)
-                             for start, head, origin in other.runs)
+        self.all_bare = self.all_bare and other.all_bare
+        self.origins.extend(other.origins)
         self.values.extend(other.values)
-        self.last = None
 
     @property
     def tuples(self) -> List[StormTuple]:
@@ -342,55 +329,52 @@ class TupleBatch:
             yield from self._made(len(made))
 
     def _made(self, start: int) -> Iterator[StormTuple]:
-        """The tuples from the ``start``-th on, made in one pass over the values: a run
-        changes what is written at its first tuple (most runs of a word count's batch
-        hold one or two words, so nothing is set up per run but its origin)."""
-        values = self.values
-        runs = self.runs
-        if start >= len(values) or not runs:
-            return
-        heads = self.heads
-        classes = [routed_tuple_class(h) for h in heads]
-        leaves = [routed_tuple_class(h, True) for h in heads]
+        """The tuples from the ``start``-th on, made in one pass over the columns: what a
+        tuple shares with the one before it (its origin, its head) is looked at once."""
         ack_vals = self.ack_vals
         new: Callable[[type], Any] = _new
-        r = bisect_right(runs, start, key=_run_start) - 1
-        nruns = len(runs)
-        i = start
-        while r < nruns:
-            _first, head, (topic, partition, offset, roots) = runs[r]
-            r += 1
-            end = runs[r][0] if r < nruns else len(values)
-            bare = heads[head][4]
-            anchors: Dict[int, int]
-            if roots is None:
-                anchors, cls = {}, leaves[head]
-            elif isinstance(roots, int):             # one root, no edge id
-                anchors, cls = {roots: 0}, leaves[head]
-            else:
-                anchors = roots
-                cls = classes[head] if any(anchors.values()) else leaves[head]
-            while i < end:
-                v = values[i]
-                t = new(cls)
-                t.values = [v] if bare else v
-                t.topic = topic
-                t.partition = partition
-                t.offset = offset
-                t.anchors = anchors
-                t.ack_val = ack_vals.get(i, 0) if ack_vals else 0
-                i += 1
-                yield t
+        last: Any = None
+        head: Any = None
+        i = start - 1
+        for v, origin in zip(islice(self.values, start, None), islice(self.origins, start, None)):
+            i += 1
+            if origin is not last:
+                last = origin
+                if origin[0] is not head:
+                    head = origin[0]
+                    bare = head[4]
+                    edged, leaf = routed_tuple_class(head), routed_tuple_class(head, True)
+                _h, topic, partition, offset, roots = origin
+                anchors: Dict[int, int]
+                if roots is None:
+                    anchors, cls = {}, leaf
+                elif isinstance(roots, int):         # one root, no edge id
+                    anchors, cls = {roots: 0}, leaf
+                else:
+                    anchors = roots
+                    cls = edged if any(anchors.values()) else leaf
+            t = new(cls)
+            t.values = [v] if bare else v
+            t.topic = topic
+            t.partition = partition
+            t.offset = offset
+            t.anchors = anchors
+            t.ack_val = ack_vals.get(i, 0) if ack_vals else 0
+            yield t
 
-    def origins(self) -> Iterator[Tuple[Optional[str], Optional[int], Optional[int], int]]:
-        """``(topic, partition, offset, root)`` of each run whose tuples belong to one
-        root (where a bolt host finds the offset of a root it failed), without making
-        the tuples."""
-        for _first, _head, (topic, partition, offset, roots) in self.runs:
-            if type(roots) is int:
-                yield topic, partition, offset, roots
-            elif isinstance(roots, dict) and len(roots) == 1:
-                yield topic, partition, offset, next(iter(roots))
+    def root_origins(self) -> Iterator[Tuple[Optional[str], Optional[int], Optional[int], int]]:
+        """``(topic, partition, offset, root)`` of the tuples of one root (where a bolt
+        host finds the offset of a root it failed), without making the tuples."""
+        last: Any = None
+        for origin in self.origins:
+            if origin is last:
+                continue
+            last = origin
+            roots = origin[4]
+            if isinstance(roots, int):
+                yield origin[1], origin[2], origin[3], roots
+            elif roots is not None and len(roots) == 1:
+                yield origin[1], origin[2], origin[3], next(iter(roots))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -401,15 +385,10 @@ class TupleBatch:
     def __reduce__(self) -> Any:
         """Pickled by columns; values that are lists of plain values (bytes, str,
         numbers, None) go as one pickle without a memo (:func:`_pack_values`): the
-        memo of a word count's word lists cost more than their bytes."""
-        if not self.values:
-            return (_columns_batch, (self.heads, (), self.ack_vals))
-        runs = self.runs
-        origins = [r[2] for r in runs]
-        return (_columns_batch, (self.heads, (
-            [r[0] for r in runs], [r[1] for r in runs], [o[0] for o in origins],
-            [o[1] for o in origins], [o[2] for o in origins], [o[3] for o in origins],
-            _pack_values(self.values, all(h[4] for h in self.heads))), self.ack_vals))
+        memo of a word count's word lists cost more than their bytes. The origins go
+        as they are, each pickled once however many tuples and batches share it."""
+        return (_columns_batch, (_pack_values(self.values, self.all_bare), self.origins,
+                                 self.ack_vals, self.all_bare))
 
 
 class BatchedTuples(Collection[StormTuple]):
@@ -489,18 +468,15 @@ class PackedValues(NamedTuple):
         return [list(islice(it, n)) for n in self.lens]
 
 
-def _columns_batch(heads: List[Head], columns: Sequence[Any],
-                   ack_vals: Dict[int, int]) -> TupleBatch:
+def _columns_batch(values: Any, origins: List[Origin], ack_vals: Dict[int, int],
+                   all_bare: bool) -> TupleBatch:
     batch = TupleBatch()
-    batch.heads = heads
-    if columns:
-        starts, head_of, topics, partitions, offsets, roots, values = columns
-        if isinstance(values, PackedValues):
-            values = values.unpack()
-        elif isinstance(values, BareValues):
-            values = pickle.loads(values.flat)
-        batch.runs = list(zip(starts, head_of, zip(topics, partitions, offsets, roots)))
-        batch.values = values
+    if isinstance(values, PackedValues):
+        values = values.unpack()
+    elif isinstance(values, BareValues):
+        values = pickle.loads(values.flat)
+    batch.values = values
+    batch.origins = origins
     batch.ack_vals = ack_vals
-    batch._index = {h: i for i, h in enumerate(heads)}
+    batch.all_bare = all_bare
     return batch

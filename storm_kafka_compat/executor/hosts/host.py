@@ -216,7 +216,7 @@ def origins_of(roots: AbstractSet[int], inputs: Iterable[Sequence[TupleBatch]]
     out: Dict[int, Origin] = {}
     for batches in inputs:
         for batch in batches:
-            for topic, partition, offset, root in batch.origins():
+            for topic, partition, offset, root in batch.root_origins():
                 if root in roots and root not in out and topic is not None:
                     assert partition is not None and offset is not None
                     out[root] = (topic, partition, offset)
