@@ -274,12 +274,17 @@ class BatchResult:
 
     ``open_roots`` (root id -> :class:`OpenRoot`) are the trees of this batch still
     open; ``late_acks`` (root id -> :class:`LateAck`) are acks and fails for trees of
-    earlier batches (multi-stage runs; the spout folds them into the trees it holds)."""
+    earlier batches (multi-stage runs; the spout folds them into the trees it holds).
+    ``work_s`` is the batch's own work on its critical path, in seconds, where the
+    runner measured it (a staged batch with bolt hosts: the busiest Spark task's
+    reading after its first fetches, processing and hand-over, then each host stage's
+    slowest host; Spark's per-job cost left out)."""
 
     partitions: List[PartitionResult] = field(default_factory=list)
     errors: List[BoltError] = field(default_factory=list)
     open_roots: Dict[int, OpenRoot] = field(default_factory=dict)
     late_acks: Dict[int, LateAck] = field(default_factory=dict)
+    work_s: Optional[float] = None
 
     def all_errors(self) -> List[BoltError]:
         """Every bolt and scheme error of the batch, folded by component and type."""

@@ -272,7 +272,8 @@ class Pipeline:
         taken = self.spout.apply(result, self.clock(),
                                  max_task_errors=options.max_consecutive_task_errors)
         if self.pacer is not None:
-            self.pacer.observe(taken, self.clock() - started_ms, partitions)
+            self.pacer.observe(taken, self.clock() - started_ms, partitions,
+                               None if result.work_s is None else result.work_s * 1000.0)
         if len(plan):
             self.summary.batches += 1
             log.debug("batch %d: %d tasks (%d retries), %d messages in %d ms",

@@ -43,16 +43,23 @@ def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
     acker: Dict[int, AckValue] = {}
     kept: List[Record] = []
     sources: Dict[Source, int] = {}
+    # the batch's own work on its critical path: the busiest Spark task's, then each
+    # host stage's slowest host (they run at once)
+    tasks_work = [0.0]
+    stages_work = 0.0
     for key, value in records:
         if key[0] == "s":
-            sources[("s", key[1])] = value
+            sources[("s", key[1])] = value[0]
+            tasks_work.append(value[1])
         elif key[0] == "a":
             _fold(acker, value)
         else:
             kept.append((key, value))
     for stage in range(1, len(layout.stages)):
         routed: Dict[Slot, List[Any]] = {}
-        for answer in hosts.run_stage(batch, stage, sources):
+        answers = hosts.run_stage(batch, stage, sources)
+        stages_work += max((a.seconds for a in answers), default=0.0)
+        for answer in answers:
             origins = answer.origins
             _fold(acker, {root: (x, root in answer.failed_roots, origins.get(root))
                           for root, x in answer.pairs.items()})
@@ -65,7 +72,9 @@ def run_hosted(records: Iterable[Record], layout: StageLayout, batch: int,
             hosts.deposit(batch, ("d", stage), 0,
                           {slot: TupleBatch(held) for slot, held in routed.items()})
             sources[("d", stage)] = 0
-    return settle(kept + list(unresolved_roots((("a", 0), acker))))
+    result = settle(kept + list(unresolved_roots((("a", 0), acker))))
+    result.work_s = max(tasks_work) + stages_work
+    return result
 
 
 def _fold(acker: Dict[int, AckValue], bucket: Mapping[int, AckValue]) -> None:

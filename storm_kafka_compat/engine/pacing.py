@@ -38,7 +38,17 @@ one size then confirm the estimate for ever. So:
   processing within one budget. A batch mostly made of Spark's overhead (a small
   one at the start) then grows by the budget over its time, not by two: a word
   count's shape reaches its size in 8 batches instead of 12
-  (tests/unit/test_pacing.py).
+  (tests/unit/test_pacing.py);
+* where the runner measured a batch's work where it ran (the busiest Python worker's
+  reading after its first fetch, processing and hand-over, then each bolt-host stage's
+  slowest host: Spark's per-job cost and the first fetches left out), that work over
+  the batch's messages is a cost per message with no overhead in it, and while the
+  fit cannot tell the cost (the first batches) it sizes the next batch:
+  ``budget / (cost x MEASURED_MARGIN)``, at most :data:`MEASURED_GROWTH` times the
+  batch measured. A word count's second batch is then about its full size, where the
+  bound above took five batches to get there (its first batch of 64 sentences lasts
+  0.3 s with the workers' first fetches); the margin covers what the measure leaves
+  out, the later batches' fit corrects the rest.
 
 Pure: time is passed in.
 """
@@ -53,6 +63,12 @@ FIRST_CAP = 16
 WINDOW = 8
 #: how much larger than the largest batch of the window the next one may be
 GROWTH = 2.0
+#: the measured work per message is taken as this much less than the whole cost (what
+#: it leaves out: a first fetch's share, the results' way back)
+MEASURED_MARGIN = 1.25
+#: how much larger than the batch it measured a batch sized from measured work may be
+#: (a first measure of a few messages off by a large factor stays a bounded mistake)
+MEASURED_GROWTH = 4096
 
 
 class BatchPacer:
@@ -83,19 +99,26 @@ class BatchPacer:
             return max(1, min(limit, FIRST_CAP))
         return max(1, min(limit, int(self._next_total / max(1, partitions))))
 
-    def observe(self, messages: int, elapsed_ms: float, partitions: int = 1) -> None:
-        """A batch over ``partitions`` partitions took ``messages`` in ``elapsed_ms``.
-        A batch that took nothing (caught up, or all retries failed) says nothing
-        about the cost."""
+    def observe(self, messages: int, elapsed_ms: float, partitions: int = 1,
+                work_ms: Optional[float] = None) -> None:
+        """A batch over ``partitions`` partitions took ``messages`` in ``elapsed_ms``,
+        ``work_ms`` of it measured where the work ran (None: not measured). A batch
+        that took nothing (caught up, or all retries failed) says nothing about the
+        cost."""
         if messages <= 0 or elapsed_ms <= 0:
             return
         self._batches += 1
+        measured = None if not work_ms or work_ms <= 0 else min(
+            self.budget_ms * messages / (work_ms * MEASURED_MARGIN),
+            float(MEASURED_GROWTH * messages))
         if self._batches == 1:
             # start-up: no cost per message, but its whole time charged to its messages
             # still bounds the cost from above (the start only makes it slower)
             bound = messages * self.budget_ms / elapsed_ms
             self._next_total = bound if bound > messages else \
                 _other_size(messages, partitions)
+            if measured is not None:
+                self._next_total = max(self._next_total, measured)
             return
         self._seen = (self._seen + [(messages, float(elapsed_ms))])[-WINDOW:]
         points = _fastest(self._seen)
@@ -122,6 +145,8 @@ class BatchPacer:
             self._next_total = bound
         else:
             self._next_total = _other_size(points[0][0], partitions)
+        if self.cost_ms is None and measured is not None and self._next_total is not None:
+            self._next_total = max(self._next_total, measured)
 
 
 def _other_size(messages: int, partitions: int) -> float:

@@ -45,6 +45,10 @@ class Service:
         """:func:`call` this service."""
         return call(self.address, self.authkey, request)
 
+    def open(self) -> None:
+        """:func:`open_connection` to this service."""
+        open_connection(self.address, self.authkey)
+
 
 class Unreachable(Exception):
     """The service at an address could not be reached, twice (the cause in the text)."""
@@ -60,6 +64,15 @@ def _io_timeout(sock: socket.socket, seconds: float) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
 
+def _no_delay(conn: Connection) -> None:
+    """Send each write of ``conn`` at once: a ``multiprocessing`` Connection writes a
+    large message as its length, then its bytes, and with Nagle's algorithm on, the
+    bytes waited for the peer's delayed acknowledgement of the length, about 40 ms (a
+    word count's deposit to a bolt host: 46-51 ms, against 1-6 ms without the wait)."""
+    with socket.socket(fileno=os.dup(conn.fileno())) as same:
+        same.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def connect(address: Address, authkey: bytes) -> Connection:
     """An authenticated connection to the listener at ``address``. The handshake waits
     at most :data:`CONNECT_TIMEOUT_S` for each answer: what listens there may not be
@@ -73,10 +86,25 @@ def connect(address: Address, authkey: bytes) -> Connection:
         deliver_challenge(conn, authkey)
         with socket.socket(fileno=os.dup(conn.fileno())) as same:
             _io_timeout(same, 0)        # the calls themselves wait as long as they take
+        _no_delay(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def open_connection(address: Address, authkey: bytes) -> None:
+    """Make this worker's connection to the service at ``address`` now, ahead of its
+    first call (which then pays neither the connect nor the handshake: a Python worker
+    prepared before the first batch opens its connections to the driver's services)."""
+    with _LOCK:
+        if address in _CONNECTIONS:
+            return
+    conn = connect(address, authkey)
+    with _LOCK:
+        held = _CONNECTIONS.setdefault(address, conn)
+    if held is not conn:
+        conn.close()
 
 
 def call(address: Address, authkey: bytes, request: Tuple[Any, ...]) -> Answer:
@@ -113,6 +141,7 @@ def accept_each(listener: Listener, stopped: threading.Event,
     while not stopped.is_set():
         try:
             conn = listener.accept()
+            _no_delay(conn)
         except Exception:  # noqa: BLE001 - a stranger without the key, a closed listener
             if stopped.is_set():
                 return

@@ -5,8 +5,9 @@ tuple. Here a Python worker builds its parts of a job on first use
 (:mod:`~storm_kafka_compat.executor.worker`), so without this the first batch paid
 for them: the scheme, the bolts' ``prepare``, the worker's Kafka client and its
 connection (0.3 s of a word count's first batch of 64 sentences, against 0.1 s for
-the next). :func:`prepare_worker` builds them in a Spark job of its own, one task per
-slot, before the first batch (:func:`~storm_kafka_compat.engine.runner.prepare_workers`).
+the next), and its connections to the driver's plan dealer and bolt hosts.
+:func:`prepare_worker` builds them in a Spark job of its own, one task per slot, before
+the first batch (:func:`~storm_kafka_compat.engine.runner.prepare_workers`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ HOLD_S = 0.05
 def prepare_worker(job: WorkerJob) -> Dict[str, Union[int, float]]:
     """Build this Python worker's parts of ``job``: the scheme, the bolt tasks it runs
     itself (stage 0 of a staged topology, else the whole topology or the simple
-    bolt), and its Kafka client. What it did: ``pid`` and ``seconds``."""
+    bolt), its Kafka client and its connections to the driver's services. What it
+    did: ``pid`` and ``seconds``."""
     started = time.monotonic()
     parts = worker_parts(job)
     scheme = parts.scheme()
@@ -38,6 +40,10 @@ def prepare_worker(job: WorkerJob) -> Dict[str, Union[int, float]]:
     elif job.bolt:
         parts.processor()
     parts.kafka()
+    if job.dealer is not None:
+        job.dealer.open()
+    if job.hosts is not None:
+        job.hosts.open()
     took = time.monotonic() - started
     if took < HOLD_S:
         time.sleep(HOLD_S - took)

@@ -13,7 +13,8 @@ record as per tuple, profiled):
 * ``("r", topic, partition)`` -> :class:`~storm_kafka_compat.batch.PartitionResult`:
   what the fetch took;
 * ``("e", component, kind)`` -> :class:`~storm_kafka_compat.structs.BoltError`;
-* ``("s", index)`` -> the attempt of a hosted stage 0's Spark task.
+* ``("s", index)`` -> ``(attempt, work_s)`` of a hosted stage 0's Spark task: the
+  attempt, and the seconds of its own work (:class:`TaskWork`).
 
 Records other than a stage's own tuples go to one pass-through partition
 (:class:`StagePartitioner`) and are forwarded unchanged, so each stage's output feeds
@@ -103,17 +104,30 @@ def fill(reader: PartitionReader, first: Sequence[MessageLike], deadline: float
     return [m for f in fetched for m in f]
 
 
+class TaskWork:
+    """The seconds of a Spark task's own work in a staged batch: reading after each
+    plan's first fetch, the spout stage, the hand-over to the bolt hosts. What a
+    batch's size changes; Spark's per-job cost and the first fetches it does not
+    (:class:`~storm_kafka_compat.engine.pacing.BatchPacer` sizes the first batches from
+    it)."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
 def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
                 kafka: Optional[KafkaAccess] = None,
                 clock: Callable[[], float] = time.monotonic,
-                hosted: bool = False) -> Iterator[Record]:
+                hosted: bool = False, work: Optional[TaskWork] = None) -> Iterator[Record]:
     """Stage 0: read each plan, run the scheme and the local bolts; yield each
     partition's result, then the acker buckets of the open roots and the routed
     tuples, one record per bolt task, of all the plans. ``hosted``: the later stages
     run in bolt hosts, which name the offset of each root they fail, so a root whose
     tuples all went to bolts whose trees end in execute
     (:attr:`~storm_kafka_compat.executor.dag.LocalRuntime.trees_end_in_execute`)
-    sends no acker record."""
+    sends no acker record. ``work`` gathers the task's own work."""
     assert job.layout is not None
     local = frozenset(job.layout.stages[0])
     outbox = Outbox()
@@ -133,13 +147,17 @@ def spout_stage(plans: Iterable[FetchPlan], job: WorkerJob, *,
             if not first:
                 yield key, result
                 continue
+            first_s = reader.read_s
             messages = first if plan.retry else fill(reader, first, fill_until)
             runtime = stage_runtime(job)
+            started = clock()
             with collection_paused():
                 sp = run_spout_stage(messages, scheme=worker_parts(job).scheme(),
                                      topology=runtime, plan_filter=plan, local=local,
                                      untracked=runtime.trees_end_in_execute if hosted
                                      else frozenset())
+            if work is not None:
+                work.seconds += clock() - started + reader.read_s - first_s
         except Exception as exc:  # never lose the other partitions' results
             yield _bolt_error(plan, exc)
             continue
@@ -309,23 +327,26 @@ def left_over(record: Record) -> bool:
 
 
 def hosted_spout_stage(index: int, plans: Iterable[FetchPlan], job: WorkerJob, batch: int,
-                       attempt: int, *, kafka: Optional[KafkaAccess] = None
-                       ) -> Iterator[Record]:
+                       attempt: int, *, kafka: Optional[KafkaAccess] = None,
+                       clock: Callable[[], float] = time.monotonic) -> Iterator[Record]:
     """Executor side: stage 0 of Spark partition ``index`` (attempt ``attempt``); its
     routed tuples deposited in their hosts, everything else yielded, then
-    ``(("s", index), attempt)``."""
+    ``(("s", index), (attempt, work_s))``."""
     assert job.hosts is not None, "a hosted stage needs the job's bolt hosts"
     routed = Outbox()
+    work = TaskWork()
     # held off from the first plan to the deposit, not per plan: a collection at the
     # end of each plan's stage scanned every tuple routed so far, and they are all
     # freed by reference counting once deposited
     with collection_paused():
-        for key, value in spout_stage(plans, job, kafka=kafka, hosted=True):
+        for key, value in spout_stage(plans, job, kafka=kafka, hosted=True, work=work):
             if key[0] == "t":
                 routed.route({(key[1], key[2]): value})
             else:
                 yield key, value
+        started = clock()
         if routed.tuples:
             job.hosts.deposit(batch, ("s", index), attempt, routed.tuples)
         routed.tuples.clear()
-    yield ("s", index), attempt
+        work.seconds += clock() - started
+    yield ("s", index), (attempt, work.seconds)

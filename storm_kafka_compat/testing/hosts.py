@@ -51,6 +51,9 @@ class InProcessBoltState:
     def directory(self) -> "InProcessBoltState":
         return self
 
+    def open(self) -> None:
+        """Nothing to connect to: the host is in this process."""
+
     def deposit(self, batch: int, source: Tuple[str, int], attempt: int,
                 tuples: Mapping[Slot, Any]) -> None:
         self.host.deposit(batch, source, attempt, tuples)

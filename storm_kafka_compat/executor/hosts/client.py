@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Protocol, Tuple
 
 from storm_kafka_compat.errors import PipelineError
-from storm_kafka_compat.executor.calls import Address, Unreachable, call
+from storm_kafka_compat.executor.calls import Address, Unreachable, call, open_connection
 from storm_kafka_compat.executor.hosts.host import Slot
 
 
@@ -27,6 +27,10 @@ class TaskHosts(Protocol):
                   ) -> List[Any]:
         """Every host runs ``batch``'s ``stage`` on what ``sources`` deposited; their
         StageAnswers."""
+        ...
+
+    def open(self) -> None:
+        """This worker's connections to the hosts, made ahead of its first deposit."""
         ...
 
 
@@ -48,6 +52,12 @@ class HostDirectory:
             if s == slot:
                 return self.addresses[i]
         raise KeyError(f"no bolt host holds {slot[0]}[{slot[1]}]")
+
+    def open(self) -> None:
+        """Connect this worker to every host now
+        (:func:`~storm_kafka_compat.executor.calls.open_connection`)."""
+        for address in self.addresses:
+            open_connection(address, self.authkey)
 
     def call(self, address: Address, request: Tuple[Any, ...]) -> Any:
         """Send ``request`` to the host at ``address`` (one connection per worker and

@@ -62,6 +62,7 @@ class BoltHost:
                  slots: Sequence[Slot], clock: Callable[[], float] = time.monotonic) -> None:
         self.layout = layout
         self.slots = tuple(slots)
+        self.clock = clock
         periods = layout.tick_periods()
         #: when each held task that takes ticks gets its next one
         self.ticks = TickSchedule({slot: periods[slot[0]] for slot in self.slots
@@ -178,12 +179,14 @@ class BoltHost:
             if not box:
                 del self._inbox[(b, source, attempt)]
         answer = StageAnswer()
+        started = self.clock()
         # every held task of the stage runs, input or not: its host delivers its ticks
         # and moves its windows' time
         for slot in sorted(set(inputs) | {s for s in self.slots if s[0] in names}):
             answer.add(self.run(batch, stage, slot, inputs.get(slot, [])))
         if answer.failed_roots:
             answer.origins = origins_of(answer.failed_roots, inputs.values())
+        answer.seconds = self.clock() - started
         self._stage_answers[key] = answer
         for old in [k for k in self._stage_answers if k[0] <= batch - KEPT_BATCHES]:
             del self._stage_answers[old]
@@ -226,7 +229,8 @@ def origins_of(roots: AbstractSet[int], inputs: Iterable[Sequence[TupleBatch]]
 class StageAnswer:
     """What one host's tasks of a stage did in a batch: the tuples they send on, the
     acker messages folded per root, the roots failed (with the offset of those an
-    input names: :func:`origins_of`), the errors."""
+    input names: :func:`origins_of`), the errors, and the seconds the stage took
+    (its tasks' work on the host)."""
 
     def __init__(self) -> None:
         self.routed: List[Tuple[str, int, StormTuple]] = []
@@ -234,12 +238,13 @@ class StageAnswer:
         self.failed_roots: Set[int] = set()
         self.origins: Dict[int, Origin] = {}
         self.errors: List[BoltError] = []
+        self.seconds = 0.0
 
     def __getstate__(self) -> Dict[str, Any]:
         return {"slots": [(c, t) for c, t, _ in self.routed],
                 "routed": TupleBatch([tup for _, _, tup in self.routed]),
                 "pairs": self.pairs, "failed_roots": self.failed_roots,
-                "origins": self.origins, "errors": self.errors}
+                "origins": self.origins, "errors": self.errors, "seconds": self.seconds}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.routed = [(c, t, tup) for (c, t), tup in zip(state["slots"],
@@ -248,6 +253,7 @@ class StageAnswer:
         self.failed_roots = state["failed_roots"]
         self.origins = state["origins"]
         self.errors = state["errors"]
+        self.seconds = state["seconds"]
 
     def add(self, result: GroupResult) -> None:
         self.routed.extend(result.routed)
