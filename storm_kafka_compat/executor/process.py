@@ -26,7 +26,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Opti
                     Tuple, Union, cast)
 
 from storm_kafka_compat.topology.acker import Acker, new_id
-from storm_kafka_compat.topology.bolts import FailedException, SimpleBolt
+from storm_kafka_compat.topology.bolts import FailedException, KeyedRoute, SimpleBolt
 from storm_kafka_compat.kafka.client import RecordBatch
 from storm_kafka_compat.topology.schemes import MessageLike, Scheme, ValueScheme, value_tuple_of
 from storm_kafka_compat.topology.builder import Topology
@@ -302,6 +302,7 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
                             failed, init, errors)
     taken_msgs, scanned = take(messages, plan)
     leaf = leaf_spout(runtime, dispatcher)
+    keyed = spout_route(runtime, dispatcher, leaf)
     for msg in taken_msgs:
         off = msg.offset
         taken.add(off)
@@ -320,6 +321,10 @@ def emit_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
             emitted += 1
             proto = StormTuple(values, fields, stream=stream, source_component=spout,
                                topic=topic, partition=partition, offset=off)
+            if keyed is not None:
+                proto.anchors = {root: 0}
+                if keyed.add(values, proto) is not None:
+                    continue
             for i, (component, task) in enumerate(targets(proto)):
                 copy_ = proto if i == 0 else StormTuple(
                     values, fields, stream=stream, source_component=spout, topic=topic,
@@ -341,6 +346,31 @@ def leaf_spout(runtime: LocalRuntime, dispatcher: TaskDispatcher) -> bool:
     subs = runtime.subs.get((runtime.topology.spout, runtime.spout_stream)) or []
     edge_free = dispatcher.edge_free
     return bool(subs) and all(target in edge_free for target, _g, _n in subs)
+
+
+def spout_route(runtime: LocalRuntime, dispatcher: TaskDispatcher, leaf: bool
+                ) -> Optional[KeyedRoute]:
+    """Where the spout's tuples go when its stream's only subscription is a fields
+    grouping on one field into a bolt of a later stage that acks in execute (a topology
+    that counts per key): its keyed route, which keeps their values and origin without
+    the tuple (:meth:`~storm_kafka_compat.topology.bolts.KeyedRoute.add`); else None."""
+    if not leaf:
+        return None
+    return dispatcher.keyed_route(runtime.topology.spout, 0, runtime.spout_stream,
+                                  runtime.spout_fields)
+
+
+def _read_value(value_tuple: Callable[[Optional[bytes]], Any], value: Optional[bytes],
+                errors: ErrorTally, where: Tuple[str, int, int], failed: List[int]) -> Any:
+    """One value the batch's scheme could not read at once (``where``: topic, partition,
+    offset): its row, or :data:`_UNREAD` when the scheme fails on it (Storm lets that kill
+    the executor; it is failed here)."""
+    try:
+        return value_tuple(value)
+    except Exception as exc:
+        errors.record(SCHEME_COMPONENT, exc, *where)
+        failed.append(where[2])
+        return _UNREAD
 
 
 def _value_rows(values: List[Optional[bytes]], value_scheme: ValueScheme) -> List[Any]:
@@ -379,17 +409,15 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
     rows = _value_rows(part.values, value_scheme)
     skipped = emitted = 0
     taken.add_all(offsets)
+    keyed = spout_route(runtime, dispatcher, leaf)
     # one shuffle into a bolt of this task: its queues in turn, from the runtime's position
     into = dispatcher.local_queues(spout, runtime.spout_stream)
     queues: List[List[StormTuple]] = into[1] if into is not None else []
     turn = runtime.seq.get((spout, into[0]), 0) if into is not None else 0
     for off, values, value in zip(offsets, rows, part.values):
         if values is _UNREAD:
-            try:
-                values = value_tuple(value)
-            except Exception as exc:  # Storm lets this kill the executor; we fail it
-                errors.record(SCHEME_COMPONENT, exc, topic, partition, off)
-                failed.append(off)
+            values = _read_value(value_tuple, value, errors, (topic, partition, off), failed)
+            if values is _UNREAD:
                 continue
         if values is None:
             skipped += 1
@@ -402,12 +430,14 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         proto.offset = off
         proto.ack_val = 0
         roots = {root: 0} if leaf else None
+        if keyed is not None:
+            proto.anchors = roots  # type: ignore[assignment]
+            if keyed.add(values, proto) is not None:
+                init(root, xor, off)
+                continue
         if queues:
-            if roots is not None:
-                proto.anchors = roots
-            else:
-                xor = bits(64) or new_id(rng)
-                proto.anchors = {root: xor}
+            xor = 0 if roots is not None else bits(64) or new_id(rng)
+            proto.anchors = roots if roots is not None else {root: xor}
             queues[turn % len(queues)].append(proto)
             turn += 1
             init(root, xor, off)

@@ -406,9 +406,7 @@ class BatchedTuples(Collection[StormTuple]):
         return len(self.first) + sum(map(len, self.batches))
 
     def __iter__(self) -> Iterator[StormTuple]:
-        yield from self.first
-        for batch in self.batches:
-            yield from batch.iter_tuples()
+        return chain(self.first, *(batch.iter_tuples() for batch in self.batches))
 
     def __contains__(self, item: object) -> bool:
         return any(t is item for t in self)

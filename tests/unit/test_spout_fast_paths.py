@@ -131,3 +131,38 @@ def test_the_spouts_tuples_go_to_the_local_bolts_queues_as_round_robin_sends_the
     assert seen[0] == ["a b", "boom d", "hold g", "h boom", "j k"]
     assert sum(len(v) for v in routed.values()) == 14     # the words of the 8 split
     assert sorted(routed) == [("count", 0), ("count", 1)]
+
+
+def _keyed_stage(messages: Any) -> Tuple[Any, Any]:
+    """The spout straight into a counting bolt by a fields grouping on its one field (a
+    topology that counts per key): what each task of the bolt gets, and the roots."""
+    scheme = load_scheme("string")
+    topo = from_spec({"bolts": [
+        {"name": "count", "bolt": "tests.unit.test_edge_free_trees:BasicCount",
+         "kind": "basic", "parallelism": 2,
+         "inputs": [{"from": "spout", "grouping": "fields", "fields": ["str"]}]}]})
+    runtime = LocalRuntime(topo, {}, spout_fields=scheme.fields)
+    sp = run_spout_stage(messages, scheme=scheme, topology=runtime,
+                         plan_filter=FetchPlan("t", 0, 0, max_messages=len(messages)),
+                         local=frozenset(stage_layout(topo).stages[0]), rng=random.Random(4))
+    got = {slot: [(t.values, t.offset, t.topic, t.partition, list(t.anchors.values()),
+                   t.source_component, t.fields) for t in batch]
+           for slot, batch in sp.routes.items()}
+    return got, (sorted(sp.roots.values()), len(sp.sent_roots),
+                 set(sp.init.values()), set(sp.pairs.values()))
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_spouts_keyed_tuples_reach_their_tasks_as_the_general_path_sends_them(
+        monkeypatch: pytest.MonkeyPatch, batched: bool):
+    words = ["a", "b", "a", "c", "d", "b", "e"]
+    msgs = [KafkaMessage(i, None, w.encode(), 0, 0, (), "t", 0) for i, w in enumerate(words)]
+    fast = _keyed_stage(RecordBatch.of(msgs) if batched else msgs)
+    monkeypatch.setattr(process, "spout_route", lambda runtime, dispatcher, leaf: None)
+    general = _keyed_stage(RecordBatch.of(msgs) if batched else msgs)
+    assert fast == general
+    routed, (offsets, sent, xors, pairs) = fast
+    assert sorted(t[0] for ts in routed.values() for t in ts) == sorted([w] for w in words)
+    # every tuple one root and no edge id: nothing for the acker but the roots sent on
+    assert offsets == list(range(7)) and sent == 7 and xors == {0} and pairs == set()
+    assert all(t[4] == [0] for ts in routed.values() for t in ts)
