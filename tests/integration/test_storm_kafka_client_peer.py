@@ -133,7 +133,13 @@ def test_storm_kafka_client_and_this_project_share_a_group(tmp_path, modern_kafk
     counts["replayed_1"] = handed_over(storm_1, committed, ours_1, first)
     after_ours = _commits(modern_kafka, topic, group, partitions)
     assert _offsets(after_ours) == dict.fromkeys(range(partitions), first)
-    assert _writer(after_ours) == {OUR_ID}
+    # each partition our run moved carries our commit metadata; one that Storm had
+    # committed to its end before the kill gave us nothing to commit and keeps Storm's,
+    # as storm-kafka-client commits only what moved (seen in a CI run: Storm's poll took
+    # one partition whole, 100 of the 150 tuples)
+    for p in range(partitions):
+        assert _writer({p: after_ours[p]}) == ({OUR_ID} if committed[p] < first
+                                               else writers), f"partition {p}"
 
     modern_kafka.produce(topic, _messages(partitions, first, first + second))
     storm_2, committed, _ = storm_until_killed("peer-2", 100)
