@@ -430,34 +430,33 @@ def _emit_values(runtime: LocalRuntime, dispatcher: TaskDispatcher, spout: str,
         proto.offset = off
         proto.ack_val = 0
         roots = {root: 0} if leaf else None
-        if keyed is not None:
-            proto.anchors = roots  # type: ignore[assignment]
-            if keyed.add(values, proto) is not None:
-                init(root, xor, off)
-                continue
-        if queues:
-            xor = 0 if roots is not None else bits(64) or new_id(rng)
-            proto.anchors = roots if roots is not None else {root: xor}
+        if roots is not None:
+            proto.anchors = roots
+        if keyed is not None and keyed.add(values, proto) is not None:
+            pass                                 # a leaf: its values and origin kept
+        elif queues:
+            if roots is None:
+                xor = bits(64) or new_id(rng)
+                proto.anchors = {root: xor}
             queues[turn % len(queues)].append(proto)
             turn += 1
-            init(root, xor, off)
-            continue
-        for i, (component, task) in enumerate(targets(proto)):
-            copy_: StormTuple
-            if i == 0:
-                copy_ = proto
-            else:
-                copy_ = new(cls)
-                copy_.values = values
-                copy_.offset = off
-                copy_.ack_val = 0
-            if roots is not None:
-                copy_.anchors = roots
-            else:
-                edge = bits(64) or new_id(rng)
-                copy_.anchors = {root: edge}
-                xor ^= edge
-            deliver(component, task, copy_)
+        else:
+            for i, (component, task) in enumerate(targets(proto)):
+                copy_: StormTuple
+                if i == 0:
+                    copy_ = proto
+                else:
+                    copy_ = new(cls)
+                    copy_.values = values
+                    copy_.offset = off
+                    copy_.ack_val = 0
+                if roots is not None:
+                    copy_.anchors = roots
+                else:
+                    edge = bits(64) or new_id(rng)
+                    copy_.anchors = {root: edge}
+                    xor ^= edge
+                deliver(component, task, copy_)
         init(root, xor, off)
     if into is not None:
         runtime.seq[(spout, into[0])] = turn

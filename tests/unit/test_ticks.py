@@ -15,7 +15,7 @@ from storm_kafka_compat.topology.bolts import BasicBolt
 from storm_kafka_compat.topology.spec import from_spec
 from storm_kafka_compat.topology.ticks import (SYSTEM_COMPONENT, TICK_FREQ_KEY, TICK_STREAM,
                                                TickSchedule, is_tick, tick_freq_of, tick_tuple)
-from storm_kafka_compat.topology.tuples import StormTuple
+from storm_kafka_compat.topology.tuples import StormTuple, TupleBatch
 
 SEEN = []
 
@@ -115,10 +115,11 @@ def test_the_host_hands_a_due_tick_first_and_acking_it_sends_nothing():
     t = StormTuple(["x"], ("str",), source_component="plain", anchors={7: 11})
     host.run(1, 1, ("ticking", 0), [])
     clock.now = 5.0
-    res = host.run(2, 1, ("ticking", 0), [t])
+    res = host.run(2, 1, ("ticking", 0), [TupleBatch([t])])
     assert SEEN == [("ticking", 5), ("ticking", "x")]
     assert res.pairs == {7: 11}                    # only the tuple's ack; the tick's is nothing
-    assert host.run(2, 1, ("ticking", 0), [t]) is res   # a retried task: the same answer
+    # a retried task: the same answer
+    assert host.run(2, 1, ("ticking", 0), [TupleBatch([t])]) is res
     assert host.dirty == {("ticking", 0)}
     host.save(1)
     assert host.dirty == set()

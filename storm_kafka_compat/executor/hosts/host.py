@@ -84,12 +84,12 @@ class BoltHost:
         #: the tasks that ran tuples or a tick since the last save
         self.dirty: Set[Slot] = set()
 
-    def run(self, batch: int, stage: int, slot: Slot,
-            tuples: Union[Sequence[StormTuple], Sequence[TupleBatch]]) -> GroupResult:
-        """Run ``tuples`` (or the tuples of these batches, each made as it is run) on bolt
-        task ``slot`` (and the bolts of ``stage`` it feeds through shuffles, here); the
-        same answer again for a (batch, stage, slot) it already ran (a Spark task run
-        again after its worker died)."""
+    def run(self, batch: int, stage: int, slot: Slot, batches: Sequence[TupleBatch]
+            ) -> GroupResult:
+        """Run the tuples of ``batches``, each made as it is run, on bolt task ``slot``
+        (and the bolts of ``stage`` it feeds through shuffles, here); the same answer
+        again for a (batch, stage, slot) it already ran (a Spark task run again after
+        its worker died)."""
         key = (batch, stage, slot)
         held = self._answers.get(key)
         if held is not None:
@@ -99,8 +99,6 @@ class BoltHost:
         if slot not in self.states:
             raise KeyError(f"bolt task {slot_name(slot)} is not held by this host "
                            f"(it holds {', '.join(map(slot_name, self.slots))})")
-        batches: List[TupleBatch] = (list(tuples) if tuples and isinstance(tuples[0], TupleBatch)  # type: ignore[arg-type]
-                                     else [TupleBatch(tuples)] if tuples else [])  # type: ignore[arg-type]
         period = self.ticks.due(slot)
         # Storm's executor puts the tick in the task's queue
         ticks = [tick_tuple(period)] if period is not None else []
