@@ -209,6 +209,26 @@ def test_a_word_count_reaches_its_size_at_the_second_batch_with_its_work_measure
     assert all(cost * c * 4 <= budget * 1.01 for c in caps), caps
 
 
+def test_measured_work_bounds_a_batch_a_noisy_fit_would_make_too_large() -> None:
+    """The fault test's staged run (a 10 ms bolt behind a fields grouping, a 250 ms
+    budget, 4 partitions), its first four batches as a fresh-clone run logged them:
+    (messages, ms, work ms). The fit of those small batches put the cost at 4.3 ms a
+    message and sized the fifth batch at 57 (0.57 s of work, 2.3 budgets), so a kill
+    there replayed past the test's bound; the measured work, about 10.2 ms a message,
+    keeps every batch within one budget of it."""
+    seen = [(32, 620, 326.5), (8, 341, 82.0), (16, 210, 163.0), (32, 412, 326.3)]
+    fit_alone = BatchPacer(budget_ms=250)
+    for messages, ms, _work in seen:
+        fit_alone.observe(messages, ms, 4)
+    measured = BatchPacer(budget_ms=250)
+    for messages, ms, work in seen:
+        measured.observe(messages, ms, 4, work_ms=work)
+        assert measured.cap(4, 10**6) * 4 * work / messages <= 250, (messages, work)
+    assert fit_alone.cost_ms is not None and fit_alone.cost_ms < 5   # the noisy fit
+    assert fit_alone.cap(4, 10**6) * 4 >= 56                          # 2.2 budgets and more
+    assert measured.cap(4, 10**6) * 4 <= 250 * 32 / 326.3              # 24: one budget
+
+
 def test_a_hosted_batch_measures_its_busiest_task_then_each_stages_slowest_host() -> None:
     """The work the pacer is given: stage 0's Spark tasks run side by side (the busiest
     counts), then each bolt-host stage, its hosts side by side (the slowest counts)."""
