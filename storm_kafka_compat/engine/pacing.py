@@ -112,19 +112,26 @@ class BatchPacer:
         if messages <= 0 or elapsed_ms <= 0:
             return
         self._batches += 1
-        measured = None if not work_ms or work_ms <= 0 else min(
-            self.budget_ms * messages / (work_ms * MEASURED_MARGIN),
-            float(MEASURED_GROWTH * messages))
         if self._batches == 1:
             # start-up: no cost per message, but its whole time charged to its messages
             # still bounds the cost from above (the start only makes it slower)
             bound = messages * self.budget_ms / elapsed_ms
-            self._next_total = bound if bound > messages else \
-                _other_size(messages, partitions)
-            if measured is not None:
-                self._next_total = max(self._next_total, measured)
-            self._within_measured(messages, work_ms)
-            return
+            size = bound if bound > messages else _other_size(messages, partitions)
+        else:
+            size = self._from_window(messages, elapsed_ms, partitions)
+        if work_ms and work_ms > 0:
+            # while the cost cannot be told, the measured work sizes the batch (with its
+            # margin, growth bounded); whatever the fit says, that work alone, on the
+            # batch's critical path, stays within one budget
+            if self.cost_ms is None:
+                size = max(size, min(self.budget_ms * messages / (work_ms * MEASURED_MARGIN),
+                                     float(MEASURED_GROWTH * messages)))
+            size = min(size, self.budget_ms * messages / work_ms)
+        self._next_total = size
+
+    def _from_window(self, messages: int, elapsed_ms: float, partitions: int) -> float:
+        """The next batch's messages from the batches of the window (this one added),
+        the fit's cost and overhead updated."""
         self._seen = (self._seen + [(messages, float(elapsed_ms))])[-WINDOW:]
         points = _fastest(self._seen)
         largest = max(m for m, _ in points)
@@ -143,23 +150,12 @@ class BatchPacer:
         # this size takes at most one budget of processing, however the time splits
         bound = max(m * self.budget_ms / t for m, t in points)
         if self.cost_ms is not None:
-            self._next_total = min(self.budget_ms / self.cost_ms, max(GROWTH * largest, bound))
-        elif len(points) >= 2 or self.overhead_ms is not None:
-            self._next_total = max(GROWTH * largest, bound)
-        elif bound > largest:           # faster than a budget: grow, which is another size
-            self._next_total = bound
-        else:
-            self._next_total = _other_size(points[0][0], partitions)
-        if self.cost_ms is None and measured is not None and self._next_total is not None:
-            self._next_total = max(self._next_total, measured)
-        self._within_measured(messages, work_ms)
-
-    def _within_measured(self, messages: int, work_ms: Optional[float]) -> None:
-        """The work measured where it ran is part of each message's cost (it is on the
-        batch's critical path): whatever the fit says, the next batch's measured work
-        alone stays within one budget."""
-        if work_ms and work_ms > 0 and self._next_total is not None:
-            self._next_total = min(self._next_total, self.budget_ms * messages / work_ms)
+            return min(self.budget_ms / self.cost_ms, max(GROWTH * largest, bound))
+        if len(points) >= 2 or self.overhead_ms is not None:
+            return max(GROWTH * largest, bound)
+        if bound > largest:             # faster than a budget: grow, which is another size
+            return bound
+        return _other_size(points[0][0], partitions)
 
 
 def _other_size(messages: int, partitions: int) -> float:
